@@ -1,0 +1,14 @@
+{
+  "targets": [
+    {
+      "target_name": "pdb_kernels",
+      "sources": ["src/addon.cc"],
+      "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
+      "defines": ["NAPI_VERSION=8", "NODE_ADDON_API_DISABLE_CPP_EXCEPTIONS"],
+      "cflags!": ["-fno-exceptions"],
+      "cflags_cc!": ["-fno-exceptions", "-O2"],
+      "cflags": ["-O3", "-ffp-contract=off", "-fno-fast-math", "-mavx2", "-mf16c"],
+      "cflags_cc": ["-std=c++17", "-O3", "-ffp-contract=off", "-fno-fast-math", "-mavx2", "-mf16c"]
+    }
+  ]
+}
