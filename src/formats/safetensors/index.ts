@@ -1,0 +1,10 @@
+// The safetensors reader and writer: one entry point for the rest of the bridge.
+export { DTYPES, DTYPE_BITS, SIZE_ONLY_DTYPES, isDtype, referenceDtypeRank, tensorByteLength, type Dtype } from './dtype.ts'
+export { tensorFrom, viewAs, type Tensor, type TensorView, type ViewOf } from './tensor.ts'
+export { MAX_HEADER_BYTES, METADATA_KEY, parseHeader, encodeHeader, type TensorInfo, type ParsedHeader } from './header.ts'
+export { compareCodePoints, compareReferenceOrder, referenceOrder } from './order.ts'
+export { SafetensorsFile, readSafetensors } from './file.ts'
+export { serializeSafetensors, writeSafetensors } from './writer.ts'
+export { SafetensorsStreamWriter } from './stream-writer.ts'
+export { ShardedCheckpoint, writeShardedCheckpoint, splitIntoShards, DEFAULT_MAX_SHARD_BYTES, type ShardOptions } from './sharded.ts'
+export { SHARD_INDEX_NAME, SINGLE_FILE_NAME, shardFileName, encodeShardIndex, parseShardIndex } from './shard-index.ts'
