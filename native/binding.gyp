@@ -2,7 +2,7 @@
   "targets": [
     {
       "target_name": "pdb_kernels",
-      "sources": ["src/addon.cc"],
+      "sources": ["src/addon.cc", "src/matmul.cc", "src/rmsnorm.cc", "src/parallel.cc", "src/peak.cc"],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
       "defines": ["NAPI_VERSION=8", "NODE_ADDON_API_DISABLE_CPP_EXCEPTIONS"],
       "cflags!": ["-fno-exceptions"],

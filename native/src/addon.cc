@@ -1,8 +1,133 @@
-// Entry point of the pdb_kernels addon: each kernel family registers itself here.
+// Entry point of the pdb_kernels addon: argument checks, then the kernels. Each JavaScript
+// function here is wrapped by src/kernels/ (typed API, NumericsError on bad input).
 #include <napi.h>
 
-static Napi::Object Init(Napi::Env env, Napi::Object exports) {
-  exports.Set("abiVersion", Napi::Number::New(env, 1));
+#include <cstdint>
+
+#include "args.h"
+#include "matmul.h"
+#include "parallel.h"
+#include "peak.h"
+#include "rmsnorm.h"
+
+namespace {
+
+using pdb::View;
+
+size_t saturating_mul (size_t a, size_t b) {
+  size_t p = 0;
+  return __builtin_mul_overflow(a, b, &p) ? SIZE_MAX : p;
+}
+
+// matmulF32 / matmulBf16 (x, m, k, w, n, out, roundBf16)
+template <class Code>
+Napi::Value matmul_entry (const Napi::CallbackInfo& info, napi_typedarray_type w_type, const char* w_type_name,
+                          void (*kernel)(const float*, size_t, size_t, const Code*, size_t, float*, bool, int)) {
+  Napi::Env env = info.Env();
+  size_t m = 0, k = 0, n = 0;
+  const auto x = pdb::typed_array<float>(info, 0, napi_float32_array, "x", "Float32Array");
+  if (!x.ok || !pdb::size_arg(info, 1, "m", &m) || !pdb::size_arg(info, 2, "k", &k)) return env.Undefined();
+  const auto w = pdb::typed_array<Code>(info, 3, w_type, "w", w_type_name);
+  if (!w.ok || !pdb::size_arg(info, 4, "n", &n)) return env.Undefined();
+  const auto y = pdb::typed_array<float>(info, 5, napi_float32_array, "out", "Float32Array");
+  if (!y.ok) return env.Undefined();
+  if (!pdb::check_length(env, "x", x.length, m, k, "m x k") ||
+      !pdb::check_length(env, "w", w.length, n, k, "n x k") ||
+      !pdb::check_length(env, "out", y.length, m, n, "m x n")) return env.Undefined();
+  const bool round_bf16 = info.Length() > 6 && info[6].ToBoolean().Value();
+  const size_t work = saturating_mul(saturating_mul(m, n), k);
+  kernel(x.data, m, k, w.data, n, y.data, round_bf16, pdb::threads_for(work));
+  return info[5];
+}
+
+Napi::Value MatmulF32 (const Napi::CallbackInfo& info) {
+  return matmul_entry<float>(info, napi_float32_array, "Float32Array", pdb::matmul_f32);
+}
+
+Napi::Value MatmulBf16 (const Napi::CallbackInfo& info) {
+  return matmul_entry<uint16_t>(info, napi_uint16_array, "Uint16Array", pdb::matmul_bf16);
+}
+
+// rmsNorm (x, rows, d, weight, eps, out)
+Napi::Value RmsNorm (const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  size_t rows = 0, d = 0;
+  const auto x = pdb::typed_array<float>(info, 0, napi_float32_array, "x", "Float32Array");
+  if (!x.ok || !pdb::size_arg(info, 1, "rows", &rows) || !pdb::size_arg(info, 2, "d", &d)) return env.Undefined();
+  const auto weight = pdb::typed_array<float>(info, 3, napi_float32_array, "weight", "Float32Array");
+  if (!weight.ok) return env.Undefined();
+  if (info.Length() <= 4 || !info[4].IsNumber()) {
+    Napi::TypeError::New(env, "eps must be a number").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  const float eps = float(info[4].As<Napi::Number>().DoubleValue());
+  const auto y = pdb::typed_array<float>(info, 5, napi_float32_array, "out", "Float32Array");
+  if (!y.ok) return env.Undefined();
+  if (d == 0) {
+    Napi::RangeError::New(env, "d must be at least 1").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  if (!pdb::check_length(env, "x", x.length, rows, d, "rows x d") ||
+      !pdb::check_length(env, "weight", weight.length, 1, d, "1 x d") ||
+      !pdb::check_length(env, "out", y.length, rows, d, "rows x d")) return env.Undefined();
+  pdb::rms_norm(x.data, rows, d, weight.data, eps, y.data, pdb::threads_for(saturating_mul(rows, d)));
+  return info[5];
+}
+
+// setThreads (n): the thread count every later call may use (at least 1).
+Napi::Value SetThreads (const Napi::CallbackInfo& info) {
+  size_t n = 0;
+  if (!pdb::size_arg(info, 0, "threads", &n)) return info.Env().Undefined();
+  if (n < 1 || n > 1024) {
+    Napi::RangeError::New(info.Env(), "threads must be between 1 and 1024").ThrowAsJavaScriptException();
+    return info.Env().Undefined();
+  }
+  pdb::set_kernel_threads(int(n));
+  return info.Env().Undefined();
+}
+
+Napi::Value GetThreads (const Napi::CallbackInfo& info) {
+  return Napi::Number::New(info.Env(), pdb::kernel_threads());
+}
+
+// measurePeakGflops (threads, millis)
+Napi::Value MeasurePeakGflops (const Napi::CallbackInfo& info) {
+  size_t threads = 0, millis = 0;
+  if (!pdb::size_arg(info, 0, "threads", &threads) || !pdb::size_arg(info, 1, "millis", &millis)) {
+    return info.Env().Undefined();
+  }
+  if (threads < 1 || threads > 1024 || millis < 1 || millis > 60000) {
+    Napi::RangeError::New(info.Env(), "threads must be 1..1024 and millis 1..60000").ThrowAsJavaScriptException();
+    return info.Env().Undefined();
+  }
+  return Napi::Number::New(info.Env(), pdb::measure_peak_gflops(int(threads), double(millis)));
+}
+
+// measureStreamGbps (threads, bytes, repeats)
+Napi::Value MeasureStreamGbps (const Napi::CallbackInfo& info) {
+  size_t threads = 0, bytes = 0, repeats = 0;
+  if (!pdb::size_arg(info, 0, "threads", &threads) || !pdb::size_arg(info, 1, "bytes", &bytes) ||
+      !pdb::size_arg(info, 2, "repeats", &repeats)) return info.Env().Undefined();
+  if (threads < 1 || threads > 1024 || bytes > (size_t(1) << 34) || repeats < 1 || repeats > 100000) {
+    Napi::RangeError::New(info.Env(), "threads must be 1..1024, bytes at most 16 GiB, repeats 1..100000")
+      .ThrowAsJavaScriptException();
+    return info.Env().Undefined();
+  }
+  return Napi::Number::New(info.Env(), pdb::measure_stream_gbps(int(threads), bytes, int(repeats)));
+}
+
+}  // namespace
+
+static Napi::Object Init (Napi::Env env, Napi::Object exports) {
+  exports.Set("abiVersion", Napi::Number::New(env, 2));
+  exports.Set("minParallelWork", Napi::Number::New(env, double(pdb::kMinParallelWork)));
+  exports.Set("matmulF32", Napi::Function::New(env, MatmulF32, "matmulF32"));
+  exports.Set("matmulBf16", Napi::Function::New(env, MatmulBf16, "matmulBf16"));
+  exports.Set("rmsNorm", Napi::Function::New(env, RmsNorm, "rmsNorm"));
+  exports.Set("setThreads", Napi::Function::New(env, SetThreads, "setThreads"));
+  exports.Set("getThreads", Napi::Function::New(env, GetThreads, "getThreads"));
+  exports.Set("measurePeakGflops", Napi::Function::New(env, MeasurePeakGflops, "measurePeakGflops"));
+  exports.Set("measureStreamGbps", Napi::Function::New(env, MeasureStreamGbps, "measureStreamGbps"));
   return exports;
 }
 

@@ -1,0 +1,74 @@
+// Argument checks for the JavaScript entry points. The TypeScript layer validates first and
+// raises NumericsError; these checks are the last line that keeps C++ from reading or writing
+// outside a buffer whatever JavaScript passes in.
+#pragma once
+
+#include <napi.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace pdb {
+
+// A typed array's element pointer and length, or an error already thrown into JavaScript.
+template <class T>
+struct View {
+  T* data = nullptr;
+  size_t length = 0;
+  bool ok = false;
+};
+
+template <class T>
+View<T> typed_array (const Napi::CallbackInfo& info, size_t index, napi_typedarray_type type,
+                     const char* name, const char* type_name) {
+  View<T> view;
+  Napi::Env env = info.Env();
+  if (index >= info.Length() || !info[index].IsTypedArray()) {
+    Napi::TypeError::New(env, std::string(name) + " must be a " + type_name).ThrowAsJavaScriptException();
+    return view;
+  }
+  napi_typedarray_type actual;
+  size_t length = 0;
+  void* data = nullptr;
+  if (napi_get_typedarray_info(env, info[index], &actual, &length, &data, nullptr, nullptr) != napi_ok ||
+      actual != type) {
+    Napi::TypeError::New(env, std::string(name) + " must be a " + type_name).ThrowAsJavaScriptException();
+    return view;
+  }
+  view.data = static_cast<T*>(data);
+  view.length = length;
+  view.ok = true;
+  return view;
+}
+
+// A non-negative integer size below 2^52 (so products of two sizes are checked, not wrapped).
+inline bool size_arg (const Napi::CallbackInfo& info, size_t index, const char* name, size_t* out) {
+  Napi::Env env = info.Env();
+  if (index >= info.Length() || !info[index].IsNumber()) {
+    Napi::TypeError::New(env, std::string(name) + " must be a number").ThrowAsJavaScriptException();
+    return false;
+  }
+  const double v = info[index].As<Napi::Number>().DoubleValue();
+  if (!(v >= 0 && v <= 4503599627370496.0) || v != double(int64_t(v))) {
+    Napi::RangeError::New(env, std::string(name) + " must be a non-negative integer").ThrowAsJavaScriptException();
+    return false;
+  }
+  *out = size_t(v);
+  return true;
+}
+
+// a * b must equal `length` exactly (no overflow) or a RangeError naming the buffer is thrown.
+inline bool check_length (Napi::Env env, const char* name, size_t length, size_t a, size_t b,
+                          const char* shape) {
+  size_t product = 0;
+  if (__builtin_mul_overflow(a, b, &product) || product != length) {
+    Napi::RangeError::New(env, std::string(name) + " has " + std::to_string(length) +
+                          " elements, expected " + shape + " = " + std::to_string(a) + " x " +
+                          std::to_string(b)).ThrowAsJavaScriptException();
+    return false;
+  }
+  return true;
+}
+
+}  // namespace pdb

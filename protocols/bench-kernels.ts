@@ -1,0 +1,192 @@
+// Kernel speed next to this machine's measured peaks. Run: npx tsx protocols/bench-kernels.ts
+// Prints a table and writes results/bench/kernels-<date>.json. Nothing here is asserted:
+// speeds depend on the machine and on whatever else it is running.
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { cpus } from 'node:os'
+import { fileURLToPath } from 'node:url'
+import { Bench } from 'tinybench'
+import {
+  getKernelThreads, kernelParallelThreshold, matmulBf16, matmulF32, measurePeakGflops, measureStreamGbps, reference, rmsNorm,
+} from '../src/kernels/index.ts'
+import { f32ToBf16 } from '../src/numerics/bf16.ts'
+
+const TIME_MS = Number(process.env.PDB_BENCH_TIME_MS ?? 400)
+
+/** One measured kernel call: its work, the rate it reached and the matching machine peak. */
+interface Row {
+  kernel: string
+  shape: string
+  /** Threads the call really used (calls below the parallel threshold stay on one). */
+  threads: number
+  meanMs: number
+  p50Ms: number
+  samples: number
+  flops: number
+  bytes: number
+  gflops: number
+  gbps: number
+  /** The rate that matters for this kernel: GFLOP/s for matmul, GB/s for RMSNorm. */
+  unit: 'GFLOP/s' | 'GB/s'
+  rate: number
+  peak: number
+  percentOfPeak: number
+}
+
+// Peaks are the best of several short runs: on a shared machine a single run mostly measures the
+// neighbours, and the best run is the closest to what the hardware can do.
+const PEAK_RUNS = 5
+const gflopsPeaks = new Map<number, number>()
+function peakGflops (threads: number, remeasure = false): number {
+  let best = gflopsPeaks.get(threads)
+  if (best === undefined || remeasure) {
+    best = best ?? 0
+    for (let r = 0; r < PEAK_RUNS; r++) best = Math.max(best, measurePeakGflops(threads, 100))
+    gflopsPeaks.set(threads, best)
+  }
+  return best
+}
+
+/** Best streaming-copy rate over the same number of bytes the kernel reads and writes. */
+function peakCopyGbps (threads: number, bytes: number): number {
+  const repeats = Math.max(1, Math.min(100000, Math.ceil((64 << 20) / bytes)))
+  let best = 0
+  for (let r = 0; r < PEAK_RUNS; r++) best = Math.max(best, measureStreamGbps(threads, Math.max(32, bytes), repeats))
+  return best
+}
+
+function filled (n: number, seed: number, scale = 1): Float32Array {
+  const out = new Float32Array(n)
+  let s = seed >>> 0
+  for (let i = 0; i < n; i++) {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0
+    out[i] = (s / 4294967296 - 0.5) * 2 * scale
+  }
+  return out
+}
+
+async function measure (name: string, fn: () => void): Promise<{ meanMs: number, p50Ms: number, samples: number }> {
+  const bench = new Bench({ time: TIME_MS, warmupTime: 100 })
+  bench.add(name, fn)
+  await bench.run()
+  const r = bench.tasks[0].result
+  if (r.state !== 'completed') throw new Error(`benchmark ${name} ended as ${r.state}`)
+  return { meanMs: r.latency.mean, p50Ms: r.latency.p50, samples: r.latency.samplesCount }
+}
+
+function effectiveFlags (): string[] {
+  const mk = fileURLToPath(new URL('../native/build/pdb_kernels.target.mk', import.meta.url))
+  const text = readFileSync(mk, 'utf8')
+  const block = text.split('CFLAGS_CC_Release := \\\n')[1]?.split('\n\n')[0] ?? ''
+  const common = text.split('CFLAGS_Release := \\\n')[1]?.split('\n\n')[0] ?? ''
+  const flags = (s: string) => s.split('\n').map((l) => l.replace(/\\$/, '').trim()).filter(Boolean)
+  return [...flags(common), ...flags(block)]
+}
+
+async function main (): Promise<void> {
+  const threads = getKernelThreads()
+  const threshold = kernelParallelThreshold()
+  const threadsFor = (work: number) => (work < threshold ? 1 : threads)
+  console.log(`measuring peaks (${threads} thread(s) configured)...`)
+  let peak1 = peakGflops(1)
+  let peakAll = peakGflops(threads)
+  const stream1 = peakCopyGbps(1, 256 << 20)
+  const streamAll = peakCopyGbps(threads, 256 << 20)
+  const rows: Row[] = []
+
+  const matmulShapes: Array<[number, number, number]> = []
+  for (const m of [1, 128]) {
+    for (const [k, n] of [[256, 256], [1024, 1024], [4096, 256], [4096, 512], [4096, 1024], [4096, 4096]]) matmulShapes.push([m, k, n])
+  }
+  for (const [m, k, n] of matmulShapes) {
+    const x = filled(m * k, 1)
+    const w = filled(n * k, 2, 0.05)
+    const wb = Uint16Array.from(w, (v) => f32ToBf16(v))
+    const out = new Float32Array(m * n)
+    const flops = 2 * m * n * k
+    const used = threadsFor(m * n * k)
+    for (const [kernel, fn, weightBytes] of [
+      ['matmulF32', () => { matmulF32(x, m, k, w, n, out) }, 4],
+      ['matmulBf16', () => { matmulBf16(x, m, k, wb, n, out) }, 2],
+    ] as const) {
+      const t = await measure(kernel, fn)
+      const seconds = t.p50Ms / 1000
+      const bytes = 4 * m * k + weightBytes * n * k + 4 * m * n
+      const gflops = flops / seconds / 1e9
+      const peak = peakGflops(used)
+      rows.push({ kernel, shape: `m=${m} k=${k} n=${n}`, threads: used, ...t, flops, bytes, gflops, gbps: bytes / seconds / 1e9, unit: 'GFLOP/s', rate: gflops, peak, percentOfPeak: 100 * gflops / peak })
+    }
+  }
+
+  { // The TypeScript reference at one small shape, for scale.
+    const [m, k, n] = [1, 1024, 1024]
+    const x = filled(m * k, 3)
+    const w = filled(n * k, 4, 0.05)
+    const out = new Float32Array(m * n)
+    const t = await measure('reference.matmulF32', () => { reference.matmulF32(x, m, k, w, n, out) })
+    const seconds = t.p50Ms / 1000
+    const flops = 2 * m * n * k
+    const bytes = 4 * (m * k + n * k + m * n)
+    const gflops = flops / seconds / 1e9
+    rows.push({ kernel: 'reference.matmulF32', shape: `m=${m} k=${k} n=${n}`, threads: 1, ...t, flops, bytes, gflops, gbps: bytes / seconds / 1e9, unit: 'GFLOP/s', rate: gflops, peak: peak1, percentOfPeak: 100 * gflops / peak1 })
+  }
+
+  for (const rowsN of [1, 128]) {
+    for (const d of [128, 512, 4096]) {
+      const x = filled(rowsN * d, 5, 3)
+      const weight = filled(d, 6)
+      const out = new Float32Array(rowsN * d)
+      const bytes = (2 * rowsN * d + d) * 4 // read x and weight, write y
+      const flops = 5 * rowsN * d // x*x, add, x*r, *w (+ per-row scalars, ignored)
+      const used = threadsFor(rowsN * d)
+      const t = await measure('rmsNorm', () => { rmsNorm(x, rowsN, d, weight, 1e-6, out) })
+      const seconds = t.p50Ms / 1000
+      const gbps = bytes / seconds / 1e9
+      const peak = peakCopyGbps(used, 2 * rowsN * d * 4)
+      rows.push({ kernel: 'rmsNorm', shape: `rows=${rowsN} d=${d}`, threads: used, ...t, flops, bytes, gflops: flops / seconds / 1e9, gbps, unit: 'GB/s', rate: gbps, peak, percentOfPeak: 100 * gbps / peak })
+    }
+  }
+
+  // Measure the compute peaks again at the end and keep the best of both ends of the run.
+  peak1 = peakGflops(1, true)
+  peakAll = peakGflops(threads, true)
+  for (const r of rows) {
+    if (r.unit === 'GFLOP/s') {
+      r.peak = peakGflops(r.threads)
+      r.percentOfPeak = 100 * r.rate / r.peak
+    }
+  }
+
+  console.log(`\npeak AVX2 mul+add (no FMA), best of ${2 * PEAK_RUNS} (start and end): ${peak1.toFixed(1)} GFLOP/s on 1 thread, ${peakAll.toFixed(1)} GFLOP/s on ${threads}`)
+  console.log(`streaming copy of 256 MiB (read + write), best of ${PEAK_RUNS}: ${stream1.toFixed(1)} GB/s on 1 thread, ${streamAll.toFixed(1)} GB/s on ${threads}`)
+  console.log('matmul peak: the mul+add peak for the threads used; rmsNorm peak: a copy of the same bytes on the same threads\n')
+  console.table(rows.map((r) => ({
+    kernel: r.kernel,
+    shape: r.shape,
+    threads: r.threads,
+    'p50 ms': Number(r.p50Ms.toFixed(4)),
+    rate: `${r.rate.toFixed(2)} ${r.unit}`,
+    'GB/s moved': Number(r.gbps.toFixed(1)),
+    peak: `${r.peak.toFixed(1)} ${r.unit}`,
+    '% peak': Number(r.percentOfPeak.toFixed(1)),
+  })))
+
+  const date = new Date().toISOString().slice(0, 10)
+  const dir = fileURLToPath(new URL('../results/bench/', import.meta.url))
+  mkdirSync(dir, { recursive: true })
+  const file = `${dir}kernels-${date}.json`
+  const record = {
+    protocol: 'bench-kernels',
+    date: new Date().toISOString(),
+    machine: { cpu: cpus()[0]?.model ?? 'unknown', logicalCpus: cpus().length, node: process.version, note: process.env.PDB_BENCH_NOTE ?? null },
+    flags: effectiveFlags(),
+    rateFrom: 'p50 latency of tinybench samples',
+    timePerTaskMs: TIME_MS,
+    parallelThreshold: threshold,
+    peaks: { runs: 2 * PEAK_RUNS, gflops1: peak1, gflopsAll: peakAll, copyGbps256MiB1: stream1, copyGbps256MiBAll: streamAll, threads },
+    rows,
+  }
+  writeFileSync(file, JSON.stringify(record, null, 2) + '\n')
+  console.log(`\nwrote ${file}`)
+}
+
+await main()

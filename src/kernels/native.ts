@@ -1,0 +1,48 @@
+// Loading the pdb_kernels addon (native/), lazily, so the TypeScript references work without it.
+import { createRequire } from 'node:module'
+import { fileURLToPath } from 'node:url'
+import { PdBridgeError } from '../errors.ts'
+
+/** The ABI version this TypeScript expects from native/src/addon.cc; a mismatch means a stale build. */
+export const EXPECTED_ABI_VERSION = 2
+
+/** Where `npm run build:native` writes the addon. */
+export const DEFAULT_ADDON_PATH = fileURLToPath(new URL('../../native/build/Release/pdb_kernels.node', import.meta.url))
+
+/** The raw functions the addon exports (arguments already validated by src/kernels/index.ts). */
+export interface NativeKernels {
+  abiVersion: number
+  minParallelWork: number
+  matmulF32 (x: Float32Array, m: number, k: number, w: Float32Array, n: number, out: Float32Array, roundBf16: boolean): Float32Array
+  matmulBf16 (x: Float32Array, m: number, k: number, w: Uint16Array, n: number, out: Float32Array, roundBf16: boolean): Float32Array
+  rmsNorm (x: Float32Array, rows: number, d: number, weight: Float32Array, eps: number, out: Float32Array): Float32Array
+  setThreads (n: number): void
+  getThreads (): number
+  measurePeakGflops (threads: number, millis: number): number
+  measureStreamGbps (threads: number, bytes: number, repeats: number): number
+}
+
+const require = createRequire(import.meta.url)
+let loaded: NativeKernels | undefined
+
+/**
+ * The addon at `path` (default: the npm build output). Throws PdBridgeError naming the path and
+ * the fix ("run npm run build:native") when it is missing, fails to load, or is a stale build.
+ */
+export function loadNativeKernels (path: string = DEFAULT_ADDON_PATH): NativeKernels {
+  if (path === DEFAULT_ADDON_PATH && loaded) return loaded
+  let addon: NativeKernels
+  try {
+    addon = require(path) as NativeKernels
+  } catch (err) {
+    const missing = (err as NodeJS.ErrnoException)?.code === 'MODULE_NOT_FOUND'
+    const why = missing ? 'is not built' : `failed to load (${(err as Error)?.message ?? String(err)})`
+    throw new PdBridgeError(`native kernels ${path} ${why}: run npm run build:native`, { cause: err })
+  }
+  if (addon.abiVersion !== EXPECTED_ABI_VERSION) {
+    throw new PdBridgeError(
+      `native kernels ${path} have ABI version ${String(addon.abiVersion)}, expected ${EXPECTED_ABI_VERSION} (stale build): run npm run build:native`)
+  }
+  if (path === DEFAULT_ADDON_PATH) loaded = addon
+  return addon
+}

@@ -1,0 +1,34 @@
+// The one accumulation order of every kernel dot product, written out with Math.fround.
+// native/src/kernel_order.h implements the same steps with AVX2; docs/kernels.md draws them.
+
+/** Number of partial sums (lanes) a dot product keeps: one AVX2 register of float32. */
+export const KERNEL_LANES = 8
+
+const fround = Math.fround
+
+/**
+ * sum_i x[xOff + i] * w[wOff + i] for i < k, in the kernel order:
+ * 1. lane l (0..7), starting at +0, adds fround(x*w) for i = l, l+8, ... below k8 = k - k % 8, in order;
+ * 2. the lanes meet as ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7));
+ * 3. the k % 8 leftover products are added one by one, in order.
+ * Every product and every sum is rounded to float32. Inputs must already be float32 values.
+ */
+export function dotInKernelOrder (x: ArrayLike<number>, xOff: number, w: ArrayLike<number>, wOff: number, k: number): number {
+  const k8 = k - (k % KERNEL_LANES)
+  let l0 = 0; let l1 = 0; let l2 = 0; let l3 = 0; let l4 = 0; let l5 = 0; let l6 = 0; let l7 = 0
+  for (let i = 0; i < k8; i += KERNEL_LANES) {
+    const xi = xOff + i
+    const wi = wOff + i
+    l0 = fround(l0 + fround(x[xi] * w[wi]))
+    l1 = fround(l1 + fround(x[xi + 1] * w[wi + 1]))
+    l2 = fround(l2 + fround(x[xi + 2] * w[wi + 2]))
+    l3 = fround(l3 + fround(x[xi + 3] * w[wi + 3]))
+    l4 = fround(l4 + fround(x[xi + 4] * w[wi + 4]))
+    l5 = fround(l5 + fround(x[xi + 5] * w[wi + 5]))
+    l6 = fround(l6 + fround(x[xi + 6] * w[wi + 6]))
+    l7 = fround(l7 + fround(x[xi + 7] * w[wi + 7]))
+  }
+  let s = fround(fround(fround(l0 + l4) + fround(l2 + l6)) + fround(fround(l1 + l5) + fround(l3 + l7)))
+  for (let i = k8; i < k; i++) s = fround(s + fround(x[xOff + i] * w[wOff + i]))
+  return s
+}

@@ -1,0 +1,68 @@
+// The TypeScript references: every operation rounded to float32 with Math.fround, in exactly the
+// order the native kernels use. They define the kernels' results; the native code must match bit for bit.
+import { bf16ToF32 } from '../numerics/bf16.ts'
+import { dotInKernelOrder } from './order.ts'
+import { bitsView, storeOutput } from './output.ts'
+import { checkMatmul, checkRmsNorm } from './validate.ts'
+
+const fround = Math.fround
+
+/** Options of the matmul kernels. */
+export interface MatmulOptions {
+  /** Round every output element to the nearest bf16 value (RNE) after the dot product. */
+  roundBf16?: boolean
+}
+
+/**
+ * Reference of y[m, n] = x[m, k] · W[n, k]^T with float32 weights: y[i, j] is
+ * dotInKernelOrder(x row i, W row j), then optional bf16 rounding; NaN written canonical.
+ */
+export function matmulF32 (x: Float32Array, m: number, k: number, w: Float32Array, n: number, out?: Float32Array, opts?: MatmulOptions): Float32Array {
+  const a = checkMatmul('reference.matmulF32', x, m, k, w, n, out, opts, 'Float32Array')
+  const outBits = bitsView(a.out)
+  for (let i = 0; i < a.m; i++) {
+    for (let j = 0; j < a.n; j++) {
+      storeOutput(a.out, outBits, i * a.n + j, dotInKernelOrder(a.x, i * a.k, a.w, j * a.k, a.k), a.roundBf16)
+    }
+  }
+  return a.out
+}
+
+/**
+ * Reference of the same product with W stored as bf16 codes: each code is widened exactly to
+ * float32 (the code becomes the top 16 bits), then everything is as in matmulF32.
+ */
+export function matmulBf16 (x: Float32Array, m: number, k: number, w: Uint16Array, n: number, out?: Float32Array, opts?: MatmulOptions): Float32Array {
+  const a = checkMatmul('reference.matmulBf16', x, m, k, w, n, out, opts, 'Uint16Array')
+  const outBits = bitsView(a.out)
+  const row = new Float32Array(a.k)
+  for (let j = 0; j < a.n; j++) {
+    for (let p = 0; p < a.k; p++) row[p] = bf16ToF32(a.w[j * a.k + p])
+    for (let i = 0; i < a.m; i++) {
+      storeOutput(a.out, outBits, i * a.n + j, dotInKernelOrder(a.x, i * a.k, row, 0, a.k), a.roundBf16)
+    }
+  }
+  return a.out
+}
+
+/**
+ * Reference RMSNorm over `rows` rows of length d. Per row, all float32:
+ * ss = dotInKernelOrder(row, row); mean = ss / d; r = 1 / sqrt(mean + eps);
+ * y_i = (x_i * r) * weight_i. eps is first rounded to float32. NaN written canonical.
+ */
+export function rmsNorm (x: Float32Array, rows: number, d: number, weight: Float32Array, eps: number, out?: Float32Array): Float32Array {
+  const a = checkRmsNorm('reference.rmsNorm', x, rows, d, weight, eps, out)
+  const outBits = bitsView(a.out)
+  const eps32 = fround(a.eps)
+  const d32 = fround(a.d)
+  for (let r = 0; r < a.rows; r++) {
+    const off = r * a.d
+    const ss = dotInKernelOrder(a.x, off, a.x, off, a.d)
+    const mean = fround(ss / d32)
+    const inv = fround(1 / fround(Math.sqrt(fround(mean + eps32))))
+    for (let i = 0; i < a.d; i++) {
+      storeOutput(a.out, outBits, off + i, fround(fround(a.x[off + i] * inv) * a.weight[i]), false)
+    }
+  }
+  return a.out
+}
