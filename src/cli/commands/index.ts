@@ -1,4 +1,7 @@
 // Every command the CLI offers, in the order --help lists them.
 import type { Command } from 'commander'
+import { makeCheckpointCommand } from './make-checkpoint.ts'
 
-export const commands: Command[] = []
+export const commands: Command[] = [
+  makeCheckpointCommand,
+]

@@ -1,0 +1,35 @@
+// `pd-bridge make-checkpoint`: write a deterministic synthetic DeepSeek-V4 checkpoint.
+import { Command } from 'commander'
+import { PdBridgeError } from '../../errors.ts'
+import { makeCheckpoint, PRESET_NAMES, isPresetName } from '../../model/checkpoint/index.ts'
+
+// Commander hands option values over as strings; accept plain decimal integers only ("1e3", "0x10",
+// "1.0" and "-1" are refused rather than silently reinterpreted).
+function parseNonNegativeInteger (flag: string, text: string): number {
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(Number(text))) {
+    throw new PdBridgeError(`${flag} must be a non-negative integer, got ${JSON.stringify(text)}`)
+  }
+  return Number(text)
+}
+
+/** The make-checkpoint command. */
+export const makeCheckpointCommand = new Command('make-checkpoint')
+  .description('write a deterministic synthetic DeepSeek-V4 checkpoint (config, weights, tokenizer) in Hugging Face layout')
+  .requiredOption('--preset <name>', `model size: ${PRESET_NAMES.join(' | ')}`)
+  .requiredOption('--seed <n>', 'non-negative integer; the same preset and seed give byte-identical files')
+  .requiredOption('--out <dir>', 'directory to write (created if absent)')
+  .option('--max-shard-bytes <n>', 'split the weights into shards of at most N bytes of tensor data')
+  .option('--force', 'write into a non-empty directory, replacing the checkpoint files there')
+  .action(async (opts: { preset: string, seed: string, out: string, maxShardBytes?: string, force?: boolean }) => {
+    if (!isPresetName(opts.preset)) {
+      throw new PdBridgeError(`--preset: unknown preset ${JSON.stringify(opts.preset)}, expected one of ${PRESET_NAMES.join(', ')}`)
+    }
+    const seed = parseNonNegativeInteger('--seed', opts.seed)
+    const maxShardBytes = opts.maxShardBytes === undefined ? undefined : parseNonNegativeInteger('--max-shard-bytes', opts.maxShardBytes)
+    if (maxShardBytes === 0) throw new PdBridgeError('--max-shard-bytes must be at least 1')
+    const made = await makeCheckpoint({ preset: opts.preset, seed, out: opts.out, maxShardBytes, force: opts.force === true })
+    process.stdout.write(
+      `wrote ${made.dir}: preset ${opts.preset}, seed ${seed}, ${made.tensorCount} tensors, ` +
+      `${made.parameterCount} parameters\n${made.files.map((f) => `  ${f}\n`).join('')}`,
+    )
+  })

@@ -1,0 +1,57 @@
+// Filling one parameter with its deterministic synthetic values.
+import { f32ToBf16, roundBf16 } from '../../numerics/bf16.ts'
+import { PdBridgeError } from '../../errors.ts'
+import type { ParamSpec } from './params.ts'
+import { streamFor } from './random.ts'
+
+/** A parameter's values in its storage form: bf16 codes, float32 values or int64 ids. */
+export type ParamValues = Uint16Array | Float32Array | BigInt64Array
+
+function elementCount (shape: readonly number[]): number {
+  return shape.reduce((a, b) => a * b, 1)
+}
+
+/**
+ * The values make-checkpoint writes for `spec` under `seed`. Each parameter draws from its own
+ * stream keyed by (seed, name), so the result does not depend on which other parameters exist.
+ * Normal samples are float64, rounded to float32 and then (for BF16 storage or bf16Values) to the
+ * nearest bf16, ties to even.
+ */
+export function initialValues (spec: ParamSpec, seed: number): ParamValues {
+  const rng = streamFor(seed, spec.name)
+  const count = elementCount(spec.shape)
+  const init = spec.init
+  if (init.kind === 'distinct-ids') {
+    if (spec.dtype !== 'I64') throw new PdBridgeError(`${spec.name}: distinct-ids init needs I64, not ${spec.dtype}`)
+    const width = spec.shape[spec.shape.length - 1]
+    if (width > init.range) throw new PdBridgeError(`${spec.name}: cannot draw ${width} distinct ids from ${init.range}`)
+    const out = new BigInt64Array(count)
+    const pool = Array.from({ length: init.range }, (_, i) => i)
+    for (let row = 0; row < count / width; row++) {
+      // Partial Fisher-Yates over a fresh 0..range-1 pool: `width` distinct ids, uniformly chosen.
+      for (let i = 0; i < init.range; i++) pool[i] = i
+      for (let k = 0; k < width; k++) {
+        const j = k + rng.nextInt(init.range - k)
+        const picked = pool[j]
+        pool[j] = pool[k]
+        pool[k] = picked
+        out[row * width + k] = BigInt(picked)
+      }
+    }
+    return out
+  }
+  if (spec.dtype === 'BF16') {
+    const out = new Uint16Array(count)
+    for (let i = 0; i < count; i++) out[i] = f32ToBf16(init.mean + init.std * rng.nextNormal())
+    return out
+  }
+  if (spec.dtype === 'F32') {
+    const out = new Float32Array(count)
+    for (let i = 0; i < count; i++) {
+      const x = init.mean + init.std * rng.nextNormal()
+      out[i] = init.bf16Values ? roundBf16(x) : x
+    }
+    return out
+  }
+  throw new PdBridgeError(`${spec.name}: normal init cannot fill dtype ${spec.dtype}`)
+}

@@ -1,0 +1,127 @@
+// make-checkpoint: a deterministic synthetic DeepSeek-V4 checkpoint in Hugging Face layout.
+import { mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { PdBridgeError } from '../../errors.ts'
+import { tensorFrom, writeShardedCheckpoint, type Tensor } from '../../formats/safetensors/index.ts'
+import { toHfConfigJson, type DeepseekV4Config } from '../config.ts'
+import { HF_FORMAT_VERSION } from '../config/defaults.ts'
+import { buildTokenizerFiles, PAD_TOKEN, NAMED_SPECIAL_TOKENS } from '../tokenizer/index.ts'
+import { initialValues } from './init.ts'
+import { expectedParameters } from './params.ts'
+import { presetConfig } from './presets.ts'
+import { assertSeed } from './random.ts'
+import { pythonStyleJson } from './config-json.ts'
+
+/** What to make. */
+export interface MakeCheckpointOptions {
+  /** A preset name (see PRESET_NAMES). */
+  preset: string
+  /** Non-negative integer; same preset + seed gives byte-identical files. */
+  seed: number
+  /** Output directory (created if absent). */
+  out: string
+  /** Shard the weights into files of at most this many bytes of tensor data (default: one file up to 5 GB). */
+  maxShardBytes?: number
+  /** Allow a non-empty `out`: checkpoint files there are replaced, other files are left alone. */
+  force?: boolean
+}
+
+/** What was made. */
+export interface MadeCheckpoint {
+  dir: string
+  config: DeepseekV4Config
+  /** Every file written, relative to `dir`, sorted. */
+  files: string[]
+  /** Number of tensors and of scalar parameters written. */
+  tensorCount: number
+  parameterCount: number
+}
+
+/** Files this command writes besides the weights; --force replaces exactly these (and the weight files). */
+const SIDE_FILES = ['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json']
+
+/** config.json: the new-style config plus the keys transformers' save_pretrained adds (float fields as floats). */
+export function checkpointConfigJson (cfg: DeepseekV4Config): string {
+  return pythonStyleJson({
+    ...toHfConfigJson(cfg),
+    architectures: ['DeepseekV4ForCausalLM'],
+    dtype: 'bfloat16',
+    torch_dtype: 'bfloat16',
+  })
+}
+
+/** generation_config.json: the special token ids generation needs. */
+export function generationConfigJson (cfg: DeepseekV4Config): string {
+  return pythonStyleJson({
+    bos_token_id: cfg.bosTokenId,
+    eos_token_id: cfg.eosTokenId,
+    pad_token_id: NAMED_SPECIAL_TOKENS.indexOf(PAD_TOKEN),
+    transformers_version: HF_FORMAT_VERSION,
+  })
+}
+
+/** Every tensor of the checkpoint, in expectedParameters order, filled for `seed`. */
+export function makeTensors (cfg: DeepseekV4Config, seed: number): Map<string, Tensor> {
+  assertSeed(seed)
+  const tensors = new Map<string, Tensor>()
+  for (const spec of expectedParameters(cfg)) {
+    tensors.set(spec.name, tensorFrom(spec.dtype, spec.shape, initialValues(spec, seed)))
+  }
+  return tensors
+}
+
+async function prepareOutDir (out: string, force: boolean): Promise<void> {
+  let entries: string[] | undefined
+  try {
+    const st = await stat(out)
+    if (!st.isDirectory()) throw new PdBridgeError(`--out ${out}: exists and is not a directory`)
+    entries = await readdir(out)
+  }
+  catch (err) {
+    if (err instanceof PdBridgeError) throw err
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw new PdBridgeError(`--out ${out}: ${(err as Error).message}`)
+  }
+  if (entries !== undefined && entries.length > 0) {
+    if (!force) throw new PdBridgeError(`--out ${out}: directory is not empty (pass --force to replace the checkpoint files in it)`)
+    await Promise.all(SIDE_FILES.filter((f) => entries.includes(f)).map((f) => rm(join(out, f), { force: true })))
+  }
+  await mkdir(out, { recursive: true })
+}
+
+/**
+ * Write a synthetic checkpoint: config.json, generation_config.json, model.safetensors (or shards
+ * plus model.safetensors.index.json; metadata {"format": "pt"}), tokenizer.json,
+ * tokenizer_config.json and special_tokens_map.json.
+ */
+export async function makeCheckpoint (opts: MakeCheckpointOptions): Promise<MadeCheckpoint> {
+  const cfg = presetConfig(opts.preset)
+  assertSeed(opts.seed)
+  if (opts.maxShardBytes !== undefined && (!Number.isSafeInteger(opts.maxShardBytes) || opts.maxShardBytes <= 0)) {
+    throw new PdBridgeError(`--max-shard-bytes must be a positive integer, got ${String(opts.maxShardBytes)}`)
+  }
+  await prepareOutDir(opts.out, opts.force === true)
+
+  const tensors = makeTensors(cfg, opts.seed)
+  let parameterCount = 0
+  for (const t of tensors.values()) parameterCount += t.shape.reduce((a, b) => a * b, 1)
+  const { files: weightFiles } = await writeShardedCheckpoint(opts.out, tensors, {
+    maxShardBytes: opts.maxShardBytes,
+    metadata: { format: 'pt' },
+    totalParameters: parameterCount,
+  })
+
+  const side: Record<string, string> = {
+    'config.json': checkpointConfigJson(cfg),
+    'generation_config.json': generationConfigJson(cfg),
+    ...buildTokenizerFiles(cfg.vocabSize, cfg.maxPositionEmbeddings),
+  }
+  for (const [name, text] of Object.entries(side)) await writeFile(join(opts.out, name), text)
+
+  return {
+    dir: opts.out,
+    config: cfg,
+    files: [...weightFiles, ...Object.keys(side)].sort(),
+    tensorCount: tensors.size,
+    parameterCount,
+  }
+}
