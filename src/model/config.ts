@@ -15,6 +15,7 @@ export { LAYER_TYPES, MLP_LAYER_TYPES } from './config/types.ts'
 export { deepseekV4FlashConfigJson, HF_FORMAT_VERSION, TRANSFORMERS_DEFAULTS } from './config/defaults.ts'
 export { defaultYarnAttentionFactor } from './config/rope-params.ts'
 export { toHfConfigJson } from './config/hf-json.ts'
+export { pythonStyleJson, FLOAT_KEYS } from './config/python-json.ts'
 
 // partial_rotary_factor: explicit > legacy qk_rope_head_dim / head_dim > 64/512; the rope dim must
 // come out a positive even integer no larger than head_dim, and agree with qk_rope_head_dim if both are given.

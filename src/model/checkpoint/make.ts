@@ -3,14 +3,14 @@ import { mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { PdBridgeError } from '../../errors.ts'
 import { tensorFrom, writeShardedCheckpoint, type Tensor } from '../../formats/safetensors/index.ts'
-import { toHfConfigJson, type DeepseekV4Config } from '../config.ts'
+import { pythonStyleJson, toHfConfigJson, type DeepseekV4Config } from '../config.ts'
 import { HF_FORMAT_VERSION } from '../config/defaults.ts'
 import { buildTokenizerFiles, PAD_TOKEN, NAMED_SPECIAL_TOKENS } from '../tokenizer/index.ts'
 import { initialValues } from './init.ts'
 import { expectedParameters } from './params.ts'
 import { presetConfig } from './presets.ts'
 import { assertSeed } from './random.ts'
-import { pythonStyleJson } from './config-json.ts'
+
 
 /** What to make. */
 export interface MakeCheckpointOptions {
