@@ -8,22 +8,39 @@ export function buildProgram (): Command {
     .description('Heterogeneous prefill/decode bridge for DeepSeek-V4 models')
     .showHelpAfterError()
   // Commander's default help lists command names only; show each command's options too.
-  program.configureHelp({ showGlobalOptions: true })
   program.addHelpText('after', () => '\n' + commands.map((c) => c.helpInformation()).join('\n'))
   for (const command of commands) program.addCommand(command)
   return program
 }
 
+/** File-system failures a user causes (a wrong path, a permission) deserve a sentence, not a stack. */
+const USER_FS_ERRORS: Record<string, string> = {
+  ENOENT: 'no such file or directory',
+  EACCES: 'permission denied',
+  EISDIR: 'is a directory, expected a file',
+  ENOTDIR: 'not a directory',
+}
+
+function userMessage (err: unknown): string | undefined {
+  if (err instanceof PdBridgeError) return err.message
+  const e = err as NodeJS.ErrnoException
+  if (e && typeof e.code === 'string' && e.code in USER_FS_ERRORS) return `${e.path ?? ''}: ${USER_FS_ERRORS[e.code]}`
+  return undefined
+}
+
 export async function main (argv: string[]): Promise<void> {
+  // `pd-bridge inspect ... | head` closes the pipe early; that is not an error.
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(0)
+    throw err
+  })
   try {
     await buildProgram().parseAsync(argv)
   }
   catch (err) {
-    if (err instanceof PdBridgeError) {
-      process.stderr.write(`pd-bridge: ${err.message}\n`)
-      process.exitCode = 2
-      return
-    }
-    throw err
+    const message = userMessage(err)
+    if (message === undefined) throw err
+    process.stderr.write(`pd-bridge: ${message}\n`)
+    process.exitCode = 2
   }
 }
