@@ -2,8 +2,12 @@
 import type { Command } from 'commander'
 import { inspectCommand } from './inspect.ts'
 import { makeCheckpointCommand } from './make-checkpoint.ts'
+import { verifyBlocksCommand } from './verify-blocks.ts'
+import { cacheCommand } from './cache.ts'
 
 export const commands: Command[] = [
   makeCheckpointCommand,
   inspectCommand,
+  verifyBlocksCommand,
+  cacheCommand,
 ]

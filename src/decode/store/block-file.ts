@@ -1,0 +1,151 @@
+// One block on disk: <root>/<first hex digit>/<64 hex>.safetensors. Reading its header (metadata and
+// tensor list, no data), reading its payload, and writing it atomically.
+import { mkdir, readdir, stat } from 'node:fs/promises'
+import { dirname, join } from 'node:path'
+import { SafetensorsFile, SafetensorsStreamWriter } from '../../formats/safetensors/index.ts'
+import { SafetensorsError } from '../../errors.ts'
+import { BlockStoreError } from './errors.ts'
+import { planLayers, materializeLayers, type LayerRef } from './decode.ts'
+import { encodeLayers } from './encode.ts'
+import { blockMetadata, readBlockInfo, FORMAT_VERSION_PLAIN, FORMAT_VERSION_POOLING_DELTA, type BlockInfo, type StoreLayout } from './metadata.ts'
+import { holdsPoolingDelta, type BlockPayload } from './payload.ts'
+
+/** The sixteen subdirectories a block can live in. */
+export const SUBDIRS: readonly string[] = [...'0123456789abcdef']
+
+/** A block file's name. Nothing else in a subdirectory is ever indexed. */
+export const BLOCK_FILE_NAME = /^([0-9a-f]{64})\.safetensors$/
+
+/**
+ * A temporary file left by AtomicFile: `<hash>.safetensors.partial-<pid>-<random>`. It does not end
+ * in `.safetensors`, so no scan (ours or oMLX's `*.safetensors` glob) can take it for a block.
+ */
+export const TEMP_FILE_NAME = /^([0-9a-f]{64})\.safetensors\.partial-([0-9]+)-([0-9a-f]+)$/
+
+/** Where block `hash` lives under `root`. */
+export function blockPath (root: string, hash: string): string {
+  return join(root, hash[0], `${hash}.safetensors`)
+}
+
+/** A block's header as read from disk. */
+export interface BlockHeader {
+  path: string
+  info: BlockInfo
+  plan: LayerRef[]
+  fileSize: number
+  mtimeMs: number
+}
+
+/** A whole block: header and payload. */
+export interface BlockContents {
+  header: BlockHeader
+  payload: BlockPayload
+}
+
+/** Wrap anything a broken file throws into a BlockStoreError naming it. */
+function asBlockError (path: string, e: unknown): BlockStoreError {
+  if (e instanceof BlockStoreError) return e
+  if (e instanceof SafetensorsError) return new BlockStoreError(path, e.problem)
+  return new BlockStoreError(path, (e as Error).message)
+}
+
+async function withFile<T> (path: string, use: (file: SafetensorsFile, header: BlockHeader) => Promise<T>): Promise<T> {
+  let file: SafetensorsFile
+  try {
+    file = await SafetensorsFile.open(path)
+  } catch (e) {
+    throw asBlockError(path, e)
+  }
+  try {
+    const st = await stat(path)
+    const info = readBlockInfo(file.metadata, path)
+    const shapes = new Map([...file.tensors].map(([name, t]) => [name, { dtype: t.dtype, shape: t.shape }]))
+    const plan = planLayers(file.metadata, info.numLayers, shapes, path)
+    return await use(file, { path, info, plan, fileSize: st.size, mtimeMs: st.mtimeMs })
+  } catch (e) {
+    throw asBlockError(path, e)
+  } finally {
+    await file.close()
+  }
+}
+
+/** Read a block's header and check its layer structure against its tensor list (no tensor data is read). */
+export async function readBlockHeader (path: string): Promise<BlockHeader> {
+  return await withFile(path, async (_file, header) => header)
+}
+
+/** Read a whole block. */
+export async function readBlockFile (path: string): Promise<BlockContents> {
+  return await withFile(path, async (file, header) => {
+    const layers = await materializeLayers(header.plan, async (name) => await file.read(name))
+    return { header, payload: { layers, layerCacheTypes: header.info.layerCacheTypes, layerMetaStates: header.info.layerMetaStates } }
+  })
+}
+
+/**
+ * Write a block atomically: a temporary sibling (see TEMP_FILE_NAME), every byte written, fsync,
+ * rename onto `<hash>.safetensors`, fsync the directory. Tensors go in oMLX's order. Returns the size.
+ */
+export async function writeBlockFile (root: string, layout: StoreLayout, hash: string, payload: BlockPayload, createdAt: number): Promise<{ path: string, bytes: number }> {
+  const path = blockPath(root, hash)
+  const encoded = encodeLayers(payload.layers)
+  const formatVersion = holdsPoolingDelta(payload.layers) ? FORMAT_VERSION_POOLING_DELTA : FORMAT_VERSION_PLAIN
+  const metadata = { ...blockMetadata(layout, hash, layout.blockSize, formatVersion, payload.layerMetaStates, createdAt), ...encoded.metadata }
+  let writer: SafetensorsStreamWriter
+  try {
+    await mkdir(dirname(path), { recursive: true })
+    writer = await SafetensorsStreamWriter.create(path, encoded.tensors.map((t) => ({ name: t.name, dtype: t.tensor.dtype, shape: t.tensor.shape })), metadata)
+  } catch (e) {
+    throw asBlockError(path, e)
+  }
+  try {
+    for (const t of encoded.tensors) await writer.write(t.name, t.tensor.data)
+  } catch (e) {
+    await writer.abort()
+    throw asBlockError(path, e)
+  }
+  try {
+    await writer.close()
+  } catch (e) {
+    throw asBlockError(path, e)
+  }
+  return { path, bytes: (await stat(path)).size }
+}
+
+/** What one subdirectory entry is. */
+export type DirEntry =
+  | { kind: 'block', hash: string, path: string }
+  | { kind: 'temp', hash: string, pid: number, path: string }
+
+/** Every block file and leftover temporary file under `root`'s sixteen subdirectories. */
+export async function listBlockDir (root: string): Promise<DirEntry[]> {
+  const out: DirEntry[] = []
+  for (const sub of SUBDIRS) {
+    let names: string[]
+    try {
+      names = await readdir(join(root, sub))
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') continue
+      throw new BlockStoreError(join(root, sub), `cannot list: ${(e as Error).message}`)
+    }
+    for (const name of names.sort()) {
+      const block = BLOCK_FILE_NAME.exec(name)
+      // A block is filed under its first hex digit; one anywhere else is not at its key's path.
+      if (block !== null && block[1][0] === sub) out.push({ kind: 'block', hash: block[1], path: join(root, sub, name) })
+      const temp = TEMP_FILE_NAME.exec(name)
+      if (temp !== null) out.push({ kind: 'temp', hash: temp[1], pid: Number(temp[2]), path: join(root, sub, name) })
+    }
+  }
+  return out
+}
+
+/** Check that `dir` exists and is a directory. */
+export async function requireDirectory (dir: string): Promise<void> {
+  let st
+  try {
+    st = await stat(dir)
+  } catch {
+    throw new BlockStoreError(dir, 'no such directory')
+  }
+  if (!st.isDirectory()) throw new BlockStoreError(dir, 'not a directory')
+}

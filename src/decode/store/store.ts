@@ -1,0 +1,492 @@
+// The paged SSD prefix-cache block store in oMLX's layout. It scans its root when opened, serves
+// only blocks compatible with its layout (model, block size, layer types, signature, geometry),
+// checks the filesystem on every index miss so blocks written by another process are found with no
+// restart, writes blocks atomically, and evicts least-recently-used blocks past a size limit.
+import { mkdir, stat, unlink, utimes } from 'node:fs/promises'
+import { basename, join } from 'node:path'
+import { BlockStoreError } from './errors.ts'
+import { syncDirectory } from './fs-sync.ts'
+import { blockKeyChain, isBlockKeyHex } from './block-key.ts'
+import { blockPath, listBlockDir, readBlockFile, readBlockHeader, writeBlockFile, SUBDIRS, type BlockHeader } from './block-file.ts'
+import { BlockIndex, type IndexEntry } from './block-index.ts'
+import { canonicalCacheTypes, checkLayout, incompatibility, type BlockInfo, type IncompatibleReason, type StoreLayout } from './metadata.ts'
+import type { BlockPayload } from './payload.ts'
+import type { PyValue } from './python-repr.ts'
+import { quarantineFile, quarantineRunName, QUARANTINE_DIR } from './quarantine.ts'
+import { restoreChain, type ChainBlock, type RestoredCache } from './restore.ts'
+import { RestoreRejected } from './deepseek-v4.ts'
+
+/** Something the store did or refused, for the log. */
+export type StoreEvent =
+  | { kind: 'refused', hash: string, path: string, reason: IncompatibleReason, detail: string, during: 'scan' | 'lookup' | 'load' }
+  | { kind: 'unreadable', path: string, problem: string }
+  | { kind: 'temp-removed', path: string, why: string }
+  | { kind: 'written', hash: string, path: string, bytes: number }
+  | { kind: 'evicted', hash: string, path: string, bytes: number }
+  | { kind: 'quarantined', hash: string, from: string, to: string, why: string }
+  | { kind: 'restore-rejected', reason: string }
+
+/** Options of `BlockStore.open`. */
+export interface BlockStoreOptions {
+  /** The cache root: blocks live at <root>/<hex>/<hash>.safetensors. */
+  root: string
+  /** What blocks must say to be served, and what written blocks say. */
+  layout: StoreLayout
+  /** Size limit of indexed blocks in bytes; least recently used blocks are evicted past it. Default: none. */
+  maxSizeBytes?: number
+  /** Receives every event; the default writes refusals and removals to stderr. */
+  log?: (event: StoreEvent) => void
+  /** A temporary file older than this is removed even if its writer's pid is alive (pid reuse). Default 1 h. */
+  staleTempMs?: number
+}
+
+/** Counters since the store was opened. */
+export interface StoreStats {
+  hits: number
+  misses: number
+  /** Lookups that found a file on disk the index did not have yet (written by another process). */
+  foundOnDisk: number
+  /** Refused blocks by reason (at scan, lookup and load). */
+  refused: Partial<Record<IncompatibleReason, number>>
+  unreadable: number
+  writes: number
+  evictions: number
+  evictedBytes: number
+  quarantined: number
+  tempRemoved: number
+}
+
+/** What one scan found. */
+export interface ScanReport {
+  indexed: number
+  refused: Partial<Record<IncompatibleReason, number>>
+  unreadable: number
+  tempRemoved: number
+  tempKept: number
+  totalBytes: number
+}
+
+/** A loaded block. */
+export interface LoadedBlock {
+  hash: string
+  info: BlockInfo
+  payload: BlockPayload
+}
+
+/** Result of `put`. */
+export interface PutResult {
+  /** False when a compatible block with this key was already there. */
+  written: boolean
+  path: string
+  bytes: number
+}
+
+/** Result of `restore`: a cache, or why there is none. */
+export type RestoreResult =
+  | { ok: true, cache: RestoredCache }
+  | { ok: false, reason: string, matchedBlocks: number }
+
+/** Temp-name prefixes of writes in flight in this process, by any store instance (a scan never removes them), with counts. */
+const inFlight = new Map<string, number>()
+
+function defaultLog (e: StoreEvent): void {
+  if (e.kind === 'refused') process.stderr.write(`pd-bridge store: refused block ${e.hash} (${e.reason}): ${e.detail}\n`)
+  else if (e.kind === 'unreadable') process.stderr.write(`pd-bridge store: unreadable block file ${e.path}: ${e.problem}\n`)
+  else if (e.kind === 'temp-removed') process.stderr.write(`pd-bridge store: removed leftover ${e.path} (${e.why})\n`)
+  else if (e.kind === 'quarantined') process.stderr.write(`pd-bridge store: quarantined ${e.from} -> ${e.to} (${e.why})\n`)
+  else if (e.kind === 'restore-rejected') process.stderr.write(`pd-bridge store: restore rejected: ${e.reason}\n`)
+}
+
+function pidAlive (pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
+/** The block store. Open with `BlockStore.open`. */
+export class BlockStore {
+  private readonly index = new BlockIndex()
+  private readonly counters: StoreStats = { hits: 0, misses: 0, foundOnDisk: 0, refused: {}, unreadable: 0, writes: 0, evictions: 0, evictedBytes: 0, quarantined: 0, tempRemoved: 0 }
+  private runDir: string | undefined
+  private readonly log: (event: StoreEvent) => void
+
+  private constructor (
+    /** The cache root. */
+    readonly root: string,
+    /** The layout blocks must match. */
+    readonly layout: StoreLayout,
+    /** Size limit in bytes (Infinity for none). */
+    readonly maxSizeBytes: number,
+    log: ((event: StoreEvent) => void) | undefined,
+    private readonly staleTempMs: number,
+  ) {
+    this.log = log ?? defaultLog
+  }
+
+  /** Create the root and its sixteen subdirectories if needed, then scan. */
+  static async open (options: BlockStoreOptions): Promise<BlockStore> {
+    checkLayout(options.layout)
+    const max = options.maxSizeBytes ?? Infinity
+    if (!(max > 0)) throw new BlockStoreError(options.root, `maxSizeBytes must be positive, got ${max}`)
+    const store = new BlockStore(options.root, options.layout, max, options.log, options.staleTempMs ?? 3_600_000)
+    try {
+      await mkdir(options.root, { recursive: true })
+      for (const sub of SUBDIRS) await mkdir(join(options.root, sub), { recursive: true })
+    } catch (e) {
+      throw new BlockStoreError(options.root, `cannot create the store directories: ${(e as Error).message}`)
+    }
+    await syncDirectory(options.root)
+    await store.rescan()
+    return store
+  }
+
+  /** Counters since open (a copy). */
+  get stats (): StoreStats {
+    return { ...this.counters, refused: { ...this.counters.refused } }
+  }
+
+  /** Number of indexed blocks. */
+  get size (): number {
+    return this.index.size
+  }
+
+  /** Bytes of indexed blocks. */
+  get totalBytes (): number {
+    return this.index.totalBytes
+  }
+
+  /** Indexed blocks from least to most recently used. */
+  entries (): { hash: string, path: string, fileSize: number, lastAccess: number }[] {
+    return this.index.list().map((e) => ({ hash: e.hash, path: e.path, fileSize: e.fileSize, lastAccess: e.lastAccess }))
+  }
+
+  private refuse (hash: string, path: string, reason: IncompatibleReason, detail: string, during: 'scan' | 'lookup' | 'load'): void {
+    this.counters.refused[reason] = (this.counters.refused[reason] ?? 0) + 1
+    this.log({ kind: 'refused', hash, path, reason, detail, during })
+  }
+
+  private unreadable (path: string, problem: string): void {
+    this.counters.unreadable++
+    this.log({ kind: 'unreadable', path, problem })
+  }
+
+  /** Read a block's header and decide whether it may be indexed. */
+  private async examine (hash: string, path: string, during: 'scan' | 'lookup'): Promise<BlockHeader | null> {
+    let header: BlockHeader
+    try {
+      header = await readBlockHeader(path)
+    } catch (e) {
+      this.unreadable(path, e instanceof BlockStoreError ? e.problem : (e as Error).message)
+      return null
+    }
+    const why = incompatibility(header.info, this.layout, hash)
+    if (why !== null) {
+      this.refuse(hash, path, why.reason, why.detail, during)
+      return null
+    }
+    return header
+  }
+
+  private entryFrom (hash: string, header: BlockHeader, lastAccess: number): IndexEntry {
+    return { hash, path: header.path, fileSize: header.fileSize, mtimeMs: header.mtimeMs, lastAccess, info: header.info, plan: header.plan }
+  }
+
+  /**
+   * Rebuild the index from disk: new files are added, vanished ones dropped, changed ones re-read;
+   * LRU order follows each file's last use (its mtime, which a use updates). Leftover temporary
+   * files whose writer is gone are removed. Nothing is evicted here.
+   */
+  async rescan (): Promise<ScanReport> {
+    const report: ScanReport = { indexed: 0, refused: {}, unreadable: 0, tempRemoved: 0, tempKept: 0, totalBytes: 0 }
+    const before = { refused: { ...this.counters.refused }, unreadable: this.counters.unreadable }
+    const entries: IndexEntry[] = []
+    for (const item of await listBlockDir(this.root)) {
+      if (item.kind === 'temp') {
+        if (await this.removeTempIfStale(item.path, item.pid)) report.tempRemoved++
+        else report.tempKept++
+        continue
+      }
+      let st
+      try {
+        st = await stat(item.path)
+      } catch {
+        continue
+      }
+      if (!st.isFile()) continue
+      const known = this.index.get(item.hash)
+      if (known !== undefined && known.mtimeMs === st.mtimeMs && known.fileSize === st.size) {
+        entries.push(known)
+        continue
+      }
+      const header = await this.examine(item.hash, item.path, 'scan')
+      if (header !== null) entries.push(this.entryFrom(item.hash, header, known?.lastAccess ?? header.mtimeMs))
+    }
+    this.index.reset(entries)
+    report.indexed = this.index.size
+    report.totalBytes = this.index.totalBytes
+    for (const [reason, n] of Object.entries(this.counters.refused) as [IncompatibleReason, number][]) {
+      const d = n - (before.refused[reason] ?? 0)
+      if (d > 0) report.refused[reason] = d
+    }
+    report.unreadable = this.counters.unreadable - before.unreadable
+    return report
+  }
+
+  private async removeTempIfStale (path: string, pid: number): Promise<boolean> {
+    for (const prefix of inFlight.keys()) if (path.startsWith(prefix)) return false
+    let why: string | undefined
+    if (pid === process.pid) {
+      why = 'left by an earlier write of this process'
+    } else if (!pidAlive(pid)) {
+      why = `writer pid ${pid} is gone`
+    } else {
+      // The pid may have been reused by an unrelated process; a write is never this slow.
+      const age = await stat(path).then((st) => Date.now() - st.mtimeMs, () => -1)
+      if (age > this.staleTempMs) why = `untouched for ${Math.round(age / 1000)} s`
+    }
+    if (why === undefined) return false
+    try {
+      await unlink(path)
+    } catch {
+      return false
+    }
+    this.counters.tempRemoved++
+    this.log({ kind: 'temp-removed', path, why })
+    return true
+  }
+
+  /**
+   * Index lookup, checked against the file: a vanished file drops the entry, a changed one (another
+   * process replaced it) is examined again. On a miss the file itself is examined, so blocks other
+   * processes wrote become visible without a rescan.
+   */
+  private async locate (hash: string): Promise<IndexEntry | null> {
+    const path = blockPath(this.root, hash)
+    let st
+    try {
+      st = await stat(path)
+    } catch {
+      this.index.remove(hash)
+      return null
+    }
+    const known = this.index.get(hash)
+    if (known !== undefined && known.mtimeMs === st.mtimeMs && known.fileSize === st.size) return known
+    if (!st.isFile()) return null
+    this.index.remove(hash)
+    const header = await this.examine(hash, path, 'lookup')
+    if (header === null) return null
+    const entry = this.entryFrom(hash, header, known?.lastAccess ?? Date.now())
+    this.index.add(entry)
+    if (known === undefined) this.counters.foundOnDisk++
+    return entry
+  }
+
+  private checkHash (hash: string): void {
+    if (typeof hash !== 'string' || !isBlockKeyHex(hash)) throw new BlockStoreError(String(hash), 'a block key is 64 lowercase hex digits')
+  }
+
+  private async touch (entry: IndexEntry): Promise<void> {
+    const now = Date.now()
+    this.index.touch(entry.hash, now)
+    // The file's mtime carries the LRU order to the next scan and to other processes.
+    try {
+      await utimes(entry.path, now / 1000, now / 1000)
+      entry.mtimeMs = (await stat(entry.path)).mtimeMs
+    } catch {
+      // A vanished file is noticed by the next load or scan.
+    }
+  }
+
+  /** Whether a servable block with this key exists (index, then disk). Counts a hit or a miss. */
+  async has (hash: string): Promise<boolean> {
+    this.checkHash(hash)
+    const entry = await this.locate(hash)
+    if (entry === null) {
+      this.counters.misses++
+      return false
+    }
+    this.counters.hits++
+    return true
+  }
+
+  /**
+   * Load a block, or null when there is no servable one (missing, incompatible or unreadable; the
+   * file is re-checked, since another process may have replaced it). Counts a hit or a miss.
+   */
+  async load (hash: string): Promise<LoadedBlock | null> {
+    this.checkHash(hash)
+    const entry = await this.locate(hash)
+    if (entry === null) {
+      this.counters.misses++
+      return null
+    }
+    let contents
+    try {
+      contents = await readBlockFile(entry.path)
+    } catch (e) {
+      this.index.remove(hash)
+      // A file deleted since it was indexed is a plain miss; anything else is worth a log line.
+      const stillThere = await stat(entry.path).then(() => true, () => false)
+      if (stillThere) this.unreadable(entry.path, e instanceof BlockStoreError ? e.problem : (e as Error).message)
+      this.counters.misses++
+      return null
+    }
+    const why = incompatibility(contents.header.info, this.layout, hash)
+    if (why !== null) {
+      this.index.remove(hash)
+      this.refuse(hash, entry.path, why.reason, why.detail, 'load')
+      this.counters.misses++
+      return null
+    }
+    this.counters.hits++
+    await this.touch(entry)
+    return { hash, info: contents.header.info, payload: contents.payload }
+  }
+
+  private checkPayload (hash: string, payload: BlockPayload): void {
+    const n = this.layout.layerCacheTypes.length
+    if (payload == null || !Array.isArray(payload.layers)) throw new BlockStoreError(hash, 'payload must have a layers list')
+    if (payload.layers.length !== n) throw new BlockStoreError(hash, `payload has ${payload.layers.length} layers, the store's layout has ${n}`)
+    if (!Array.isArray(payload.layerMetaStates) || payload.layerMetaStates.length !== n) {
+      throw new BlockStoreError(hash, `payload needs ${n} layer meta states, has ${payload.layerMetaStates?.length}`)
+    }
+    const ours = canonicalCacheTypes(this.layout.layerCacheTypes)
+    const theirs = canonicalCacheTypes(payload.layerCacheTypes ?? [])
+    const k = ours.findIndex((t, i) => theirs[i] !== t)
+    if (k >= 0) throw new BlockStoreError(hash, `payload layer ${k} is ${theirs[k]}, the store's layout says ${ours[k]}`)
+    payload.layers.forEach((l, i) => {
+      const listType = ours[i] === 'CacheList'
+      if (l.kind !== 'placeholder' && (l.kind === 'cache-list') !== listType) {
+        throw new BlockStoreError(hash, `payload layer ${i} is a ${l.kind} but its cache type is ${ours[i]}`)
+      }
+    })
+  }
+
+  private async quarantine (hash: string, path: string, why: string): Promise<void> {
+    this.runDir ??= join(this.root, QUARANTINE_DIR, quarantineRunName())
+    // The same key quarantined twice by this store gets a fresh run directory: nothing is overwritten.
+    if (await stat(join(this.runDir, hash[0], basename(path))).then(() => true, () => false)) {
+      this.runDir = join(this.root, QUARANTINE_DIR, quarantineRunName())
+    }
+    const to = await quarantineFile(path, this.runDir)
+    this.counters.quarantined++
+    this.log({ kind: 'quarantined', hash, from: path, to, why })
+  }
+
+  /**
+   * Store a full block under `hash` (its chained key). A compatible block already there is kept
+   * (and marked used); an incompatible or unreadable file under the same name is moved to the
+   * quarantine first, never deleted. The write is atomic; then the size limit is enforced, never
+   * evicting the block just written.
+   */
+  async put (hash: string, payload: BlockPayload): Promise<PutResult> {
+    this.checkHash(hash)
+    this.checkPayload(hash, payload)
+    const path = blockPath(this.root, hash)
+    const existing = await this.locate(hash)
+    if (existing !== null) {
+      await this.touch(existing)
+      return { written: false, path, bytes: existing.fileSize }
+    }
+    const onDisk = await stat(path).then(() => true, () => false)
+    if (onDisk) {
+      // locate() refused it (and logged why); keep the bytes, out of the way. A file another process
+      // replaced with a servable block in the meantime is simply used.
+      let why: string
+      try {
+        const header = await readBlockHeader(path)
+        const refusal = incompatibility(header.info, this.layout, hash)
+        if (refusal === null) {
+          const entry = this.entryFrom(hash, header, Date.now())
+          this.index.add(entry)
+          await this.touch(entry)
+          return { written: false, path, bytes: header.fileSize }
+        }
+        why = `${refusal.reason}: ${refusal.detail}`
+      } catch (e) {
+        why = `unreadable: ${e instanceof BlockStoreError ? e.problem : (e as Error).message}`
+      }
+      await this.quarantine(hash, path, why)
+    }
+    const written = await this.writeTracked(hash, payload)
+    const header = await readBlockHeader(written.path)
+    this.index.add(this.entryFrom(hash, header, Date.now()))
+    this.counters.writes++
+    this.log({ kind: 'written', hash, path: written.path, bytes: written.bytes })
+    await this.enforceSizeLimit(hash)
+    return { written: true, path: written.path, bytes: written.bytes }
+  }
+
+  private async writeTracked (hash: string, payload: BlockPayload): Promise<{ path: string, bytes: number }> {
+    // Register the temp-name prefix, so a scan in this process (another store instance too) leaves it alone.
+    const marker = `${blockPath(this.root, hash)}.partial-${process.pid}-`
+    inFlight.set(marker, (inFlight.get(marker) ?? 0) + 1)
+    try {
+      return await writeBlockFile(this.root, this.layout, hash, payload, Date.now() / 1000)
+    } finally {
+      const left = (inFlight.get(marker) ?? 1) - 1
+      if (left > 0) inFlight.set(marker, left)
+      else inFlight.delete(marker)
+    }
+  }
+
+  /** Evict least recently used blocks (deleting their files) until under the limit; `protect` stays. */
+  async enforceSizeLimit (protect?: string): Promise<number> {
+    let evicted = 0
+    while (this.index.totalBytes > this.maxSizeBytes) {
+      const victim = this.index.oldest(protect)
+      if (victim === undefined) break
+      this.index.remove(victim.hash)
+      try {
+        await unlink(victim.path)
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw new BlockStoreError(victim.path, `cannot evict: ${(e as Error).message}`)
+      }
+      evicted++
+      this.counters.evictions++
+      this.counters.evictedBytes += victim.fileSize
+      this.log({ kind: 'evicted', hash: victim.hash, path: victim.path, bytes: victim.fileSize })
+    }
+    return evicted
+  }
+
+  /** The chained keys of the full blocks of `tokenIds` under this store's model name and block size. */
+  keysFor (tokenIds: ArrayLike<number | bigint>, extraKeysFor?: (blockIndex: number) => PyValue | undefined): string[] {
+    return blockKeyChain(this.layout.modelName, tokenIds, this.layout.blockSize, extraKeysFor)
+  }
+
+  /** The keys of the longest prefix of `tokenIds` whose blocks are all servable. */
+  async matchPrefix (tokenIds: ArrayLike<number | bigint>, extraKeysFor?: (blockIndex: number) => PyValue | undefined): Promise<string[]> {
+    const matched: string[] = []
+    for (const hash of this.keysFor(tokenIds, extraKeysFor)) {
+      if (!(await this.has(hash))) break
+      matched.push(hash)
+    }
+    return matched
+  }
+
+  /**
+   * Rebuild the cache for the longest stored prefix of `tokenIds`: load the matched blocks (a block
+   * that fails to load cuts the chain there), then apply the restore rules (walk-back, pooling
+   * delta chains, rotating offsets). A rejection is logged and returned, never thrown.
+   */
+  async restore (tokenIds: ArrayLike<number | bigint>, extraKeysFor?: (blockIndex: number) => PyValue | undefined): Promise<RestoreResult> {
+    const chain: ChainBlock[] = []
+    for (const hash of await this.matchPrefix(tokenIds, extraKeysFor)) {
+      const block = await this.load(hash)
+      if (block === null) break
+      chain.push({ hash, payload: block.payload })
+    }
+    if (chain.length === 0) return { ok: false, reason: 'no stored block matches the first block of the prompt', matchedBlocks: 0 }
+    try {
+      return { ok: true, cache: restoreChain(chain, this.layout.blockSize) }
+    } catch (e) {
+      if (!(e instanceof RestoreRejected)) throw e
+      this.log({ kind: 'restore-rejected', reason: e.message })
+      return { ok: false, reason: e.message, matchedBlocks: chain.length }
+    }
+  }
+}
