@@ -6,7 +6,8 @@ import { cpus } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { Bench } from 'tinybench'
 import {
-  getKernelThreads, kernelParallelThreshold, matmulBf16, matmulF32, measurePeakGflops, measureStreamGbps, reference, rmsNorm,
+  attentionMqa, fmathArray, getKernelThreads, indexerScores, kernelParallelThreshold, matmulBf16, matmulF32, measurePeakGflops,
+  measureStreamGbps, reference, rmsNorm, softmaxPool,
 } from '../src/kernels/index.ts'
 import { f32ToBf16 } from '../src/numerics/bf16.ts'
 
@@ -25,7 +26,7 @@ interface Row {
   bytes: number
   gflops: number
   gbps: number
-  /** The rate that matters for this kernel: GFLOP/s for matmul, GB/s for RMSNorm. */
+  /** The rate that matters: GFLOP/s for matmul, attention and indexer; GB/s for the rest. */
   unit: 'GFLOP/s' | 'GB/s'
   rate: number
   peak: number
@@ -146,6 +147,97 @@ async function main (): Promise<void> {
     }
   }
 
+  // Attention: sliding-window prefill (every query sees the 128 latest rows) and one decode query
+  // over 128 window rows + 512 compressed entries. Flops: 2 per multiply-add of the scores and of
+  // the weighted value sum (4 H D per key); the softmax's exps are not counted.
+  for (const [h, d] of [[4, 128], [8, 256], [64, 512]] as const) {
+    for (const [label, t, keysPer] of [['prefill', 1024, 128], ['decode', 1, 640]] as const) {
+      if (h === 64 && label === 'prefill') continue
+      const n = Math.max(t, keysPer)
+      const offsets = new Int32Array(t + 1)
+      const keyList: number[] = []
+      for (let i = 0; i < t; i++) {
+        const last = label === 'prefill' ? i : n - 1
+        for (let j = Math.max(0, last - keysPer + 1); j <= last; j++) keyList.push(j)
+        offsets[i + 1] = keyList.length
+      }
+      const keys = Int32Array.from(keyList)
+      const q = filled(t * h * d, 7)
+      const kv = filled(n * d, 8)
+      const sinks = filled(h, 9)
+      const out = new Float32Array(t * h * d)
+      const flops = 4 * keys.length * h * d
+      const used = threadsFor(keys.length * h * d * 2)
+      const r = await measure('attentionMqa', () => { attentionMqa(q, t, h, d, kv, n, offsets, keys, sinks, 1 / Math.sqrt(d), out) })
+      const seconds = r.p50Ms / 1000
+      const bytes = 4 * (2 * t * h * d + keys.length * d)
+      const gflops = flops / seconds / 1e9
+      const peak = peakGflops(used)
+      rows.push({ kernel: 'attentionMqa', shape: `${label} T=${t} H=${h} D=${d} keys/query=${keysPer}`, threads: used, ...r, flops, bytes, gflops, gbps: bytes / seconds / 1e9, unit: 'GFLOP/s', rate: gflops, peak, percentOfPeak: 100 * gflops / peak })
+    }
+  }
+
+  // Indexer scores: T queries against N entries, query t seeing floor((t + 1) / 4) of them (the CSA
+  // causality); flops 2 Hi Di per visible (query, entry).
+  for (const [t, n, h, d] of [[1024, 256, 4, 128], [512, 1024, 8, 128], [1, 4096, 64, 128]] as const) {
+    const q = filled(t * h * d, 10)
+    const entries = filled(n * d, 11)
+    const weights = filled(t * h, 12)
+    const visible = Int32Array.from({ length: t }, (_, i) => (t === 1 ? n : Math.min(n, Math.floor((i + 1) / 4))))
+    const out = new Float32Array(t * n)
+    let pairs = 0
+    for (const v of visible) pairs += v
+    const flops = 2 * pairs * h * d
+    const used = threadsFor(pairs * h * d)
+    const r = await measure('indexerScores', () => { indexerScores(q, t, h, d, entries, n, weights, visible, 1 / Math.sqrt(d), 0.125, out) })
+    const seconds = r.p50Ms / 1000
+    const bytes = 4 * (t * h * d + n * d + t * n)
+    const gflops = flops / seconds / 1e9
+    const peak = peakGflops(used)
+    rows.push({ kernel: 'indexerScores', shape: `T=${t} N=${n} Hi=${h} Di=${d}`, threads: used, ...r, flops, bytes, gflops, gbps: bytes / seconds / 1e9, unit: 'GFLOP/s', rate: gflops, peak, percentOfPeak: 100 * gflops / peak })
+  }
+
+  // Pooling (one exp per input element) and the bulk exp / silu: GB/s of inputs read and outputs
+  // written, next to a copy of the same bytes.
+  for (const [w, r, d] of [[1024, 8, 512], [1, 8, 512], [64, 128, 512]] as const) {
+    const kv = filled(w * r * d, 13)
+    const gate = filled(w * r * d, 14, 4)
+    const out = new Float32Array(w * d)
+    const used = threadsFor(w * r * d * 16)
+    const t = await measure('softmaxPool', () => { softmaxPool(kv, gate, w, r, d, out) })
+    const seconds = t.p50Ms / 1000
+    const bytes = 4 * (2 * w * r * d + w * d)
+    const gbps = bytes / seconds / 1e9
+    const peak = peakCopyGbps(used, bytes)
+    rows.push({ kernel: 'softmaxPool', shape: `W=${w} rows=${r} d=${d}`, threads: used, ...t, flops: 0, bytes, gflops: 0, gbps, unit: 'GB/s', rate: gbps, peak, percentOfPeak: 100 * gbps / peak })
+  }
+  for (const name of ['exp', 'silu'] as const) {
+    const x = filled(1 << 22, 15, 30)
+    const out = new Float32Array(x.length)
+    const used = threadsFor(x.length * 16)
+    const t = await measure(`fmathArray ${name}`, () => { fmathArray(name, x, out) })
+    const seconds = t.p50Ms / 1000
+    const bytes = 8 * x.length
+    const gbps = bytes / seconds / 1e9
+    const peak = peakCopyGbps(used, bytes)
+    rows.push({ kernel: `fmathArray ${name}`, shape: `n=${x.length}`, threads: used, ...t, flops: 0, bytes, gflops: 0, gbps, unit: 'GB/s', rate: gbps, peak, percentOfPeak: 100 * gbps / peak })
+  }
+
+  { // The blocks128 accumulation order at one prefill shape, next to the lanes8 rows above.
+    const [m, k, n] = [128, 4096, 1024]
+    const x = filled(m * k, 16)
+    const w = filled(n * k, 17, 0.05)
+    const out = new Float32Array(m * n)
+    const flops = 2 * m * n * k
+    const used = threadsFor(m * n * k)
+    const t = await measure('matmulF32 blocks128', () => { matmulF32(x, m, k, w, n, out, { order: 'blocks128' }) })
+    const seconds = t.p50Ms / 1000
+    const bytes = 4 * (m * k + n * k + m * n)
+    const gflops = flops / seconds / 1e9
+    const peak = peakGflops(used)
+    rows.push({ kernel: 'matmulF32 blocks128', shape: `m=${m} k=${k} n=${n}`, threads: used, ...t, flops, bytes, gflops, gbps: bytes / seconds / 1e9, unit: 'GFLOP/s', rate: gflops, peak, percentOfPeak: 100 * gflops / peak })
+  }
+
   // Measure the compute peaks again at the end and keep the best of both ends of the run.
   peak1 = peakGflops(1, true)
   peakAll = peakGflops(threads, true)
@@ -158,7 +250,7 @@ async function main (): Promise<void> {
 
   console.log(`\npeak AVX2 mul+add (no FMA), best of ${2 * PEAK_RUNS} (start and end): ${peak1.toFixed(1)} GFLOP/s on 1 thread, ${peakAll.toFixed(1)} GFLOP/s on ${threads}`)
   console.log(`streaming copy of 256 MiB (read + write), best of ${PEAK_RUNS}: ${stream1.toFixed(1)} GB/s on 1 thread, ${streamAll.toFixed(1)} GB/s on ${threads}`)
-  console.log('matmul peak: the mul+add peak for the threads used; rmsNorm peak: a copy of the same bytes on the same threads\n')
+  console.log('GFLOP/s rows: the mul+add peak for the threads used; GB/s rows: a copy of the same bytes on the same threads\n')
   console.table(rows.map((r) => ({
     kernel: r.kernel,
     shape: r.shape,

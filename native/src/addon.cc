@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "args.h"
+#include "entries.h"
 #include "matmul.h"
 #include "parallel.h"
 #include "peak.h"
@@ -19,10 +20,10 @@ size_t saturating_mul (size_t a, size_t b) {
   return __builtin_mul_overflow(a, b, &p) ? SIZE_MAX : p;
 }
 
-// matmulF32 / matmulBf16 (x, m, k, w, n, out, roundBf16)
+// matmulF32 / matmulBf16 (x, m, k, w, n, out, roundBf16, blocks128)
 template <class Code>
 Napi::Value matmul_entry (const Napi::CallbackInfo& info, napi_typedarray_type w_type, const char* w_type_name,
-                          void (*kernel)(const float*, size_t, size_t, const Code*, size_t, float*, bool, int)) {
+                          void (*kernel)(const float*, size_t, size_t, const Code*, size_t, float*, bool, bool, int)) {
   Napi::Env env = info.Env();
   size_t m = 0, k = 0, n = 0;
   const auto x = pdb::typed_array<float>(info, 0, napi_float32_array, "x", "Float32Array");
@@ -35,8 +36,9 @@ Napi::Value matmul_entry (const Napi::CallbackInfo& info, napi_typedarray_type w
       !pdb::check_length(env, "w", w.length, n, k, "n x k") ||
       !pdb::check_length(env, "out", y.length, m, n, "m x n")) return env.Undefined();
   const bool round_bf16 = info.Length() > 6 && info[6].ToBoolean().Value();
+  const bool blocks128 = info.Length() > 7 && info[7].ToBoolean().Value();
   const size_t work = saturating_mul(saturating_mul(m, n), k);
-  kernel(x.data, m, k, w.data, n, y.data, round_bf16, pdb::threads_for(work));
+  kernel(x.data, m, k, w.data, n, y.data, round_bf16, blocks128, pdb::threads_for(work));
   return info[5];
 }
 
@@ -119,11 +121,16 @@ Napi::Value MeasureStreamGbps (const Napi::CallbackInfo& info) {
 }  // namespace
 
 static Napi::Object Init (Napi::Env env, Napi::Object exports) {
-  exports.Set("abiVersion", Napi::Number::New(env, 2));
+  exports.Set("abiVersion", Napi::Number::New(env, 3));
   exports.Set("minParallelWork", Napi::Number::New(env, double(pdb::kMinParallelWork)));
   exports.Set("matmulF32", Napi::Function::New(env, MatmulF32, "matmulF32"));
   exports.Set("matmulBf16", Napi::Function::New(env, MatmulBf16, "matmulBf16"));
   exports.Set("rmsNorm", Napi::Function::New(env, RmsNorm, "rmsNorm"));
+  exports.Set("fmathArray", Napi::Function::New(env, pdb::FmathArrayEntry, "fmathArray"));
+  exports.Set("attentionMqa", Napi::Function::New(env, pdb::AttentionMqaEntry, "attentionMqa"));
+  exports.Set("indexerScores", Napi::Function::New(env, pdb::IndexerScoresEntry, "indexerScores"));
+  exports.Set("softmaxPool", Napi::Function::New(env, pdb::SoftmaxPoolEntry, "softmaxPool"));
+  exports.Set("ropeRows", Napi::Function::New(env, pdb::RopeRowsEntry, "ropeRows"));
   exports.Set("setThreads", Napi::Function::New(env, SetThreads, "setThreads"));
   exports.Set("getThreads", Napi::Function::New(env, GetThreads, "getThreads"));
   exports.Set("measurePeakGflops", Napi::Function::New(env, MeasurePeakGflops, "measurePeakGflops"));

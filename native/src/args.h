@@ -71,4 +71,33 @@ inline bool check_length (Napi::Env env, const char* name, size_t length, size_t
   return true;
 }
 
+// a * b * c, or SIZE_MAX when the product overflows (check_length then rejects it).
+inline size_t mul3 (size_t a, size_t b, size_t c) {
+  size_t ab = 0, abc = 0;
+  if (__builtin_mul_overflow(a, b, &ab) || __builtin_mul_overflow(ab, c, &abc)) return SIZE_MAX;
+  return abc;
+}
+
+// A finite number argument, as float32 (the value is rounded to float32 as the references do).
+inline bool float_arg (const Napi::CallbackInfo& info, size_t index, const char* name, float* out) {
+  if (index >= info.Length() || !info[index].IsNumber()) {
+    Napi::TypeError::New(info.Env(), std::string(name) + " must be a number").ThrowAsJavaScriptException();
+    return false;
+  }
+  *out = float(info[index].As<Napi::Number>().DoubleValue());
+  return true;
+}
+
+// Every index in [0, bound), or a RangeError naming the array and the first bad position.
+inline bool check_indices (Napi::Env env, const char* name, const int32_t* v, size_t length, size_t bound) {
+  for (size_t i = 0; i < length; i++) {
+    if (v[i] < 0 || size_t(v[i]) >= bound) {
+      Napi::RangeError::New(env, std::string(name) + "[" + std::to_string(i) + "] = " + std::to_string(v[i]) +
+                            " is outside [0, " + std::to_string(bound) + ")").ThrowAsJavaScriptException();
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace pdb

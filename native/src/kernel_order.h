@@ -70,6 +70,23 @@ inline float finish_output (float s, bool to_bf16) {
   return to_bf16 ? round_bf16(s) : s;
 }
 
+// round_bf16 for 8 lanes; NaN lanes become the canonical NaN (the carry could turn a NaN with
+// a low payload into Inf, and a NaN is made canonical at the output anyway).
+inline __m256 round_bf16_8 (__m256 v) {
+  const __m256i b = _mm256_castps_si256(v);
+  const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1));
+  const __m256i r = _mm256_and_si256(_mm256_add_epi32(_mm256_add_epi32(b, _mm256_set1_epi32(0x7fff)), odd),
+                                     _mm256_set1_epi32(int(0xffff0000u)));
+  const __m256 is_nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
+  return _mm256_blendv_ps(_mm256_castsi256_ps(r), _mm256_castsi256_ps(_mm256_set1_epi32(int(kCanonicalNanBits))), is_nan);
+}
+
+// round_bf16 for one value, NaN made canonical first (see round_bf16_8).
+inline float round_bf16_nan_safe (float f) {
+  if ((float_bits(f) & 0x7fffffffu) > 0x7f800000u) return bits_float(kCanonicalNanBits);
+  return round_bf16(f);
+}
+
 // The same for 8 outputs at once (no bf16 rounding: only RMSNorm uses it).
 inline __m256 canonical_nan8 (__m256 v) {
   const __m256 is_nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);

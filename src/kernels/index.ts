@@ -1,23 +1,46 @@
 // The kernels' public API: native fast paths (native/) with their bit-exact TypeScript references.
 import { NumericsError } from '../errors.ts'
+import * as attentionRef from './attention.ts'
+import { attentionFlagBits, checkAttention } from './attention.ts'
+import type { AttentionOptions } from './attention.ts'
+import { FMATH_CODES } from './fmath.ts'
+import type { FmathName } from './fmath.ts'
+import * as fmathArrayRef from './fmath-array.ts'
+import { checkFmathArray } from './fmath-array.ts'
+import * as indexerRef from './indexer.ts'
+import { checkIndexer } from './indexer.ts'
 import { loadNativeKernels } from './native.ts'
+import * as poolRef from './pool.ts'
+import { checkPool, poolFlagBits } from './pool.ts'
+import type { PoolOptions } from './pool.ts'
 import * as ref from './reference.ts'
 import type { MatmulOptions } from './reference.ts'
+import * as ropeRef from './rope-rows.ts'
+import { checkRopeRows } from './rope-rows.ts'
+import type { RopeRowsOptions } from './rope-rows.ts'
 import { checkMatmul, checkRmsNorm } from './validate.ts'
 
-export type { MatmulOptions } from './reference.ts'
-export { dotInKernelOrder, KERNEL_LANES } from './order.ts'
+export type { MatmulOptions, AccumulationOrder } from './reference.ts'
+export type { AttentionOptions } from './attention.ts'
+export type { PoolOptions } from './pool.ts'
+export type { RopeRowsOptions } from './rope-rows.ts'
+export type { FmathName } from './fmath.ts'
+export type { TopkOptions } from './topk.ts'
+export { dotInKernelOrder, dotBlocks128, KERNEL_LANES, ORDER_BLOCK } from './order.ts'
 export { CANONICAL_NAN_BITS } from './output.ts'
 export { loadNativeKernels, DEFAULT_ADDON_PATH } from './native.ts'
+export { expF32, logF32, log1pF32, sigmoidF32, softplusF32, siluF32, sqrtsoftplusF32, FMATH_FUNCTIONS } from './fmath.ts'
+export { topkIndices } from './topk.ts'
 
 /**
  * y[m, n] = x[m, k] · W[n, k]^T (W an nn.Linear weight, row-major [out, in], float32), native.
  * Bit-identical to reference.matmulF32 for every input, whatever m, n or the thread count.
+ * opts.order picks the accumulation order ('lanes8', the default, or 'blocks128').
  * Writes into `out` when given (length m * n, not overlapping x or w) and returns it.
  */
 export function matmulF32 (x: Float32Array, m: number, k: number, w: Float32Array, n: number, out?: Float32Array, opts?: MatmulOptions): Float32Array {
   const a = checkMatmul('matmulF32', x, m, k, w, n, out, opts, 'Float32Array')
-  return loadNativeKernels().matmulF32(a.x, a.m, a.k, a.w, a.n, a.out, a.roundBf16)
+  return loadNativeKernels().matmulF32(a.x, a.m, a.k, a.w, a.n, a.out, a.roundBf16, a.order === 'blocks128')
 }
 
 /**
@@ -26,7 +49,7 @@ export function matmulF32 (x: Float32Array, m: number, k: number, w: Float32Arra
  */
 export function matmulBf16 (x: Float32Array, m: number, k: number, w: Uint16Array, n: number, out?: Float32Array, opts?: MatmulOptions): Float32Array {
   const a = checkMatmul('matmulBf16', x, m, k, w, n, out, opts, 'Uint16Array')
-  return loadNativeKernels().matmulBf16(a.x, a.m, a.k, a.w, a.n, a.out, a.roundBf16)
+  return loadNativeKernels().matmulBf16(a.x, a.m, a.k, a.w, a.n, a.out, a.roundBf16, a.order === 'blocks128')
 }
 
 /**
@@ -38,11 +61,71 @@ export function rmsNorm (x: Float32Array, rows: number, d: number, weight: Float
   return loadNativeKernels().rmsNorm(a.x, a.rows, a.d, a.weight, a.eps, a.out)
 }
 
+/**
+ * f(x[i]) for every element, f one of the fmath.ts functions by name, native (exp 8 lanes at a
+ * time). Bit-identical to calling the TypeScript function per element; NaN written canonical.
+ * `out` may be x itself.
+ */
+export function fmathArray (name: FmathName, x: Float32Array, out?: Float32Array): Float32Array {
+  const a = checkFmathArray('fmathArray', name, x, out)
+  return loadNativeKernels().fmathArray(FMATH_CODES[a.name], a.x, a.out)
+}
+
+/**
+ * Multi-query attention with per-head sinks over one shared K = V table, native: q [T, H, D],
+ * kv [N, D], query t attends to rows keyIndex[offsets[t] .. offsets[t+1]) in that order, sinks [H].
+ * Returns out [T, H, D]. Bit-identical to reference.attentionMqa (docs/kernels.md, "Attention").
+ */
+export function attentionMqa (q: Float32Array, t: number, h: number, d: number, kv: Float32Array, n: number,
+  offsets: Int32Array, keyIndex: Int32Array, sinks: Float32Array, scale: number, out?: Float32Array,
+  opts?: AttentionOptions): Float32Array {
+  const a = checkAttention('attentionMqa', q, t, h, d, kv, n, offsets, keyIndex, sinks, scale, out, opts)
+  return loadNativeKernels().attentionMqa(a.q, a.t, a.h, a.d, a.kv, a.n, a.offsets, a.keyIndex, a.sinks, a.scale,
+    attentionFlagBits(a.flags), a.out)
+}
+
+/**
+ * Lightning-indexer scores, native: q [T, Hi, Di], entries [N, Di], weights [T, Hi]; entries
+ * 0 .. visible[t]-1 are visible to query t, the rest score -Inf. Returns scores [T, N].
+ * Bit-identical to reference.indexerScores (docs/kernels.md, "Indexer scores").
+ */
+export function indexerScores (q: Float32Array, t: number, h: number, d: number, entries: Float32Array, n: number,
+  weights: Float32Array, visible: Int32Array, qScale: number, wScale: number, out?: Float32Array): Float32Array {
+  const a = checkIndexer('indexerScores', q, t, h, d, entries, n, weights, visible, qScale, wScale, out)
+  return loadNativeKernels().indexerScores(a.q, a.t, a.h, a.d, a.entries, a.n, a.weights, a.visible, a.qScale, a.wScale, a.out)
+}
+
+/**
+ * The compressor's softmax pooling, native: kv and gate [W, rows, d] -> out [W, d], a softmax over
+ * the rows for every channel. Bit-identical to reference.softmaxPool (docs/kernels.md, "Pooling").
+ */
+export function softmaxPool (kv: Float32Array, gate: Float32Array, w: number, rows: number, d: number,
+  out?: Float32Array, opts?: PoolOptions): Float32Array {
+  const a = checkPool('softmaxPool', kv, gate, w, rows, d, out, opts)
+  return loadNativeKernels().softmaxPool(a.kv, a.gate, a.w, a.rows, a.d, poolFlagBits(a.flags), a.out)
+}
+
+/**
+ * Interleaved RoPE over x [rows, heads, headDim] in place, native: the slice [offset, offset +
+ * ropeDim) of every head, row r by table row opts.tableRows[r] (or opts.firstTableRow + r).
+ * Bit-identical to src/model/rope.ts applyRopeInterleaved per (row, head), NaN made canonical.
+ */
+export function ropeRows (x: Float32Array, rows: number, heads: number, headDim: number, offset: number, ropeDim: number,
+  cos: Float32Array, sin: Float32Array, opts?: RopeRowsOptions): Float32Array {
+  const a = checkRopeRows('ropeRows', x, rows, heads, headDim, offset, ropeDim, cos, sin, opts)
+  return loadNativeKernels().ropeRows(a.x, a.rows, a.heads, a.headDim, a.offset, a.ropeDim, a.cos, a.sin, a.tableRows, a.inverse)
+}
+
 /** The Math.fround references: same signatures, same bits, no addon needed. */
 export const reference = {
   matmulF32: ref.matmulF32,
   matmulBf16: ref.matmulBf16,
   rmsNorm: ref.rmsNorm,
+  fmathArray: fmathArrayRef.fmathArray,
+  attentionMqa: attentionRef.attentionMqa,
+  indexerScores: indexerRef.indexerScores,
+  softmaxPool: poolRef.softmaxPool,
+  ropeRows: ropeRef.ropeRows,
 }
 
 /** Maximum thread count accepted by setKernelThreads. */

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url'
 import { PdBridgeError } from '../errors.ts'
 
 /** The ABI version this TypeScript expects from native/src/addon.cc; a mismatch means a stale build. */
-export const EXPECTED_ABI_VERSION = 2
+export const EXPECTED_ABI_VERSION = 3
 
 /** Where `npm run build:native` writes the addon. */
 export const DEFAULT_ADDON_PATH = fileURLToPath(new URL('../../native/build/Release/pdb_kernels.node', import.meta.url))
@@ -13,9 +13,20 @@ export const DEFAULT_ADDON_PATH = fileURLToPath(new URL('../../native/build/Rele
 export interface NativeKernels {
   abiVersion: number
   minParallelWork: number
-  matmulF32 (x: Float32Array, m: number, k: number, w: Float32Array, n: number, out: Float32Array, roundBf16: boolean): Float32Array
-  matmulBf16 (x: Float32Array, m: number, k: number, w: Uint16Array, n: number, out: Float32Array, roundBf16: boolean): Float32Array
+  matmulF32 (x: Float32Array, m: number, k: number, w: Float32Array, n: number, out: Float32Array, roundBf16: boolean, blocks128?: boolean): Float32Array
+  matmulBf16 (x: Float32Array, m: number, k: number, w: Uint16Array, n: number, out: Float32Array, roundBf16: boolean, blocks128?: boolean): Float32Array
   rmsNorm (x: Float32Array, rows: number, d: number, weight: Float32Array, eps: number, out: Float32Array): Float32Array
+  /** code: FMATH_CODES[name] (src/kernels/fmath.ts). */
+  fmathArray (code: number, x: Float32Array, out: Float32Array): Float32Array
+  /** flags: 1 bf16 scores, 2 bf16 probabilities, 4 bf16 output. */
+  attentionMqa (q: Float32Array, t: number, h: number, d: number, kv: Float32Array, n: number, offsets: Int32Array,
+    keyIndex: Int32Array, sinks: Float32Array, scale: number, flags: number, out: Float32Array): Float32Array
+  indexerScores (q: Float32Array, t: number, h: number, d: number, entries: Float32Array, n: number, weights: Float32Array,
+    visible: Int32Array, qScale: number, wScale: number, out: Float32Array): Float32Array
+  /** flags: 1 bf16 weights, 2 bf16 products, 4 bf16 output. */
+  softmaxPool (kv: Float32Array, gate: Float32Array, w: number, rows: number, d: number, flags: number, out: Float32Array): Float32Array
+  ropeRows (x: Float32Array, rows: number, heads: number, headDim: number, offset: number, ropeDim: number,
+    cos: Float32Array, sin: Float32Array, tableRows: Int32Array, inverse: boolean): Float32Array
   setThreads (n: number): void
   getThreads (): number
   measurePeakGflops (threads: number, millis: number): number

@@ -32,3 +32,20 @@ export function dotInKernelOrder (x: ArrayLike<number>, xOff: number, w: ArrayLi
   for (let i = k8; i < k; i++) s = fround(s + fround(x[xOff + i] * w[wOff + i]))
   return s
 }
+
+/** Length of one block of the 'blocks128' order. */
+export const ORDER_BLOCK = 128
+
+/**
+ * The same dot product in the 'blocks128' order (the prefill engine's): each block of 128 indices,
+ * and the last, shorter block, is reduced with dotInKernelOrder to a partial; the partials are then
+ * added one by one, in block order, to a sum that starts at +0. For k <= 128 this equals
+ * dotInKernelOrder bit for bit.
+ */
+export function dotBlocks128 (x: ArrayLike<number>, xOff: number, w: ArrayLike<number>, wOff: number, k: number): number {
+  let s = 0
+  for (let b0 = 0; b0 < k; b0 += ORDER_BLOCK) {
+    s = fround(s + dotInKernelOrder(x, xOff + b0, w, wOff + b0, Math.min(ORDER_BLOCK, k - b0)))
+  }
+  return s
+}

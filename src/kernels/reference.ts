@@ -1,9 +1,12 @@
 // The TypeScript references: every operation rounded to float32 with Math.fround, in exactly the
 // order the native kernels use. They define the kernels' results; the native code must match bit for bit.
 import { bf16ToF32 } from '../numerics/bf16.ts'
-import { dotInKernelOrder } from './order.ts'
+import { dotBlocks128, dotInKernelOrder } from './order.ts'
 import { bitsView, storeOutput } from './output.ts'
 import { checkMatmul, checkRmsNorm } from './validate.ts'
+import type { AccumulationOrder } from './validate.ts'
+
+export type { AccumulationOrder } from './validate.ts'
 
 const fround = Math.fround
 
@@ -11,18 +14,28 @@ const fround = Math.fround
 export interface MatmulOptions {
   /** Round every output element to the nearest bf16 value (RNE) after the dot product. */
   roundBf16?: boolean
+  /**
+   * The accumulation order of each dot product: 'lanes8' (default; dotInKernelOrder) or
+   * 'blocks128' (dotBlocks128: 128-long blocks in the lanes8 order, block sums added in order).
+   */
+  order?: AccumulationOrder
+}
+
+function dotFor (order: AccumulationOrder): typeof dotInKernelOrder {
+  return order === 'blocks128' ? dotBlocks128 : dotInKernelOrder
 }
 
 /**
- * Reference of y[m, n] = x[m, k] · W[n, k]^T with float32 weights: y[i, j] is
- * dotInKernelOrder(x row i, W row j), then optional bf16 rounding; NaN written canonical.
+ * Reference of y[m, n] = x[m, k] · W[n, k]^T with float32 weights: y[i, j] is the dot product
+ * of x row i and W row j in opts.order, then optional bf16 rounding; NaN written canonical.
  */
 export function matmulF32 (x: Float32Array, m: number, k: number, w: Float32Array, n: number, out?: Float32Array, opts?: MatmulOptions): Float32Array {
   const a = checkMatmul('reference.matmulF32', x, m, k, w, n, out, opts, 'Float32Array')
   const outBits = bitsView(a.out)
+  const dot = dotFor(a.order)
   for (let i = 0; i < a.m; i++) {
     for (let j = 0; j < a.n; j++) {
-      storeOutput(a.out, outBits, i * a.n + j, dotInKernelOrder(a.x, i * a.k, a.w, j * a.k, a.k), a.roundBf16)
+      storeOutput(a.out, outBits, i * a.n + j, dot(a.x, i * a.k, a.w, j * a.k, a.k), a.roundBf16)
     }
   }
   return a.out
@@ -30,16 +43,17 @@ export function matmulF32 (x: Float32Array, m: number, k: number, w: Float32Arra
 
 /**
  * Reference of the same product with W stored as bf16 codes: each code is widened exactly to
- * float32 (the code becomes the top 16 bits), then everything is as in matmulF32.
+ * float32 (the code becomes the top 16 bits), then everything is as in matmulF32 (same opts.order).
  */
 export function matmulBf16 (x: Float32Array, m: number, k: number, w: Uint16Array, n: number, out?: Float32Array, opts?: MatmulOptions): Float32Array {
   const a = checkMatmul('reference.matmulBf16', x, m, k, w, n, out, opts, 'Uint16Array')
   const outBits = bitsView(a.out)
+  const dot = dotFor(a.order)
   const row = new Float32Array(a.k)
   for (let j = 0; j < a.n; j++) {
     for (let p = 0; p < a.k; p++) row[p] = bf16ToF32(a.w[j * a.k + p])
     for (let i = 0; i < a.m; i++) {
-      storeOutput(a.out, outBits, i * a.n + j, dotInKernelOrder(a.x, i * a.k, row, 0, a.k), a.roundBf16)
+      storeOutput(a.out, outBits, i * a.n + j, dot(a.x, i * a.k, row, 0, a.k), a.roundBf16)
     }
   }
   return a.out

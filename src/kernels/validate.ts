@@ -3,18 +3,20 @@
 import { types } from 'node:util'
 import { NumericsError } from '../errors.ts'
 
-type Typed = Float32Array | Uint16Array
+type Typed = Float32Array | Uint16Array | Int32Array
 
 /** The typed-array kinds a kernel accepts, checked by brand (works across realms, unlike instanceof). */
 export const ARRAY_KINDS = {
   Float32Array: (v: unknown): v is Float32Array => types.isFloat32Array(v),
   Uint16Array: (v: unknown): v is Uint16Array => types.isUint16Array(v),
+  Int32Array: (v: unknown): v is Int32Array => types.isInt32Array(v),
 } as const
 
 type Kind = keyof typeof ARRAY_KINDS
-type KindType<K extends Kind> = K extends 'Float32Array' ? Float32Array : Uint16Array
+type KindType<K extends Kind> = K extends 'Float32Array' ? Float32Array : K extends 'Uint16Array' ? Uint16Array : Int32Array
 
-function describe (v: unknown): string {
+/** A short description of a value's type, for error messages. */
+export function describe (v: unknown): string {
   if (v === null) return 'null'
   if (typeof v === 'object') return (v as object).constructor?.name ?? 'object'
   return typeof v
@@ -52,24 +54,74 @@ export function checkNoOverlap (kernel: string, outName: string, out: Typed, inN
   }
 }
 
-/** The options bag of a matmul: only `roundBf16`, a boolean. */
-export function checkMatmulOptions (kernel: string, opts: unknown): boolean {
-  if (opts === undefined) return false
+/** `arr.length` must be the product of `dims` (the shape is named in the message). */
+export function checkShape (kernel: string, name: string, arr: Typed, dims: readonly number[], shape: string): void {
+  const expected = dims.reduce((a, b) => a * b, 1)
+  if (!Number.isSafeInteger(expected) || arr.length !== expected) {
+    throw new NumericsError(`${kernel}: ${name} has ${arr.length} elements, expected ${shape} = ${dims.join(' x ')} = ${expected}`)
+  }
+}
+
+/** `v` as a finite number (scales, epsilons), or NumericsError. */
+export function checkFinite (kernel: string, name: string, v: unknown): number {
+  if (typeof v !== 'number' || !Number.isFinite(v)) {
+    throw new NumericsError(`${kernel}: ${name} must be a finite number, got ${String(v)}`)
+  }
+  return v
+}
+
+/**
+ * An options bag whose every key is one of the boolean flags `flags`: the flags' values (false
+ * when absent). Unknown keys are refused, so a misspelt rounding switch cannot be silently ignored.
+ */
+export function checkFlags<F extends string> (kernel: string, opts: unknown, flags: readonly F[]): Record<F, boolean> {
+  const result = {} as Record<F, boolean>
+  for (const f of flags) result[f] = false
+  if (opts === undefined) return result
+  if (opts === null || typeof opts !== 'object') throw new NumericsError(`${kernel}: opts must be an object, got ${describe(opts)}`)
+  for (const [key, value] of Object.entries(opts)) {
+    if (!(flags as readonly string[]).includes(key)) {
+      throw new NumericsError(`${kernel}: opts.${key} is not an option (expected ${flags.join(', ')})`)
+    }
+    if (value !== undefined && typeof value !== 'boolean') {
+      throw new NumericsError(`${kernel}: opts.${key} must be a boolean, got ${describe(value)}`)
+    }
+    result[key as F] = value === true
+  }
+  return result
+}
+
+/** The two accumulation orders of a dot product (docs/kernels.md, "Accumulation order"). */
+export type AccumulationOrder = 'lanes8' | 'blocks128'
+
+/** Checked matmul options. */
+export interface MatmulFlags {
+  roundBf16: boolean
+  order: AccumulationOrder
+}
+
+/** The options bag of a matmul: `roundBf16` (a boolean) and `order` ('lanes8' or 'blocks128'). */
+export function checkMatmulOptions (kernel: string, opts: unknown): MatmulFlags {
+  if (opts === undefined) return { roundBf16: false, order: 'lanes8' }
   if (opts === null || typeof opts !== 'object') throw new NumericsError(`${kernel}: opts must be an object, got ${describe(opts)}`)
   const round = (opts as { roundBf16?: unknown }).roundBf16
   if (round !== undefined && typeof round !== 'boolean') {
     throw new NumericsError(`${kernel}: opts.roundBf16 must be a boolean, got ${describe(round)}`)
   }
-  return round === true
+  const order = (opts as { order?: unknown }).order
+  if (order !== undefined && order !== 'lanes8' && order !== 'blocks128') {
+    throw new NumericsError(`${kernel}: opts.order must be 'lanes8' or 'blocks128', got ${typeof order === 'string' ? JSON.stringify(order) : describe(order)}`)
+  }
+  return { roundBf16: round === true, order: order ?? 'lanes8' }
 }
 
 /** Checked matmul arguments, with the output allocated when absent. */
 export interface MatmulArgs<W extends Float32Array | Uint16Array> {
-  x: Float32Array, m: number, k: number, w: W, n: number, out: Float32Array, roundBf16: boolean
+  x: Float32Array, m: number, k: number, w: W, n: number, out: Float32Array, roundBf16: boolean, order: AccumulationOrder
 }
 
 /** Validate matmul arguments (shared by matmulF32 / matmulBf16 and their references). */
-export function checkMatmul<K extends Kind> (kernel: string, x: unknown, m: unknown, k: unknown, w: unknown, n: unknown,
+export function checkMatmul<K extends 'Float32Array' | 'Uint16Array'> (kernel: string, x: unknown, m: unknown, k: unknown, w: unknown, n: unknown,
   out: unknown, opts: unknown, wKind: K): MatmulArgs<KindType<K>> {
   const xs = checkArray(kernel, 'x', x, 'Float32Array')
   const ms = checkSize(kernel, 'm', m)
@@ -78,7 +130,7 @@ export function checkMatmul<K extends Kind> (kernel: string, x: unknown, m: unkn
   const ns = checkSize(kernel, 'n', n)
   checkLength(kernel, 'x', xs, ms, ks, '[m, k]')
   checkLength(kernel, 'w', ws, ns, ks, '[n, k]')
-  const roundBf16 = checkMatmulOptions(kernel, opts)
+  const { roundBf16, order } = checkMatmulOptions(kernel, opts)
   let o: Float32Array
   if (out === undefined) {
     o = new Float32Array(ms * ns)
@@ -88,7 +140,17 @@ export function checkMatmul<K extends Kind> (kernel: string, x: unknown, m: unkn
     checkNoOverlap(kernel, 'out', o, 'x', xs)
     checkNoOverlap(kernel, 'out', o, 'w', ws)
   }
-  return { x: xs, m: ms, k: ks, w: ws, n: ns, out: o, roundBf16 }
+  return { x: xs, m: ms, k: ks, w: ws, n: ns, out: o, roundBf16, order }
+}
+
+/** `out` checked against its shape and the inputs it may not overlap, or a new zeroed array. */
+export function checkOut (kernel: string, out: unknown, dims: readonly number[], shape: string,
+  inputs: ReadonlyArray<readonly [string, Typed]>): Float32Array {
+  if (out === undefined) return new Float32Array(dims.reduce((a, b) => a * b, 1))
+  const o = checkArray(kernel, 'out', out, 'Float32Array')
+  checkShape(kernel, 'out', o, dims, shape)
+  for (const [name, input] of inputs) checkNoOverlap(kernel, 'out', o, name, input)
+  return o
 }
 
 /** Checked RMSNorm arguments, with the output allocated when absent. */

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { NumericsError, PdBridgeError } from '../../src/errors.ts'
 import { loadNativeKernels, matmulBf16, matmulF32, reference, rmsNorm, setKernelThreads } from '../../src/kernels/index.ts'
+import { EXPECTED_ABI_VERSION } from '../../src/kernels/native.ts'
 
 const F = (n: number) => new Float32Array(n)
 
@@ -136,7 +137,8 @@ describe('loadNativeKernels: a missing or stale addon', () => {
     const path = join(dir, 'stale.cjs')
     try {
       writeFileSync(path, 'module.exports = { abiVersion: 1 }\n')
-      expect(() => loadNativeKernels(path)).toThrow(/ABI version 1, expected 2 \(stale build\): run npm run build:native/)
+      expect(() => loadNativeKernels(path)).toThrow(`ABI version 1, expected ${EXPECTED_ABI_VERSION} (stale build): run npm run build:native`)
+      expect(EXPECTED_ABI_VERSION).toBe(loadNativeKernels().abiVersion)
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }

@@ -74,3 +74,46 @@ export function bitReport (a: Float32Array, b: Float32Array): string {
 export function bitsOf (a: Float32Array): number[] {
   return Array.from(new Uint32Array(a.buffer, a.byteOffset, a.length))
 }
+
+/** Unit roundoff of float32. */
+export const U = 2 ** -24
+
+/** gamma_L = L u / (1 - L u): the classic bound on L chained float32 roundings (Higham, ch. 3). */
+export function gamma (l: number): number {
+  return (l * U) / (1 - l * U)
+}
+
+/** The spacing of the float32 grid at |r| (2^-149 in the subnormal range). */
+export function ulpAt (r: number): number {
+  const a = Math.abs(r)
+  if (a < 2 ** -126) return 2 ** -149
+  let e = Math.floor(Math.log2(a))
+  if (2 ** e > a) e -= 1
+  else if (2 ** (e + 1) <= a) e += 1
+  return 2 ** (e - 23)
+}
+
+/**
+ * Error of the float32 result y against the exact (float64) r, in float32 ulps at r. An Inf
+ * result counts as exact when r is at or beyond the overflow rounding boundary 2^128 - 2^103.
+ */
+export function ulpError (y: number, r: number): number {
+  if (Number.isNaN(r)) return Number.isNaN(y) ? 0 : Infinity
+  if (Number.isNaN(y)) return Infinity
+  const big = 2 ** 128 - 2 ** 103
+  if (Math.abs(r) >= big) return (y === Infinity * Math.sign(r)) ? 0 : (Math.abs(r) - Math.abs(y)) / 2 ** 104
+  if (!Number.isFinite(y)) return (2 ** 128 - Math.abs(r)) / 2 ** 104
+  return Math.abs(y - r) / ulpAt(r)
+}
+
+/** Float32 values from uniformly random bit patterns (every exponent equally likely), NaN skipped. */
+export function randomBitsF32 (n: number, rng: () => number): Float32Array {
+  const bits = new Uint32Array(n)
+  for (let i = 0; i < n; i++) {
+    let b = 0
+    do b = Math.floor(rng() * 4294967296) >>> 0
+    while ((b & 0x7f800000) === 0x7f800000 && (b & 0x7fffff) !== 0)
+    bits[i] = b
+  }
+  return new Float32Array(bits.buffer)
+}

@@ -1,0 +1,16 @@
+// JavaScript entry points of the kernels added after matmul and RMSNorm, one file each
+// (entry_*.cc); addon.cc registers them. Each checks types, sizes and indices again, so no
+// call from JavaScript can make C++ read or write outside a buffer.
+#pragma once
+
+#include <napi.h>
+
+namespace pdb {
+
+Napi::Value FmathArrayEntry (const Napi::CallbackInfo& info);
+Napi::Value AttentionMqaEntry (const Napi::CallbackInfo& info);
+Napi::Value IndexerScoresEntry (const Napi::CallbackInfo& info);
+Napi::Value SoftmaxPoolEntry (const Napi::CallbackInfo& info);
+Napi::Value RopeRowsEntry (const Napi::CallbackInfo& info);
+
+}  // namespace pdb

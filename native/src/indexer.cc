@@ -1,0 +1,68 @@
+#include "indexer.h"
+
+#include <cmath>
+#include <vector>
+
+#include "dot_tile.h"
+#include "parallel.h"
+
+namespace pdb {
+
+namespace {
+
+// Queries share one pass over a chunk of entries: their q rows are contiguous, so the block is
+// one [tb * heads, dim] matrix for the dot tiles.
+constexpr size_t kQueryBlock = 8;
+constexpr size_t kEntryChunk = 64;
+
+inline float relu (float x) { return x <= 0.0f ? 0.0f : x; }
+
+}  // namespace
+
+void indexer_scores (const float* q, size_t t_count, size_t heads, size_t dim, const float* entries, size_t n_entries,
+                     const float* weights, const int32_t* visible, float q_scale, float w_scale, float* out, int threads) {
+  parallel_ranges(t_count, kQueryBlock, threads, [&](size_t r0, size_t r1) {
+    std::vector<float> dots(kQueryBlock * heads * kEntryChunk), wq(kQueryBlock * heads);
+    const __m256 qs = _mm256_set1_ps(q_scale);
+    const __m256 zero = _mm256_setzero_ps();
+    for (size_t t0 = r0; t0 < r1; t0 += kQueryBlock) {
+      const size_t tb = r1 - t0 < kQueryBlock ? r1 - t0 : kQueryBlock;
+      size_t vmax = 0;
+      for (size_t tt = 0; tt < tb; tt++) if (size_t(visible[t0 + tt]) > vmax) vmax = size_t(visible[t0 + tt]);
+      for (size_t i = 0; i < tb * heads; i++) wq[i] = weights[t0 * heads + i] * w_scale;
+      for (size_t n0 = 0; n0 < vmax; n0 += kEntryChunk) {
+        const size_t nb = vmax - n0 < kEntryChunk ? vmax - n0 : kEntryChunk;
+        dot_columns<WeightF32, DotOrder::kLanes8>(q + t0 * heads * dim, tb * heads, dim, entries + n0 * dim,
+                                                  dots.data(), kEntryChunk, false, 0, nb);
+        for (size_t tt = 0; tt < tb; tt++) {
+          const size_t vis = size_t(visible[t0 + tt]);
+          const size_t end = n0 + nb < vis ? n0 + nb : vis;
+          const float* dt = dots.data() + tt * heads * kEntryChunk;
+          const float* w = wq.data() + tt * heads;
+          float* o = out + (t0 + tt) * n_entries;
+          size_t n = n0;
+          for (; n + 8 <= end; n += 8) {
+            __m256 acc = _mm256_setzero_ps();
+            for (size_t h = 0; h < heads; h++) {
+              const __m256 d = _mm256_loadu_ps(dt + h * kEntryChunk + (n - n0));
+              const __m256 r = _mm256_blendv_ps(d, zero, _mm256_cmp_ps(d, zero, _CMP_LE_OQ));
+              acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_set1_ps(w[h]), _mm256_mul_ps(r, qs)));
+            }
+            _mm256_storeu_ps(o + n, canonical_nan8(acc));
+          }
+          for (; n < end; n++) {
+            float acc = 0.0f;
+            for (size_t h = 0; h < heads; h++) acc = acc + w[h] * (relu(dt[h * kEntryChunk + (n - n0)]) * q_scale);
+            o[n] = finish_output(acc, false);
+          }
+        }
+      }
+      for (size_t tt = 0; tt < tb; tt++) {
+        float* o = out + (t0 + tt) * n_entries;
+        for (size_t n = size_t(visible[t0 + tt]); n < n_entries; n++) o[n] = -INFINITY;
+      }
+    }
+  });
+}
+
+}  // namespace pdb
