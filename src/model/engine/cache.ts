@@ -1,0 +1,213 @@
+// Per-layer cache objects: everything a resume needs, named as transformers names it.
+//   window      the last window-1 shared K=V rows (a query at t reads t-127..t; row t is its own)
+//   compressor  pool entries, the tokens of the partial window (kv and gate, gate WITHOUT position
+//               bias), CSA's overlap carry (Ca half of the last complete window, gate WITH bias),
+//               entry count; CSA layers hold a second one for the indexer.
+import { PdBridgeError } from '../../errors.ts'
+import type { DeepseekV4Config, LayerType } from '../config.ts'
+
+/** A float32 tensor of a cache dump. */
+export interface DumpF32 { dtype: 'F32', shape: number[], data: Float32Array }
+/** An int64 tensor of a cache dump. */
+export interface DumpI64 { dtype: 'I64', shape: number[], data: BigInt64Array }
+/** One tensor of a cache dump. */
+export type DumpTensor = DumpF32 | DumpI64
+
+/** Rows of width `width`, appended at the end, growing by doubling. */
+export class RowStore {
+  private data: Float32Array
+  private rowCount = 0
+
+  constructor (readonly width: number, capacityRows = 16) {
+    this.data = new Float32Array(Math.max(1, capacityRows) * width)
+  }
+
+  /** Number of rows held. */
+  get rows (): number {
+    return this.rowCount
+  }
+
+  /** Row r (a view; valid until the next append). */
+  row (r: number): Float32Array {
+    return this.data.subarray(r * this.width, (r + 1) * this.width)
+  }
+
+  /** All rows, [rows, width] (a view; valid until the next append). */
+  view (): Float32Array {
+    return this.data.subarray(0, this.rowCount * this.width)
+  }
+
+  /** Append one row (copied) and return its index. */
+  append (row: ArrayLike<number>): number {
+    if ((this.rowCount + 1) * this.width > this.data.length) {
+      const grown = new Float32Array(this.data.length * 2)
+      grown.set(this.data)
+      this.data = grown
+    }
+    this.data.set(row, this.rowCount * this.width)
+    return this.rowCount++
+  }
+
+  /** A deep copy. */
+  clone (): RowStore {
+    const c = new RowStore(this.width, 1)
+    c.data = this.data.slice()
+    c.rowCount = this.rowCount
+    return c
+  }
+}
+
+/**
+ * The state of one compressor (the main one of a CSA or HCA layer, or a CSA layer's indexer):
+ * ratio r, entry width `dim`, projection width `width` (2*dim with overlap, else dim).
+ */
+export class CompressorState {
+  /** Pooled entries [entryCount, dim], rope applied. */
+  readonly entries: RowStore
+  /** kv and gate projections of the tokens of the current partial window, [bufferLength, width]. */
+  readonly bufferKv: Float32Array
+  readonly bufferGate: Float32Array
+  bufferLength = 0
+  /** CSA: Ca half of the last complete window's kv and gate (+ position bias), [ratio, dim]; null before one. */
+  overlapKv: Float32Array | null = null
+  overlapGate: Float32Array | null = null
+
+  constructor (readonly ratio: number, readonly dim: number, readonly overlap: boolean) {
+    this.entries = new RowStore(dim)
+    this.bufferKv = new Float32Array(ratio * this.width)
+    this.bufferGate = new Float32Array(ratio * this.width)
+  }
+
+  /** Projection width per token: 2*dim for an overlapping (ratio-4) compressor, else dim. */
+  get width (): number {
+    return this.overlap ? 2 * this.dim : this.dim
+  }
+
+  /** Number of pooled entries (transformers' entry_count). */
+  get entryCount (): number {
+    return this.entries.rows
+  }
+
+  /** A deep copy. */
+  clone (): CompressorState {
+    const c = new CompressorState(this.ratio, this.dim, this.overlap)
+    Object.assign(c, { entries: this.entries.clone() })
+    c.bufferKv.set(this.bufferKv)
+    c.bufferGate.set(this.bufferGate)
+    c.bufferLength = this.bufferLength
+    c.overlapKv = this.overlapKv?.slice() ?? null
+    c.overlapGate = this.overlapGate?.slice() ?? null
+    return c
+  }
+
+  /** The dump tensors under `base` (e.g. `oneshot.layers.1.compressor`). */
+  tensors (base: string): Map<string, DumpTensor> {
+    const out = new Map<string, DumpTensor>()
+    const w = this.width
+    out.set(`${base}.compressed_kv`, { dtype: 'F32', shape: [this.entryCount, this.dim], data: this.entries.view().slice() })
+    out.set(`${base}.entry_count`, { dtype: 'I64', shape: [1], data: BigInt64Array.of(BigInt(this.entryCount)) })
+    out.set(`${base}.buffer_kv`, { dtype: 'F32', shape: [this.bufferLength, w], data: this.bufferKv.slice(0, this.bufferLength * w) })
+    out.set(`${base}.buffer_gate`, { dtype: 'F32', shape: [this.bufferLength, w], data: this.bufferGate.slice(0, this.bufferLength * w) })
+    if (this.overlapKv !== null && this.overlapGate !== null) {
+      out.set(`${base}.overlap_kv`, { dtype: 'F32', shape: [this.ratio, this.dim], data: this.overlapKv.slice() })
+      out.set(`${base}.overlap_gate`, { dtype: 'F32', shape: [this.ratio, this.dim], data: this.overlapGate.slice() })
+    }
+    return out
+  }
+}
+
+/** One decoder layer's cache. */
+export class LayerCache {
+  /** The last min(tokens, window-1) K=V rows, oldest first, [windowLength, headDim]. */
+  readonly window: Float32Array
+  windowLength = 0
+  readonly compressor: CompressorState | null
+  readonly indexer: CompressorState | null
+
+  constructor (readonly type: LayerType, readonly headDim: number, readonly windowRowsMax: number,
+    compressor: CompressorState | null, indexer: CompressorState | null) {
+    this.window = new Float32Array(windowRowsMax * headDim)
+    this.compressor = compressor
+    this.indexer = indexer
+  }
+
+  /** The last min(T, window-1) rows, oldest first (a copy). */
+  windowRows (): Float32Array {
+    return this.window.slice(0, this.windowLength * this.headDim)
+  }
+
+  /**
+   * Keep the last window-1 rows of (held rows, then `rows` [count, headDim]): what the next call
+   * needs, whatever the chunk sizes were.
+   */
+  pushWindow (rows: Float32Array, count: number): void {
+    const d = this.headDim
+    const keepNew = Math.min(count, this.windowRowsMax)
+    const keepOld = Math.min(this.windowLength, this.windowRowsMax - keepNew)
+    this.window.copyWithin(0, (this.windowLength - keepOld) * d, this.windowLength * d)
+    this.window.set(rows.subarray((count - keepNew) * d, count * d), keepOld * d)
+    this.windowLength = keepOld + keepNew
+  }
+
+  /** A deep copy. */
+  clone (): LayerCache {
+    const c = new LayerCache(this.type, this.headDim, this.windowRowsMax, this.compressor?.clone() ?? null, this.indexer?.clone() ?? null)
+    c.window.set(this.window)
+    c.windowLength = this.windowLength
+    return c
+  }
+
+  /** The dump tensors of this layer under `base` (e.g. `oneshot.layers.1`). */
+  tensors (base: string): Map<string, DumpTensor> {
+    const out = new Map<string, DumpTensor>()
+    out.set(`${base}.window`, { dtype: 'F32', shape: [this.windowLength, this.headDim], data: this.windowRows() })
+    for (const [name, state] of [['compressor', this.compressor], ['indexer', this.indexer]] as const) {
+      if (state !== null) for (const [k, v] of state.tensors(`${base}.${name}`)) out.set(k, v)
+    }
+    return out
+  }
+}
+
+/** The whole model's cache: one LayerCache per decoder layer plus the token count. A complete resume state. */
+export class ModelCache {
+  tokenCount = 0
+
+  constructor (readonly layers: LayerCache[]) {}
+
+  /** An empty cache for `cfg`. */
+  static empty (cfg: DeepseekV4Config): ModelCache {
+    const layers = cfg.layerTypes.map((type) => {
+      let compressor: CompressorState | null = null
+      let indexer: CompressorState | null = null
+      if (type === 'compressed_sparse_attention') {
+        compressor = new CompressorState(cfg.compressRates.csa, cfg.headDim, true)
+        indexer = new CompressorState(cfg.compressRates.csa, cfg.indexHeadDim, true)
+      } else if (type === 'heavily_compressed_attention') {
+        compressor = new CompressorState(cfg.compressRates.hca, cfg.headDim, false)
+      }
+      return new LayerCache(type, cfg.headDim, cfg.slidingWindow - 1, compressor, indexer)
+    })
+    return new ModelCache(layers)
+  }
+
+  /** A deep copy (to branch a conversation or compare resumes). */
+  clone (): ModelCache {
+    const c = new ModelCache(this.layers.map((l) => l.clone()))
+    c.tokenCount = this.tokenCount
+    return c
+  }
+
+  /**
+   * Every cache tensor under `prefix` with transformers' dump names:
+   * `${prefix}.layers.{i}.window`, `.{compressor|indexer}.{compressed_kv, entry_count, buffer_kv,
+   * buffer_gate, overlap_kv, overlap_gate}` (overlap only for CSA, once a window completed).
+   */
+  tensors (prefix: string): Map<string, DumpTensor> {
+    if (typeof prefix !== 'string' || prefix.length === 0) throw new PdBridgeError(`cache.tensors: prefix must be a non-empty string, got ${JSON.stringify(prefix)}`)
+    const out = new Map<string, DumpTensor>()
+    this.layers.forEach((layer, i) => {
+      for (const [k, v] of layer.tensors(`${prefix}.layers.${i}`)) out.set(k, v)
+    })
+    return out
+  }
+}

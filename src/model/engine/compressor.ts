@@ -1,0 +1,97 @@
+// The compressors: every `ratio` tokens of a layer's attention input become one pooled K=V entry.
+// HCA (ratio 128): entry i = softmax-over-tokens (per channel) of window i's gates + position bias,
+// weighting window i's kv. CSA and the indexer (ratio 4, overlap): entry i pools 2*ratio slots,
+// window i-1's Ca half then window i's Cb half. Then kv_norm and rope at position i*ratio.
+// Windows are aligned to position 0 and pooled only when complete, so the entries do not depend
+// on how the tokens were split into calls.
+import { ropeRows, softmaxPool } from '../../kernels/index.ts'
+import type { ActivationRounding } from './activation.ts'
+import type { CompressorState } from './cache.ts'
+import { weightedRmsNorm } from './norms.ts'
+
+const fround = Math.fround
+
+/** The parameters and tables one compressor needs. */
+export interface CompressorParams {
+  /** [ratio, width], added to the gates at pooling time */
+  positionBias: Float32Array
+  /** [dim] */
+  normWeight: Float32Array
+  rmsEps: number
+  /** The compress rope table (cos/sin rows by position) and the rotated dims. */
+  cos: Float32Array
+  sin: Float32Array
+  ropeDim: number
+  /** Reference-quant hook on a finished entry (after rope), when the profile asks for it. */
+  finishEntry?: (entry: Float32Array) => void
+}
+
+/**
+ * Feed n tokens' projections (kv, gate: [n, width], already in the activation dtype) to the state:
+ * complete windows become entries (appended to state.entries), the rest waits in the buffer.
+ */
+export function compressTokens (state: CompressorState, kv: Float32Array, gate: Float32Array, n: number, p: CompressorParams, act: ActivationRounding): void {
+  const { ratio, width } = state
+  let t = 0
+  while (t < n) {
+    const take = Math.min(ratio - state.bufferLength, n - t)
+    state.bufferKv.set(kv.subarray(t * width, (t + take) * width), state.bufferLength * width)
+    state.bufferGate.set(gate.subarray(t * width, (t + take) * width), state.bufferLength * width)
+    state.bufferLength += take
+    t += take
+    if (state.bufferLength === ratio) {
+      poolWindow(state, p, act)
+      state.bufferLength = 0
+    }
+  }
+}
+
+// Pool the full buffer (window i = entryCount) into entry i.
+function poolWindow (state: CompressorState, p: CompressorParams, act: ActivationRounding): void {
+  const { ratio, dim, width } = state
+  const slots = state.overlap ? 2 * ratio : ratio
+  // Gates with the position bias, in the activation dtype (transformers adds in the model dtype).
+  const biased = new Float32Array(ratio * width)
+  for (let i = 0; i < ratio * width; i++) biased[i] = act.round(fround(state.bufferGate[i] + p.positionBias[i]))
+  // Slot s, channel c: kv and gate. Overlap: slots [0, ratio) are window i-1's Ca half (the carry;
+  // absent for window 0: zero kv, -inf gate, so weight 0), slots [ratio, 2 ratio) this window's Cb half.
+  const slotKv = new Float32Array(slots * dim)
+  const slotGate = new Float32Array(slots * dim)
+  const cb = state.overlap ? dim : 0
+  const first = state.overlap ? ratio : 0
+  if (state.overlap) {
+    if (state.overlapKv !== null && state.overlapGate !== null) {
+      slotKv.set(state.overlapKv)
+      slotGate.set(state.overlapGate)
+    } else {
+      slotGate.fill(-Infinity, 0, ratio * dim)
+    }
+  }
+  for (let j = 0; j < ratio; j++) {
+    for (let c = 0; c < dim; c++) {
+      slotKv[(first + j) * dim + c] = state.bufferKv[j * width + cb + c]
+      slotGate[(first + j) * dim + c] = biased[j * width + cb + c]
+    }
+  }
+  // Per channel: softmax over the slots in fp32 (max; exp(g - max); sum in slot order; divide),
+  // weights cast to the activation dtype, then sum_s act(kv * w) in slot order, cast (the kernels' softmaxPool).
+  const bf16 = act.bf16
+  const pooled = softmaxPool(slotKv, slotGate, 1, slots, dim, undefined, { roundWeightsBf16: bf16, roundProductsBf16: bf16, roundOutBf16: bf16 })
+  const entry = weightedRmsNorm(pooled, 1, dim, p.normWeight, p.rmsEps, act)
+  const ropeDim = p.ropeDim
+  ropeRows(entry, 1, 1, dim, dim - ropeDim, ropeDim, p.cos, p.sin, { firstTableRow: state.entryCount * ratio })
+  act.roundAll(entry, dim - ropeDim, dim)
+  p.finishEntry?.(entry)
+  state.entries.append(entry)
+  if (state.overlap) {
+    // The carry for window i+1: this window's Ca half, gate with the bias.
+    const kvCarry = new Float32Array(ratio * dim)
+    const gateCarry = new Float32Array(ratio * dim)
+    for (let j = 0; j < ratio; j++) {
+      kvCarry.set(state.bufferKv.subarray(j * width, j * width + dim), j * dim)
+      gateCarry.set(biased.subarray(j * width, j * width + dim), j * dim)
+    }
+    state.overlapKv = kvCarry
+    state.overlapGate = gateCarry
+  }
+}

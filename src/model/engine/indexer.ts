@@ -1,0 +1,47 @@
+// The lightning indexer of a CSA layer: picks, for each query, the pooled entries it attends.
+// score(t, s) = sum_h (act(w_h(x_t)) * n_h^-1/2) * (relu(q_{t,h} . k_s) * d_I^-1/2) over the
+// entries s visible to t (s < (t+1) // ratio), heads in order (the kernels' indexerScores);
+// the top min(index_topk, visible) scores, ties to the lower index, returned ascending.
+import { indexerScores, ropeRows, topkIndices } from '../../kernels/index.ts'
+import type { Linear } from '../weights/index.ts'
+import type { ActivationRounding } from './activation.ts'
+
+/** What the indexer needs besides its compressor state. */
+export interface IndexerParams {
+  qB: Linear
+  weightsProj: Linear
+  heads: number
+  headDim: number
+  topk: number
+  ratio: number
+  /** The compress rope table. */
+  cos: Float32Array
+  sin: Float32Array
+  ropeDim: number
+  /** Reference-quant hook on each roped query head (Hadamard + fp4), when the profile asks for it. */
+  finishQuery?: (qHead: Float32Array) => void
+}
+
+/**
+ * For n queries at positions start..start+n-1, the picked entry indices, ascending, per query.
+ * `entries` [entryCount, headDim] must already hold every entry the chunk completes.
+ */
+export function indexerSelect (x: Float32Array, qResidual: Float32Array, n: number, start: number,
+  entries: Float32Array, entryCount: number, p: IndexerParams, act: ActivationRounding): Int32Array[] {
+  const { heads, headDim, ratio } = p
+  // Queries: q_b_proj of the q residual, rope on the trailing slice at the query position.
+  const q = act.roundAll(p.qB.apply(qResidual, n))
+  ropeRows(q, n, heads, headDim, headDim - p.ropeDim, p.ropeDim, p.cos, p.sin, { firstTableRow: start })
+  act.roundAll(q)
+  if (p.finishQuery !== undefined) for (let r = 0; r < n * heads; r++) p.finishQuery(q.subarray(r * headDim, (r + 1) * headDim))
+  const weights = act.roundAll(p.weightsProj.apply(x, n))
+  const visible = new Int32Array(n)
+  for (let i = 0; i < n; i++) visible[i] = Math.min(entryCount, Math.floor((start + i + 1) / ratio))
+  const scores = indexerScores(q, n, heads, headDim, entries.subarray(0, entryCount * headDim), entryCount, weights, visible,
+    Math.pow(headDim, -0.5), Math.pow(heads, -0.5))
+  const picks: Int32Array[] = []
+  for (let i = 0; i < n; i++) {
+    picks.push(topkIndices(scores.subarray(i * entryCount, i * entryCount + visible[i]), Math.min(p.topk, visible[i]), { order: 'index' }))
+  }
+  return picks
+}

@@ -1,0 +1,137 @@
+// The MoE block: a router (sqrtsoftplus scores; top-k on scores + correction bias, or the hash
+// table tid2eid[token] in hash_moe layers), routed experts with the clamped SwiGLU, and the shared
+// expert added after. Orders: picked weights summed in ascending expert id; weighted expert
+// outputs added in fp32 in ascending expert id, starting from zero, cast once.
+import { NumericsError } from '../../errors.ts'
+import { fmathArray, softplusF32, sqrtsoftplusF32, topkIndices } from '../../kernels/index.ts'
+import type { Linear } from '../weights/index.ts'
+import type { ActivationRounding } from './activation.ts'
+
+const fround = Math.fround
+
+/** One layer's MoE weights. */
+export interface MoeWeights {
+  gate: Linear
+  /** moe layers: the selection bias; null in hash layers */
+  correctionBias: Float32Array | null
+  /** hash layers: flat [vocab, topk]; null in moe layers */
+  tid2eid: Int32Array | null
+  /** gate_up_proj[e] ([2*inter, hidden]) and down_proj[e] ([hidden, inter]) per expert */
+  gateUp: Linear[]
+  down: Linear[]
+  sharedGate: Linear
+  sharedUp: Linear
+  sharedDown: Linear
+}
+
+/** MoE constants. */
+export interface MoeShape {
+  hidden: number
+  inter: number
+  experts: number
+  topk: number
+  routedScalingFactor: number
+  swigluLimit: number
+  scoringFunc: 'sqrtsoftplus' | 'softmax' | 'sigmoid'
+}
+
+/**
+ * The clamped SwiGLU, elementwise into out: act(act(silu(min(gate, limit))) * clamp(up, -limit, limit)),
+ * silu the kernels' siluF32 (in bulk, native).
+ */
+function swiglu (gate: Float32Array, gOff: number, up: Float32Array, uOff: number, count: number, limit: number, out: Float32Array, oOff: number, act: ActivationRounding): void {
+  const lim = fround(limit)
+  const g = new Float32Array(count)
+  for (let i = 0; i < count; i++) {
+    const v = gate[gOff + i]
+    g[i] = v > lim ? lim : v
+  }
+  act.roundAll(fmathArray('silu', g, g))
+  for (let i = 0; i < count; i++) {
+    let u = up[uOff + i]
+    if (u > lim) u = lim
+    else if (u < -lim) u = -lim
+    out[oOff + i] = fround(g[i] * u)
+  }
+  act.roundAll(out, oOff, oOff + count)
+}
+
+/** Router scores: sqrt(softplus(logit)); in bf16 two ops each cast to bf16, as transformers' bf16 model computes it. */
+function score (logit: number, act: ActivationRounding): number {
+  return act.bf16 ? act.round(fround(Math.sqrt(act.round(softplusF32(logit))))) : sqrtsoftplusF32(logit)
+}
+
+/** The MoE block for x [n, hidden] with token ids `tokens` (for hash routing). Returns [n, hidden]. */
+export function moeBlock (w: MoeWeights, s: MoeShape, x: Float32Array, n: number, tokens: ArrayLike<number>, act: ActivationRounding): Float32Array {
+  if (s.scoringFunc !== 'sqrtsoftplus') throw new Error(`unreachable: scoring_func ${s.scoringFunc} is refused at load`)
+  const { hidden, inter, experts, topk } = s
+  const logits = act.roundAll(w.gate.apply(x, n))
+  // Routing: per token the picked experts (ascending) and their weights.
+  const picks = new Int32Array(n * topk)
+  const weights = new Float32Array(n * topk)
+  const scores = new Float32Array(experts)
+  const selection = new Float32Array(experts)
+  const scale = fround(s.routedScalingFactor)
+  const tiny = fround(1e-20)
+  for (let t = 0; t < n; t++) {
+    for (let e = 0; e < experts; e++) scores[e] = score(logits[t * experts + e], act)
+    let chosen: Int32Array
+    if (w.tid2eid !== null) {
+      chosen = w.tid2eid.slice(tokens[t] * topk, (tokens[t] + 1) * topk).sort()
+    } else {
+      for (let e = 0; e < experts; e++) selection[e] = act.round(fround(scores[e] + w.correctionBias![e]))
+      chosen = topkIndices(selection, topk, { order: 'index' })
+      if (chosen.length < topk) throw new NumericsError(`MoE router: token ${t} of the chunk has fewer than ${topk} finite expert scores`)
+    }
+    // The sum is fp32 and cast once (a reduction), then + 1e-20 in the activation dtype.
+    let sum = 0
+    for (let k = 0; k < topk; k++) sum = fround(sum + scores[chosen[k]])
+    const den = act.round(fround(act.round(sum) + tiny))
+    for (let k = 0; k < topk; k++) {
+      picks[t * topk + k] = chosen[k]
+      weights[t * topk + k] = act.round(fround(act.round(fround(scores[chosen[k]] / den)) * scale))
+    }
+  }
+  // Experts in ascending id; each runs on the rows routed to it (batch-invariant matmuls).
+  const routed = new Float32Array(n * hidden)
+  for (let e = 0; e < experts; e++) {
+    const rows: number[] = []
+    const wts: number[] = []
+    for (let t = 0; t < n; t++) {
+      for (let k = 0; k < topk; k++) {
+        if (picks[t * topk + k] === e) {
+          rows.push(t)
+          wts.push(weights[t * topk + k])
+        }
+      }
+    }
+    if (rows.length === 0) continue
+    const m = rows.length
+    const xin = new Float32Array(m * hidden)
+    rows.forEach((t, r) => xin.set(x.subarray(t * hidden, (t + 1) * hidden), r * hidden))
+    const gu = act.roundAll(w.gateUp[e].apply(xin, m))
+    const h = new Float32Array(m * inter)
+    for (let r = 0; r < m; r++) swiglu(gu, r * 2 * inter, gu, r * 2 * inter + inter, inter, s.swigluLimit, h, r * inter, act)
+    const y = act.roundAll(w.down[e].apply(h, m))
+    // routed += act(y * weight) in fp32, experts in ascending id.
+    for (let r = 0; r < m; r++) {
+      const o = rows[r] * hidden
+      const wr = wts[r]
+      for (let c = 0; c < hidden; c++) y[r * hidden + c] = fround(y[r * hidden + c] * wr)
+      act.roundAll(y, r * hidden, (r + 1) * hidden)
+      for (let c = 0; c < hidden; c++) routed[o + c] = fround(routed[o + c] + y[r * hidden + c])
+    }
+  }
+  // One cast of the expert sum, as transformers' default grouped_mm experts path does (its
+  // per-token sum over the top-k outputs is an fp32 reduction of a bf16 tensor).
+  act.roundAll(routed)
+  // Shared expert, then routed + shared.
+  const g = act.roundAll(w.sharedGate.apply(x, n))
+  const u = act.roundAll(w.sharedUp.apply(x, n))
+  const hs = new Float32Array(n * inter)
+  swiglu(g, 0, u, 0, n * inter, s.swigluLimit, hs, 0, act)
+  const shared = act.roundAll(w.sharedDown.apply(hs, n))
+  for (let i = 0; i < n * hidden; i++) routed[i] = fround(routed[i] + shared[i])
+  act.roundAll(routed)
+  return routed
+}
