@@ -4,10 +4,12 @@ import { inspectCommand } from './inspect.ts'
 import { makeCheckpointCommand } from './make-checkpoint.ts'
 import { verifyBlocksCommand } from './verify-blocks.ts'
 import { cacheCommand } from './cache.ts'
+import { shareCommand } from './share.ts'
 
 export const commands: Command[] = [
   makeCheckpointCommand,
   inspectCommand,
   verifyBlocksCommand,
   cacheCommand,
+  shareCommand,
 ]

@@ -1,0 +1,456 @@
+// The capture directory format: `<root>/<requestId>/manifest.json` plus one safetensors file per
+// layer. The manifest is the only thing a consumer trusts, so it is validated on every read and
+// rewritten only by atomic rename: a reader sees the old manifest or the new one, never a torn one.
+import { createHash } from 'node:crypto'
+import { mkdir, readFile } from 'node:fs/promises'
+import { join, resolve } from 'node:path'
+import { z } from 'zod'
+import { PdBridgeError, SafetensorsError } from '../errors.ts'
+import { AtomicFile } from '../formats/safetensors/atomic-file.ts'
+import { parseHeader } from '../formats/safetensors/index.ts'
+
+/** The format tag every manifest carries; a reader refuses any other version by name. */
+export const CAPTURE_FORMAT = 'pd-bridge-capture/1'
+
+/** The manifest's file name inside a capture directory. */
+export const MANIFEST_FILE = 'manifest.json'
+
+/** Layer files use a 3-digit index, so a capture holds at most 1000 layers. */
+export const MAX_LAYERS = 1000
+
+/**
+ * Request ids name a directory and a URL segment, so they are restricted to characters that need no
+ * escaping anywhere: a letter or digit first, then letters, digits, `.`, `_`, `-`; at most 128.
+ * Two dots in a row are refused too, so no id can ever read as a parent reference.
+ */
+export const REQUEST_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/
+
+/** Layer file names: `layer-000.safetensors` .. `layer-999.safetensors`. */
+export const LAYER_FILE_PATTERN = /^layer-(\d{3})\.safetensors$/
+
+/** Where a capture is in its life. Only `done` and `partial` are ever trusted by a consumer. */
+export type CaptureState = 'running' | 'done' | 'partial' | 'failed'
+
+/** One completed layer file, listed only after the file landed under its final name. */
+export interface CaptureLayerEntry {
+  /** Layer index, 0-based. */
+  index: number
+  /** File name inside the capture directory, always `layerFileName(index)`. */
+  file: string
+  /** File size in bytes. */
+  bytes: number
+  /** Lowercase hex SHA-256 of the file's bytes. */
+  sha256: string
+}
+
+/** The manifest of one capture (format `pd-bridge-capture/1`). */
+export interface CaptureManifest {
+  /** Always CAPTURE_FORMAT. */
+  format: typeof CAPTURE_FORMAT
+  /** The request this capture belongs to; also the directory name. */
+  requestId: string
+  /** running while layers land; done, partial or failed once sealed. */
+  state: CaptureState
+  /** T: the number of prompt tokens the request asked for. */
+  tokenCount: number
+  /** T': the length of the valid prefix [0, T'); equals T when done, below T when partial. */
+  sealedLength: number
+  /** The decoder sidecar's geometry fingerprint the capture was computed under. */
+  sidecarFingerprint: string
+  /** Name of the numerics profile the capture was computed with. */
+  profile: string
+  /** How many layers a complete capture has (files 0..numLayers-1). */
+  numLayers: number
+  /** Completed layer files, ascending by index, no duplicates. */
+  layers: CaptureLayerEntry[]
+  /** Why the capture failed; present exactly when state is failed. */
+  error?: string
+  /** ISO 8601 UTC time the capture started. */
+  createdAt: string
+  /** ISO 8601 UTC time of the last manifest write. */
+  updatedAt: string
+  /** Named durations in milliseconds (e.g. `prefill`, `write`). */
+  timings: Record<string, number>
+  /** Sum of `bytes` over `layers`. */
+  payloadBytes: number
+  /** The memory budget the hook ran under, when one was set. */
+  memoryBudgetBytes?: number
+}
+
+/** What a consumer asked for; a manifest is trusted only if it matches all of it. */
+export interface CaptureRequest {
+  /** The request id the consumer is waiting for. */
+  requestId: string
+  /** T: the prompt length the consumer sent. */
+  tokenCount: number
+  /** The fingerprint of the decoder sidecar the consumer will mount the cache with. */
+  sidecarFingerprint: string
+}
+
+/** What the hook knows when a capture starts. */
+export interface CaptureStart extends CaptureRequest {
+  /** Numerics profile name. */
+  profile: string
+  /** Number of layers the finished capture will have. */
+  numLayers: number
+  /** Memory budget in bytes, when one applies. */
+  memoryBudgetBytes?: number
+}
+
+/** A manifest that is malformed, inconsistent, or does not match the request it is meant for. */
+export class CaptureManifestError extends PdBridgeError {
+  override name = 'CaptureManifestError'
+  constructor (readonly field: string, readonly problem: string, readonly source?: string) {
+    super(`${source ? source + ': ' : ''}manifest ${field}: ${problem}`)
+  }
+}
+
+const count = z.int().nonnegative().max(Number.MAX_SAFE_INTEGER)
+const nonEmpty = z.string().min(1)
+
+const layerEntrySchema = z.strictObject({
+  index: z.int().min(0).max(MAX_LAYERS - 1),
+  file: z.string().regex(LAYER_FILE_PATTERN),
+  bytes: count,
+  sha256: z.string().regex(/^[0-9a-f]{64}$/, 'must be 64 lowercase hex digits'),
+})
+
+const manifestSchema = z.strictObject({
+  format: z.literal(CAPTURE_FORMAT),
+  requestId: z.string().regex(REQUEST_ID_PATTERN, 'must match ' + String(REQUEST_ID_PATTERN)),
+  state: z.enum(['running', 'done', 'partial', 'failed']),
+  tokenCount: count.min(1),
+  sealedLength: count,
+  sidecarFingerprint: nonEmpty,
+  profile: nonEmpty,
+  numLayers: z.int().min(1).max(MAX_LAYERS),
+  layers: z.array(layerEntrySchema),
+  error: nonEmpty.optional(),
+  createdAt: z.iso.datetime(),
+  updatedAt: z.iso.datetime(),
+  timings: z.record(z.string(), z.number().nonnegative().finite()),
+  payloadBytes: count,
+  memoryBudgetBytes: count.min(1).optional(),
+})
+
+/** `layer-007.safetensors` for index 7. */
+export function layerFileName (index: number): string {
+  if (!Number.isInteger(index) || index < 0 || index >= MAX_LAYERS) {
+    throw new CaptureManifestError('layers', `layer index ${index} is not an integer in 0..${MAX_LAYERS - 1}`)
+  }
+  return `layer-${String(index).padStart(3, '0')}.safetensors`
+}
+
+/** True when `id` can be used as a request id (directory and URL segment). */
+export function isValidRequestId (id: string): boolean {
+  return REQUEST_ID_PATTERN.test(id) && !id.includes('..')
+}
+
+/** The directory of one capture under a capture root. */
+export function captureDir (root: string, requestId: string): string {
+  if (!isValidRequestId(requestId)) throw new CaptureManifestError('requestId', `${JSON.stringify(requestId)} must match ${REQUEST_ID_PATTERN} without '..'`)
+  return join(root, requestId)
+}
+
+/** Lowercase hex SHA-256 of some bytes. */
+export function sha256Hex (bytes: Uint8Array): string {
+  return createHash('sha256').update(bytes).digest('hex')
+}
+
+/**
+ * Cross-field rules every manifest keeps, whatever its state: layers ascending without duplicates,
+ * each named for its index and below numLayers, payloadBytes the sum of their sizes, 0 <= T' <= T,
+ * `error` present exactly when failed, updatedAt not before createdAt; done means T' == T and
+ * partial means T' < T, and both list every layer 0..numLayers-1 (a sealed prefix covers all layers).
+ */
+export function checkManifest (m: CaptureManifest, source?: string): void {
+  const fail = (field: string, problem: string): never => { throw new CaptureManifestError(field, problem, source) }
+  if (m.format !== CAPTURE_FORMAT) fail('format', `is ${JSON.stringify(m.format)}, this reader knows only ${CAPTURE_FORMAT}`)
+  if (!isValidRequestId(m.requestId)) fail('requestId', `${JSON.stringify(m.requestId)} must match ${REQUEST_ID_PATTERN} without '..'`)
+  if (m.sealedLength > m.tokenCount) fail('sealedLength', `${m.sealedLength} exceeds tokenCount ${m.tokenCount}`)
+  let previous = -1
+  let total = 0
+  for (const entry of m.layers) {
+    if (entry.index === previous) fail('layers', `duplicate layer index ${entry.index}`)
+    if (entry.index < previous) fail('layers', `layer index ${entry.index} listed after ${previous}; layers must be ascending`)
+    if (entry.index >= m.numLayers) fail('layers', `layer index ${entry.index} is not below numLayers ${m.numLayers}`)
+    if (entry.file !== layerFileName(entry.index)) fail('layers', `layer ${entry.index} is named ${JSON.stringify(entry.file)}, expected ${layerFileName(entry.index)}`)
+    previous = entry.index
+    total += entry.bytes
+  }
+  if (m.payloadBytes !== total) fail('payloadBytes', `is ${m.payloadBytes} but the listed layers hold ${total} bytes`)
+  if (Date.parse(m.updatedAt) < Date.parse(m.createdAt)) fail('updatedAt', `${m.updatedAt} is before createdAt ${m.createdAt}`)
+  if (m.state === 'failed') {
+    if (m.error === undefined) fail('error', 'a failed capture must record its error')
+    return
+  }
+  if (m.error !== undefined) fail('error', `only a failed capture has an error, this one is ${m.state}`)
+  if (m.state === 'done' && m.sealedLength !== m.tokenCount) fail('sealedLength', `a done capture seals all of T: sealedLength ${m.sealedLength} != tokenCount ${m.tokenCount}`)
+  if (m.state === 'partial' && m.sealedLength === m.tokenCount) fail('sealedLength', `a partial capture seals less than T, but sealedLength == tokenCount == ${m.tokenCount}; that is done`)
+  if (m.state === 'done' || m.state === 'partial') {
+    const listed = new Set(m.layers.map((e) => e.index))
+    const missing: number[] = []
+    for (let i = 0; i < m.numLayers; i++) if (!listed.has(i)) missing.push(i)
+    if (missing.length > 0) fail('layers', `a ${m.state} capture must list every layer 0..${m.numLayers - 1}; missing ${describeIndices(missing)}`)
+  }
+}
+
+function describeIndices (indices: number[]): string {
+  const shown = indices.slice(0, 8).join(', ')
+  return indices.length > 8 ? `${shown}, ... (${indices.length} in all)` : shown
+}
+
+/**
+ * Parse manifest JSON text: the format tag first (so a newer version is named, not picked apart),
+ * then the schema (types, ranges, no unknown keys), then `checkManifest`. `source` names the file
+ * or URL in errors.
+ */
+export function parseManifest (text: string, source: string): CaptureManifest {
+  let raw: unknown
+  try {
+    raw = JSON.parse(text)
+  }
+  catch (e) {
+    throw new CaptureManifestError('(json)', `not valid JSON: ${(e as Error).message}`, source)
+  }
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
+    throw new CaptureManifestError('(json)', 'must be a JSON object', source)
+  }
+  const format = (raw as Record<string, unknown>).format
+  if (format !== CAPTURE_FORMAT) {
+    throw new CaptureManifestError('format', `is ${JSON.stringify(format) ?? 'missing'}, this reader knows only ${CAPTURE_FORMAT}`, source)
+  }
+  const parsed = manifestSchema.safeParse(raw)
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]
+    const field = issue.path.length > 0 ? issue.path.map(String).join('.') : '(root)'
+    throw new CaptureManifestError(field, issue.message, source)
+  }
+  const m = parsed.data as CaptureManifest
+  checkManifest(m, source)
+  return m
+}
+
+/** The manifest's bytes: keys in a fixed order, two-space indent, trailing newline. */
+export function encodeManifest (m: CaptureManifest): string {
+  const ordered: Record<string, unknown> = {
+    format: m.format,
+    requestId: m.requestId,
+    state: m.state,
+    tokenCount: m.tokenCount,
+    sealedLength: m.sealedLength,
+    sidecarFingerprint: m.sidecarFingerprint,
+    profile: m.profile,
+    numLayers: m.numLayers,
+    layers: m.layers.map((e) => ({ index: e.index, file: e.file, bytes: e.bytes, sha256: e.sha256 })),
+    error: m.error,
+    createdAt: m.createdAt,
+    updatedAt: m.updatedAt,
+    timings: m.timings,
+    payloadBytes: m.payloadBytes,
+    memoryBudgetBytes: m.memoryBudgetBytes,
+  }
+  return JSON.stringify(ordered, null, 2) + '\n'
+}
+
+/**
+ * Write `<dir>/manifest.json` atomically: temporary sibling, fsync, rename, fsync the directory.
+ * The manifest is checked first, so an invalid manifest is never written.
+ */
+export async function writeManifestAtomic (dir: string, m: CaptureManifest): Promise<void> {
+  const path = join(dir, MANIFEST_FILE)
+  // Round-trip through the parser: the same rules a reader applies, applied before anyone can read it.
+  parseManifest(encodeManifest(m), path)
+  await writeFileAtomic(path, new TextEncoder().encode(encodeManifest(m)))
+}
+
+/** Read and validate `<dir>/manifest.json`; every problem is a CaptureManifestError naming the file. */
+export async function readManifest (dir: string): Promise<CaptureManifest> {
+  const path = join(dir, MANIFEST_FILE)
+  let text: string
+  try {
+    text = await readFile(path, 'utf8')
+  }
+  catch (e) {
+    const code = (e as NodeJS.ErrnoException).code
+    if (code === 'ENOENT') throw new CaptureManifestError('(file)', 'no manifest.json here (capture not started?)', path)
+    throw new CaptureManifestError('(file)', `cannot be read: ${code ?? (e as Error).message}`, path)
+  }
+  return parseManifest(text, path)
+}
+
+/**
+ * Start a capture: create `<root>/<requestId>/` (refusing one that already exists, so two captures
+ * never share a directory) and write its first `running` manifest. Returns the directory.
+ */
+export async function startCapture (root: string, start: CaptureStart, now: Date = new Date()): Promise<string> {
+  const dir = captureDir(root, start.requestId)
+  const stamp = now.toISOString()
+  const m: CaptureManifest = {
+    format: CAPTURE_FORMAT,
+    requestId: start.requestId,
+    state: 'running',
+    tokenCount: start.tokenCount,
+    sealedLength: 0,
+    sidecarFingerprint: start.sidecarFingerprint,
+    profile: start.profile,
+    numLayers: start.numLayers,
+    layers: [],
+    createdAt: stamp,
+    updatedAt: stamp,
+    timings: {},
+    payloadBytes: 0,
+    memoryBudgetBytes: start.memoryBudgetBytes,
+  }
+  // Validate before touching the disk, so a bad start leaves nothing behind.
+  parseManifest(encodeManifest(m), join(dir, MANIFEST_FILE))
+  try {
+    await mkdir(dir)
+  }
+  catch (e) {
+    const code = (e as NodeJS.ErrnoException).code
+    if (code === 'EEXIST') throw new CaptureManifestError('requestId', `capture directory ${dir} already exists`)
+    if (code === 'ENOENT') throw new CaptureManifestError('(root)', `capture root ${root} does not exist`)
+    throw e
+  }
+  await writeManifestAtomic(dir, m)
+  return dir
+}
+
+/**
+ * Add one completed layer: check the bytes are one whole safetensors file, write them atomically as
+ * `layer-<iii>.safetensors`, then list them (size and SHA-256) in the manifest. The file lands before
+ * the manifest names it, so a listed file always exists. Only a running capture takes layers.
+ */
+export async function addLayerFile (dir: string, index: number, bytes: Uint8Array): Promise<CaptureLayerEntry> {
+  return serialized(dir, async () => {
+    const m = await readManifest(dir)
+    const source = join(dir, MANIFEST_FILE)
+    if (m.state !== 'running') throw new CaptureManifestError('state', `is ${m.state}; a sealed capture takes no more layers (layer ${index})`, source)
+    if (!Number.isInteger(index) || index < 0 || index >= m.numLayers) {
+      throw new CaptureManifestError('layers', `layer index ${index} is not an integer in 0..${m.numLayers - 1}`, source)
+    }
+    if (m.layers.some((e) => e.index === index)) throw new CaptureManifestError('layers', `layer ${index} is already listed`, source)
+    const file = layerFileName(index)
+    checkWholeSafetensors(bytes, join(dir, file))
+    await writeFileAtomic(join(dir, file), bytes)
+    const entry: CaptureLayerEntry = { index, file, bytes: bytes.length, sha256: sha256Hex(bytes) }
+    const layers = [...m.layers, entry].sort((a, b) => a.index - b.index)
+    await writeManifestAtomic(dir, { ...m, layers, payloadBytes: m.payloadBytes + entry.bytes, updatedAt: laterStamp(m.updatedAt) })
+    return entry
+  })
+}
+
+/** What sealing a capture may add: T' for partial, the error for failed, more timings. */
+export interface FinishExtra {
+  /** Required for partial (T' < T); must equal T if given for done; ignored for failed. */
+  sealedLength?: number
+  /** Required for failed. */
+  error?: string
+  /** Merged over the timings already recorded. */
+  timings?: Record<string, number>
+}
+
+/**
+ * Seal a running capture as done, partial or failed. done sets T' = T and needs every layer;
+ * partial needs `sealedLength` < T and every layer (each holding the prefix [0, T')); failed needs
+ * `error`. The sealed manifest is validated before it is written; a sealed capture cannot be resealed.
+ */
+export async function finishManifest (dir: string, state: 'done' | 'partial' | 'failed', extra: FinishExtra = {}): Promise<CaptureManifest> {
+  return serialized(dir, async () => {
+    const m = await readManifest(dir)
+    const source = join(dir, MANIFEST_FILE)
+    if (m.state !== 'running') throw new CaptureManifestError('state', `is already ${m.state}; cannot seal it again as ${state}`, source)
+    let sealedLength = m.sealedLength
+    if (state === 'done') sealedLength = extra.sealedLength ?? m.tokenCount
+    if (state === 'partial') {
+      if (extra.sealedLength === undefined) throw new CaptureManifestError('sealedLength', 'a partial capture must say how long its sealed prefix is', source)
+      sealedLength = extra.sealedLength
+    }
+    if (state === 'failed' && extra.error === undefined) throw new CaptureManifestError('error', 'a failed capture must record its error', source)
+    const sealed: CaptureManifest = {
+      ...m,
+      state,
+      sealedLength,
+      error: state === 'failed' ? extra.error : undefined,
+      timings: { ...m.timings, ...extra.timings },
+      updatedAt: laterStamp(m.updatedAt),
+    }
+    await writeManifestAtomic(dir, sealed)
+    return sealed
+  })
+}
+
+/**
+ * The checks that hold for a manifest in any state: format version, request id, T and fingerprint
+ * equal what the consumer asked for. A running manifest that fails these can never become right.
+ */
+export function validateManifestIdentity (m: CaptureManifest, request: CaptureRequest, source?: string): void {
+  const fail = (field: string, problem: string): never => { throw new CaptureManifestError(field, problem, source) }
+  if (m.format !== CAPTURE_FORMAT) fail('format', `is ${JSON.stringify(m.format)}, this reader knows only ${CAPTURE_FORMAT}`)
+  if (m.requestId !== request.requestId) fail('requestId', `is ${JSON.stringify(m.requestId)}, the request is ${JSON.stringify(request.requestId)}`)
+  if (m.tokenCount !== request.tokenCount) fail('tokenCount', `T is ${m.tokenCount} in the manifest but the request has ${request.tokenCount} tokens`)
+  if (m.sidecarFingerprint !== request.sidecarFingerprint) {
+    fail('sidecarFingerprint', `is ${JSON.stringify(m.sidecarFingerprint)}, the decoder's sidecar is ${JSON.stringify(request.sidecarFingerprint)}`)
+  }
+}
+
+/**
+ * Everything a consumer checks before it trusts a sealed capture: identity (format, request id, T,
+ * fingerprint), a state of done or partial, and every rule of `checkManifest` (T' <= T, partial
+ * means T' < T, every layer listed exactly once). Throws a CaptureManifestError naming the field.
+ */
+export function validateManifestForRequest (m: CaptureManifest, request: CaptureRequest, source?: string): void {
+  validateManifestIdentity(m, request, source)
+  if (m.state === 'running') throw new CaptureManifestError('state', 'is running; only a done or partial capture can be trusted', source)
+  if (m.state === 'failed') throw new CaptureManifestError('state', `is failed (${m.error ?? 'no error recorded'}); only a done or partial capture can be trusted`, source)
+  checkManifest(m, source)
+}
+
+/** A safetensors file is 8 bytes of header length, a valid header, then exactly the data it names. */
+function checkWholeSafetensors (bytes: Uint8Array, file: string): void {
+  if (bytes.length < 8) throw new SafetensorsError(file, `layer bytes are ${bytes.length} long, shorter than the 8-byte header length`)
+  const headerLength = new DataView(bytes.buffer, bytes.byteOffset, 8).getBigUint64(0, true)
+  if (headerLength > BigInt(bytes.length - 8)) throw new SafetensorsError(file, `header length ${headerLength} exceeds the ${bytes.length - 8} bytes that follow`)
+  const n = Number(headerLength)
+  const { dataLength } = parseHeader(bytes.subarray(8, 8 + n), file)
+  if (8 + n + dataLength !== bytes.length) {
+    throw new SafetensorsError(file, `header names ${dataLength} data bytes but ${bytes.length - 8 - n} follow it`)
+  }
+}
+
+async function writeFileAtomic (path: string, bytes: Uint8Array): Promise<void> {
+  const file = await AtomicFile.create(path)
+  try {
+    await file.handle.writeFile(bytes)
+  }
+  catch (e) {
+    await file.discard()
+    throw e
+  }
+  await file.commit()
+}
+
+/** Now, but never before the previous stamp (clocks can step back; updatedAt must not). */
+function laterStamp (previous: string): string {
+  const now = new Date()
+  return now.getTime() >= Date.parse(previous) ? now.toISOString() : previous
+}
+
+// One writer process per capture; inside it, manifest updates are read-modify-write and must not
+// interleave, so each directory gets a promise chain.
+const queues = new Map<string, Promise<unknown>>()
+
+async function serialized<T> (dir: string, task: () => Promise<T>): Promise<T> {
+  const key = resolve(dir)
+  const before = queues.get(key) ?? Promise.resolve()
+  const run = before.then(task, task)
+  const tail = run.catch(() => undefined)
+  queues.set(key, tail)
+  try {
+    return await run
+  }
+  finally {
+    if (queues.get(key) === tail) queues.delete(key)
+  }
+}
