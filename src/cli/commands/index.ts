@@ -1,15 +1,22 @@
-// Every command the CLI offers, in the order --help lists them.
+// Every command the CLI offers, in the order --help lists them: make and inspect, the prefill side,
+// the decoder side, then the store tools.
 import type { Command } from 'commander'
+import { cacheCommand } from './cache.ts'
+import { exportWeightsCommand } from './export-weights.ts'
 import { inspectCommand } from './inspect.ts'
 import { makeCheckpointCommand } from './make-checkpoint.ts'
-import { verifyBlocksCommand } from './verify-blocks.ts'
-import { cacheCommand } from './cache.ts'
+import { poolCommand } from './pool.ts'
+import { prefillEngineCommand } from './prefill-engine.ts'
 import { shareCommand } from './share.ts'
+import { verifyBlocksCommand } from './verify-blocks.ts'
 
 export const commands: Command[] = [
   makeCheckpointCommand,
   inspectCommand,
+  exportWeightsCommand,
+  poolCommand,
+  prefillEngineCommand,
+  shareCommand,
   verifyBlocksCommand,
   cacheCommand,
-  shareCommand,
 ]

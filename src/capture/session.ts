@@ -1,0 +1,288 @@
+// A capture session: the hook an engine calls (AttnInputHook), the layer files it writes, the
+// manifest it keeps. Layers are written synchronously, from inside the hook, the moment they reach
+// the sealed length, and released at once; the manifest lists them asynchronously (flush, or at
+// the latest finish). Past the memory budget the session seals a shorter valid prefix (budget.ts)
+// and finish() records `partial`. Any error inside the hook is kept: finish() then seals `failed`,
+// never `done`.
+import { join } from 'node:path'
+import { PdBridgeError } from '../errors.ts'
+import { heldBytes as heldBytesOf, sealPoint, type LiveLayer } from './budget.ts'
+import { PoolingHook } from './hook.ts'
+import { encodeLayerFile, writeFileAtomicSync } from './layer-file.ts'
+import {
+  CaptureManifestError, finishManifest, layerFileName, readManifest, sha256Hex, startCapture, writeManifestAtomic,
+  type CaptureLayerEntry, type CaptureManifest,
+} from './manifest.ts'
+import { layerGeometries, payloadMinimum, type LayerGeometry, type PayloadMinimum } from './payload.ts'
+import type { Sidecar } from './sidecar.ts'
+
+/** What a capture session starts from. */
+export interface CaptureSessionOptions {
+  sidecar: Sidecar
+  /** The capture root; the session writes `<captureRoot>/<requestId>/`. */
+  captureRoot: string
+  requestId: string
+  /** T: the prompt length. */
+  tokenCount: number
+  /** Most bytes of cache the session may hold in memory at once (float32 values); none when absent. */
+  memoryBudgetBytes?: number
+}
+
+/** Payload and memory figures of a session. */
+export interface CaptureReport {
+  tokenCount: number
+  sealedLength: number
+  /** Bytes of the layer files written so far. */
+  payloadBytes: number
+  /** payloadBytes / sealedLength. */
+  payloadBytesPerToken: number
+  /** The theoretical minimum at the sealed length (payload.ts). */
+  minimum: PayloadMinimum
+  /** payloadBytes / minimum.bytes. */
+  overMinimum: number
+  /** The most cache bytes held in memory at once. */
+  peakHeldBytes: number
+  memoryBudgetBytes: number | null
+}
+
+function describe (err: unknown): string {
+  const text = err instanceof Error ? err.message : String(err)
+  return text.length > 0 ? text : 'unknown error'
+}
+
+/** One request's capture. */
+export class CaptureSession {
+  private readonly hook: PoolingHook
+  private readonly geometries: LayerGeometry[]
+  private readonly written: boolean[]
+  private sealed: number
+  private frontier = 0
+  private peak = 0
+  private readonly landed: CaptureLayerEntry[] = []
+  private listed = 0
+  private chain: Promise<void> = Promise.resolve()
+  private error: unknown = undefined
+  private closed = false
+  private hookMs = 0
+  private writeMs = 0
+
+  private constructor (
+    private readonly sidecar: Sidecar,
+    /** The capture directory `<captureRoot>/<requestId>`. */
+    readonly dir: string,
+    readonly requestId: string,
+    readonly tokenCount: number,
+    private readonly budget: number | undefined,
+  ) {
+    this.hook = new PoolingHook(sidecar.kvPath)
+    this.geometries = layerGeometries(sidecar.json)
+    this.written = sidecar.json.layers.map(() => false)
+    this.sealed = tokenCount
+    // Engines take the hook as a plain function.
+    this.onAttentionInput = this.onAttentionInput.bind(this)
+  }
+
+  /** Create the capture directory and its `running` manifest. */
+  static async start (opts: CaptureSessionOptions): Promise<CaptureSession> {
+    const { sidecar, tokenCount, memoryBudgetBytes } = opts
+    if (!Number.isSafeInteger(tokenCount) || tokenCount < 1) throw new PdBridgeError(`capture: tokenCount must be a positive integer, got ${String(tokenCount)}`)
+    if (tokenCount > sidecar.json.maxPositionEmbeddings) {
+      throw new PdBridgeError(`capture: ${tokenCount} tokens exceed the sidecar's max_position_embeddings (${sidecar.json.maxPositionEmbeddings})`)
+    }
+    if (memoryBudgetBytes !== undefined && (!Number.isSafeInteger(memoryBudgetBytes) || memoryBudgetBytes < 1)) {
+      throw new PdBridgeError(`capture: memoryBudgetBytes must be a positive integer, got ${String(memoryBudgetBytes)}`)
+    }
+    const dir = await startCapture(opts.captureRoot, {
+      requestId: opts.requestId, tokenCount, sidecarFingerprint: sidecar.fingerprint, profile: sidecar.profile.name,
+      numLayers: sidecar.numLayers, memoryBudgetBytes,
+    })
+    return new CaptureSession(sidecar, dir, opts.requestId, tokenCount, memoryBudgetBytes)
+  }
+
+  /** T' : tokenCount until the budget seals a shorter prefix. The engine may stop feeding past it. */
+  get sealedLength (): number {
+    return this.sealed
+  }
+
+  /** Cache bytes held in memory now (layers not yet written). */
+  get heldBytes (): number {
+    return heldBytesOf(this.liveLayers())
+  }
+
+  /** The most cache bytes held at once so far. */
+  get peakHeldBytes (): number {
+    return this.peak
+  }
+
+  /** How many layer files have landed. */
+  get layersWritten (): number {
+    return this.landed.length
+  }
+
+  /**
+   * The engine's AttnInputHook: layer `layer`'s attention input rows [count, hidden] for positions
+   * startPos.. (only read). Rows past the sealed length are ignored. Synchronous: a layer that
+   * reaches the sealed length is written and released before this returns.
+   */
+  onAttentionInput (layer: number, startPos: number, rows: Float32Array, count: number): void {
+    if (this.closed) throw new PdBridgeError(`capture ${this.requestId}: the session is already sealed; no more attention inputs`)
+    if (this.error !== undefined) throw new PdBridgeError(`capture ${this.requestId}: the session already failed (${describe(this.error)})`)
+    try {
+      const t0 = performance.now()
+      const wrote = this.take(layer, startPos, rows, count)
+      // Clamped: the nested write interval is subtracted in floating point.
+      this.hookMs += Math.max(0, performance.now() - t0 - wrote)
+    }
+    catch (e) {
+      this.error = e
+      throw e
+    }
+  }
+
+  // Returns the milliseconds spent writing files.
+  private take (layer: number, startPos: number, rows: Float32Array, count: number): number {
+    if (!Number.isSafeInteger(layer) || layer < 0 || layer >= this.written.length) {
+      throw new PdBridgeError(`capture ${this.requestId}: layer ${String(layer)} is not a layer index in [0, ${this.written.length})`)
+    }
+    if (!Number.isSafeInteger(startPos) || startPos < 0 || !Number.isSafeInteger(count) || count < 1) {
+      throw new PdBridgeError(`capture ${this.requestId}: layer ${layer}: startPos ${String(startPos)} and count ${String(count)} must be integers, count at least 1`)
+    }
+    const end = startPos + count
+    if (end > this.tokenCount) throw new PdBridgeError(`capture ${this.requestId}: layer ${layer}: rows up to position ${end} exceed the capture's ${this.tokenCount} tokens`)
+    const position = this.hook.position(layer)
+    if (position === this.sealed && startPos >= this.sealed) return 0
+    if (startPos !== position) {
+      throw new PdBridgeError(`capture ${this.requestId}: layer ${layer}: rows start at position ${startPos} but the layer holds ${position} tokens; one layer's chunks must be contiguous`)
+    }
+    let reach = Math.min(end, this.sealed)
+    if (reach > this.frontier && this.budget !== undefined) {
+      const cut = sealPoint(this.liveLayers(), this.frontier, reach, this.sealed, this.budget)
+      if (cut < this.sealed && cut < reach) this.sealed = cut
+      reach = Math.min(reach, this.sealed)
+    }
+    if (reach > startPos) this.hook.feed(layer, startPos, rows, reach - startPos)
+    this.frontier = Math.max(this.frontier, this.hook.position(layer))
+    this.notePeak()
+    let ms = 0
+    for (let i = 0; i < this.written.length; i++) {
+      if (!this.written[i] && this.hook.position(i) === this.sealed) ms += this.writeLayer(i)
+    }
+    return ms
+  }
+
+  private liveLayers (): LiveLayer[] {
+    return this.geometries.map((geometry, i) => this.written[i] ? null : { geometry, position: this.hook.position(i) })
+  }
+
+  private notePeak (): void {
+    const held = this.heldBytes
+    if (held > this.peak) this.peak = held
+  }
+
+  // Write layer i's file for the sealed prefix and release its cache; returns the milliseconds taken.
+  private writeLayer (i: number): number {
+    const t0 = performance.now()
+    const state = this.hook.release(i)
+    const bytes = encodeLayerFile(state, {
+      layer: i, layerType: this.sidecar.json.layers[i].layerType, tokens: this.sealed, fingerprint: this.sidecar.fingerprint, profile: this.sidecar.profile.name,
+    }, this.sidecar.profile.activations === 'bf16')
+    const file = layerFileName(i)
+    writeFileAtomicSync(join(this.dir, file), bytes)
+    this.written[i] = true
+    this.landed.push({ index: i, file, bytes: bytes.length, sha256: sha256Hex(bytes) })
+    this.chain = this.chain.then(() => this.listLanded())
+    const ms = performance.now() - t0
+    this.writeMs += ms
+    return ms
+  }
+
+  // List every landed but unlisted layer file in the manifest (files land before they are listed).
+  private async listLanded (): Promise<void> {
+    if (this.listed === this.landed.length) return
+    const m = await readManifest(this.dir)
+    if (m.state !== 'running') throw new CaptureManifestError('state', `is ${m.state}; the session cannot list more layers`, join(this.dir, 'manifest.json'))
+    const add = this.landed.slice(this.listed)
+    const layers = [...m.layers, ...add].sort((a, b) => a.index - b.index)
+    const now = new Date().toISOString()
+    const updatedAt = Date.parse(now) >= Date.parse(m.updatedAt) ? now : m.updatedAt
+    await writeManifestAtomic(this.dir, { ...m, layers, payloadBytes: m.payloadBytes + add.reduce((a, e) => a + e.bytes, 0), updatedAt })
+    this.listed += add.length
+  }
+
+  /** Wait until every landed layer file is listed in the manifest (call between engine chunks). */
+  async flush (): Promise<void> {
+    const chain = this.chain
+    try {
+      await chain
+    }
+    catch (e) {
+      if (this.error === undefined) this.error = e
+      throw e
+    }
+  }
+
+  /**
+   * Seal the capture: `done` when every layer holds all T tokens, `partial` when the budget sealed
+   * a shorter prefix. If the hook failed, or a layer never reached the sealed length, the manifest
+   * is sealed `failed` instead and this throws. `timings` (milliseconds) are recorded with the
+   * session's own `hook` and `layerWrite`.
+   */
+  async finish (timings: Record<string, number> = {}): Promise<CaptureManifest> {
+    if (this.closed) throw new PdBridgeError(`capture ${this.requestId}: the session is already sealed`)
+    try {
+      await this.flush()
+    }
+    catch {
+      // Kept in this.error; sealed as failed below.
+    }
+    const own = { hook: this.hookMs, layerWrite: this.writeMs }
+    if (this.error !== undefined) {
+      const why = describe(this.error)
+      await this.sealFailed(why, own)
+      throw new PdBridgeError(`capture ${this.requestId} failed: ${why}`)
+    }
+    const behind = this.written.flatMap((w, i) => w ? [] : [`layer ${i} at ${this.hook.position(i)}`])
+    if (behind.length > 0) {
+      const why = `finish before every layer reached the sealed length ${this.sealed}: ${behind.join(', ')}`
+      await this.sealFailed(why, own)
+      throw new PdBridgeError(`capture ${this.requestId} failed: ${why}`)
+    }
+    this.closed = true
+    return finishManifest(this.dir, this.sealed === this.tokenCount ? 'done' : 'partial', { sealedLength: this.sealed, timings: { ...own, ...timings } })
+  }
+
+  /** Seal the capture as `failed` with the error's message (a no-op once sealed). */
+  async fail (err: unknown, timings: Record<string, number> = {}): Promise<void> {
+    if (this.closed) return
+    if (this.error === undefined) this.error = err
+    await this.chain.catch(() => undefined)
+    await this.sealFailed(describe(err), { hook: this.hookMs, layerWrite: this.writeMs, ...timings })
+  }
+
+  private async sealFailed (why: string, timings: Record<string, number>): Promise<void> {
+    this.closed = true
+    try {
+      await finishManifest(this.dir, 'failed', { error: why, timings })
+    }
+    catch (e) {
+      // Already sealed by someone else: leave it as it is.
+      if (!(e instanceof CaptureManifestError && e.field === 'state')) throw e
+    }
+  }
+
+  /** Payload per token against the theoretical minimum, and the memory peak. */
+  report (): CaptureReport {
+    const payloadBytes = this.landed.reduce((a, e) => a + e.bytes, 0)
+    const minimum = payloadMinimum(this.sidecar.json, this.sealed)
+    return {
+      tokenCount: this.tokenCount,
+      sealedLength: this.sealed,
+      payloadBytes,
+      payloadBytesPerToken: this.sealed > 0 ? payloadBytes / this.sealed : 0,
+      minimum,
+      overMinimum: minimum.bytes > 0 ? payloadBytes / minimum.bytes : 0,
+      peakHeldBytes: this.peak,
+      memoryBudgetBytes: this.budget ?? null,
+    }
+  }
+}

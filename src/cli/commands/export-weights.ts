@@ -1,0 +1,25 @@
+// `pd-bridge export-weights`: the decoder's kv-path weights as it holds them, plus sidecar.json,
+// for the capture hook on the prefill side (docs/capture.md).
+import { Command } from 'commander'
+import { PdBridgeError } from '../../errors.ts'
+import { exportWeights } from '../../capture/index.ts'
+
+/** The export-weights command. */
+export const exportWeightsCommand = new Command('export-weights')
+  .description('export the weights the decoder\'s cache depends on (kv projection and norm, compressor and indexer-compressor projections, position biases, norms) as the decoder holds them after its own quantisation, plus a JSON sidecar with the geometry fingerprint')
+  .requiredOption('--model <dir>', 'checkpoint directory (config.json + safetensors)')
+  .requiredOption('--profile <name>', 'the decoder\'s numerics profile: f32 | hf-bf16 | decoder | prefill, optionally +refquant')
+  .requiredOption('--out <dir>', 'sidecar directory to write (created if absent; sidecar.json and weights.safetensors are replaced)')
+  .option('--block-size <n>', 'the decoder block store\'s block size in tokens', '2048')
+  .action(async (opts: { model: string, profile: string, out: string, blockSize: string }) => {
+    if (!/^\d+$/.test(opts.blockSize) || !Number.isSafeInteger(Number(opts.blockSize)) || Number(opts.blockSize) < 1) {
+      throw new PdBridgeError(`--block-size must be a positive integer, got ${JSON.stringify(opts.blockSize)}`)
+    }
+    const sidecar = await exportWeights({ model: opts.model, profile: opts.profile, out: opts.out, blockSize: Number(opts.blockSize) })
+    const j = sidecar.json
+    process.stdout.write(
+      `wrote ${sidecar.dir}: profile ${j.profile.name}, ${j.layers.length} layers, ${j.weights.tensors.length} tensors ` +
+      `(${j.weights.bytes} bytes), window ${j.slidingWindow}, max_position_embeddings ${j.maxPositionEmbeddings}, block size ${j.blockSize}\n` +
+      `fingerprint ${sidecar.fingerprint}\n`,
+    )
+  })

@@ -1,0 +1,330 @@
+// The prefill engine: one model loaded under the `prefill` profile, a FIFO of requests run one at a
+// time with the capture hook on, and an HTTP API to submit prompts and poll them. It stands in for
+// vLLM with the capture hook on a CUDA box, so it behaves like one: 202 + status polling, 4xx with
+// a reason, 429 with Retry-After when the queue is full, and crash-safe capture manifests.
+import { randomUUID } from 'node:crypto'
+import { mkdir, stat } from 'node:fs/promises'
+import { createServer, type IncomingMessage, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { basename, resolve } from 'node:path'
+import { captureDir, readManifest, type CaptureManifest } from '../../capture/manifest.ts'
+import { ConfigError } from '../../errors.ts'
+import { loadCheckpoint } from '../../model/checkpoint/index.ts'
+import type { DeepseekV4Config } from '../../model/config.ts'
+import { DeepseekV4Engine } from '../../model/engine/index.ts'
+import { ApiError } from './api-error.ts'
+import { readJsonBody } from './body.ts'
+import { ms, type PrefillJob } from './job.ts'
+import { resolveOptions, type PrefillEngineOptions, type ResolvedOptions } from './options.ts'
+import { PrefillQueue } from './queue.ts'
+import { failOrphanedCaptures, type RecoveryReport } from './recover.ts'
+import { parsePrefillRequest, type RequestLimits } from './request.ts'
+import { acquireRootLock, type RootLock } from './root-lock.ts'
+import { dispatch, sendJson, type JsonReply, type Route } from './router.ts'
+import { makeCaptureRunner, type StartCapture } from './runner.ts'
+
+/** The capture side of the engine: the sidecar's fingerprint and a way to open a capture. */
+export interface CaptureBackend {
+  /** The decoder sidecar's geometry fingerprint, reported by /health and written in manifests. */
+  fingerprint: string
+  startCapture: StartCapture
+}
+
+/** Opens the capture backend once the model is loaded (loads and checks the sidecar). */
+export type OpenCaptureBackend = (opts: { sidecarDir: string, captureRoot: string, config: DeepseekV4Config, modelDir: string, profile: string }) => Promise<CaptureBackend>
+
+/** A running prefill engine. */
+export interface PrefillEngineServer {
+  /** Base URL, e.g. http://127.0.0.1:40123 (no trailing slash). */
+  url: string
+  port: number
+  /** The served model's name (the checkpoint directory's base name). */
+  model: string
+  profile: string
+  sidecarFingerprint: string
+  /** Effective prompt limit: --max-tokens, at most max_position_embeddings. */
+  maxTokens: number
+  /** What start-up recovery did under the capture root. */
+  recovery: RecoveryReport
+  /**
+   * Stop: refuse new requests, fail the queued ones, abandon the running prefill at its next
+   * chunk boundary (its capture is sealed failed; one already finishing completes), release the
+   * root lock. `reason` goes into the failures, e.g. 'SIGTERM'.
+   */
+  close (reason?: string): Promise<void>
+}
+
+/** A status poll answered from a manifest on disk. */
+function statusFromManifest (m: CaptureManifest): Record<string, unknown> {
+  return {
+    request_id: m.requestId,
+    state: m.state,
+    token_count: m.tokenCount,
+    sealed_length: m.sealedLength,
+    timings: m.timings,
+    ...(m.error === undefined ? {} : { error: m.error }),
+  }
+}
+
+function listen (server: Server, host: string, port: number): Promise<void> {
+  return new Promise((resolvePromise, reject) => {
+    const onError = (e: NodeJS.ErrnoException): void => {
+      reject(new ConfigError('--port', `cannot listen on ${host}:${port}: ${e.code ?? e.message}`))
+    }
+    server.once('error', onError)
+    server.listen(port, host, () => {
+      server.off('error', onError)
+      resolvePromise()
+    })
+  })
+}
+
+function closeServer (server: Server, graceMs: number): Promise<void> {
+  return new Promise((resolvePromise) => {
+    const cut = setTimeout(() => server.closeAllConnections(), graceMs)
+    server.close(() => {
+      clearTimeout(cut)
+      resolvePromise()
+    })
+    server.closeIdleConnections()
+  })
+}
+
+async function ensureDirectory (dir: string): Promise<void> {
+  await mkdir(dir, { recursive: true }).catch((e: NodeJS.ErrnoException) => {
+    throw new ConfigError('--capture-root', `cannot create ${dir}: ${e.code ?? e.message}`)
+  })
+  const s = await stat(dir)
+  if (!s.isDirectory()) throw new ConfigError('--capture-root', `${dir} is not a directory`)
+}
+
+async function isDirectory (dir: string): Promise<boolean> {
+  try {
+    return (await stat(dir)).isDirectory()
+  }
+  catch {
+    return false
+  }
+}
+
+/**
+ * Start a prefill engine: take the capture root's lock, seal orphaned `running` captures as
+ * failed ('engine restarted'), load the model and the capture backend, and listen. Start-up
+ * problems are ConfigErrors (or the loaders' errors) naming the flag or file.
+ */
+export async function createPrefillEngine (options: PrefillEngineOptions, openBackend: OpenCaptureBackend): Promise<PrefillEngineServer> {
+  const o = resolveOptions(options)
+  const log = (event: Record<string, unknown>): void => { o.log(JSON.stringify({ time: new Date().toISOString(), ...event })) }
+  await ensureDirectory(o.captureRoot)
+  const lock = await acquireRootLock(o.captureRoot)
+  try {
+    const previous = lock.staleFrom === undefined ? 'a previous engine' : `the previous engine (pid ${lock.staleFrom.pid})`
+    const recovery = await failOrphanedCaptures(o.captureRoot, `engine restarted: ${previous} stopped while this capture was running`)
+    for (const id of recovery.markedFailed) log({ event: 'recovered', request_id: id, state: 'failed' })
+    for (const u of recovery.unreadable) log({ event: 'recovery-skipped', request_id: u.requestId, problem: u.problem })
+
+    const ckpt = await loadCheckpoint(o.model)
+    const engine = DeepseekV4Engine.fromCheckpoint(ckpt, o.profile)
+    const config = ckpt.config
+    if (o.maxTokens !== undefined && o.maxTokens > config.maxPositionEmbeddings) {
+      throw new ConfigError('--max-tokens', `${o.maxTokens} is more than the model's max_position_embeddings (${config.maxPositionEmbeddings})`)
+    }
+    const maxTokens = o.maxTokens ?? config.maxPositionEmbeddings
+    const backend = await openBackend({ sidecarDir: o.sidecar, captureRoot: o.captureRoot, config, modelDir: o.model, profile: engine.profile.name })
+    return await serve({ o, log, lock, recovery, engine, backend, maxTokens, limits: {
+      vocabSize: config.vocabSize, maxTokens, maxPositionEmbeddings: config.maxPositionEmbeddings, tokenizer: ckpt.tokenizer,
+    } })
+  }
+  catch (e) {
+    await lock.release()
+    throw e
+  }
+}
+
+interface ServeParts {
+  o: ResolvedOptions
+  log: (event: Record<string, unknown>) => void
+  lock: RootLock
+  recovery: RecoveryReport
+  engine: DeepseekV4Engine
+  backend: CaptureBackend
+  maxTokens: number
+  limits: RequestLimits
+}
+
+async function serve (p: ServeParts): Promise<PrefillEngineServer> {
+  const { o, log, engine, backend, limits } = p
+  const model = basename(resolve(o.model))
+  const created = Math.floor(Date.now() / 1000)
+  const bodyLimit = o.maxBodyBytes ?? 1024 * 1024 + 16 * p.maxTokens
+  let stopping: string | undefined
+  let baseUrl = ''
+
+  // Engine throughput (tokens per ms), smoothed, for Retry-After.
+  let rate = 0
+  const queue: PrefillQueue = new PrefillQueue(makeCaptureRunner({
+    engine,
+    startCapture: backend.startCapture,
+    maxChunk: o.maxChunk,
+    stopReason: () => (stopping === undefined ? undefined : `engine shut down (${stopping})`),
+    onChunk: (tokens, elapsed) => {
+      const r = tokens / Math.max(elapsed, 1e-3)
+      rate = rate === 0 ? r : 0.7 * rate + 0.3 * r
+      const job = queue.running
+      if (job !== undefined) job.prefilled += tokens
+    },
+    log,
+  }), {
+    maxQueue: o.maxQueue,
+    // A slot frees when the running request finishes: its remaining tokens at the measured rate.
+    retryAfterSeconds: (): number => {
+      const job = queue.running
+      if (job === undefined || rate === 0) return 1
+      return (job.tokens.length - job.prefilled) / rate / 1000
+    },
+  })
+
+  function statusOf (job: PrefillJob): Record<string, unknown> {
+    const position = queue.positionOf(job)
+    return {
+      request_id: job.requestId,
+      state: job.state,
+      token_count: job.tokens.length,
+      sealed_length: job.sealedLength,
+      prefilled_tokens: job.prefilled,
+      timings: job.timings,
+      ...(position === undefined ? {} : { queue_position: position }),
+      ...(job.error === undefined ? {} : { error: job.error }),
+    }
+  }
+
+  async function submit (req: IncomingMessage): Promise<JsonReply> {
+    const body = await readJsonBody(req, bodyLimit)
+    if (stopping !== undefined) throw new ApiError(503, 'service_unavailable_error', `the engine is shutting down (${stopping}) and takes no new requests`)
+    const request = parsePrefillRequest(body, limits)
+    const requestId = request.requestId ?? `prefill-${randomUUID()}`
+    if (request.requestId !== undefined && queue.get(requestId) === undefined && await isDirectory(captureDir(o.captureRoot, requestId))) {
+      throw new ApiError(409, 'conflict_error', `request_id ${JSON.stringify(requestId)} was already used: its capture directory exists under the capture root`, 'request_id')
+    }
+    const job: PrefillJob = {
+      requestId,
+      source: request.source,
+      tokens: request.tokens,
+      memoryBudgetBytes: request.memoryBudgetBytes ?? o.memoryBudgetBytes,
+      state: 'queued',
+      sealedLength: 0,
+      prefilled: 0,
+      timings: {},
+      submittedAt: performance.now(),
+    }
+    const ahead = queue.submit(job, (position) => {
+      log({ event: 'queued', request_id: requestId, source: request.source, token_count: job.tokens.length, queue_position: position })
+    })
+    const statusPath = `/v1/prefill/${encodeURIComponent(requestId)}`
+    return {
+      status: 202,
+      headers: { Location: statusPath },
+      body: { request_id: requestId, status_url: baseUrl + statusPath, token_count: job.tokens.length, queue_position: ahead },
+    }
+  }
+
+  async function status (id: string): Promise<JsonReply> {
+    const job = queue.get(id)
+    if (job !== undefined) return { status: 200, body: statusOf(job) }
+    // Not in memory (an earlier engine's request, or forgotten): the manifest on disk answers.
+    let dir: string | undefined
+    try {
+      dir = captureDir(o.captureRoot, id)
+    }
+    catch {
+      dir = undefined
+    }
+    if (dir !== undefined && await isDirectory(dir)) {
+      try {
+        return { status: 200, body: statusFromManifest(await readManifest(dir)) }
+      }
+      catch (e) {
+        return { status: 200, body: { request_id: id, state: 'failed', token_count: 0, sealed_length: 0, timings: {}, error: `the capture manifest cannot be read: ${(e as Error).message}` } }
+      }
+    }
+    throw new ApiError(404, 'not_found_error', `no prefill request ${JSON.stringify(id)} (not queued, running, remembered, or under the capture root)`)
+  }
+
+  function health (): JsonReply {
+    return {
+      status: 200,
+      body: {
+        status: stopping === undefined ? 'ok' : 'stopping',
+        model,
+        profile: engine.profile.name,
+        sidecar_fingerprint: backend.fingerprint,
+        queue_length: queue.length,
+        running: queue.running?.requestId ?? null,
+        max_queue: o.maxQueue,
+        max_tokens: p.maxTokens,
+        prefix_caching: false,
+      },
+    }
+  }
+
+  const routes: Route[] = [
+    { method: 'GET', path: /^\/health$/, handler: health },
+    {
+      method: 'GET',
+      path: /^\/v1\/models$/,
+      handler: () => ({
+        status: 200,
+        body: { object: 'list', data: [{ id: model, object: 'model', created, owned_by: 'pd-bridge', max_model_len: limits.maxPositionEmbeddings }] },
+      }),
+    },
+    { method: 'POST', path: /^\/v1\/prefill$/, handler: submit },
+    { method: 'GET', path: /^\/v1\/prefill\/([^/]+)$/, handler: (_req, [id]) => status(id) },
+  ]
+
+  const server = createServer((req, res) => {
+    const t0 = performance.now()
+    void dispatch(routes, req).then((reply) => {
+      sendJson(res, reply)
+      const err = (reply.body as { error?: { message?: string } }).error
+      log({ event: 'http', method: req.method, target: req.url, status: reply.status, ms: ms(performance.now() - t0), ...(err?.message === undefined ? {} : { reason: err.message }) })
+    }).catch((e: unknown) => {
+      // Only a broken socket gets here (dispatch never throws); drop the connection, keep serving.
+      log({ event: 'http-error', method: req.method, target: req.url, error: (e as Error).message })
+      res.destroy()
+    })
+  })
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    if (err.code === 'ECONNRESET' || !socket.writable) {
+      socket.destroy()
+      return
+    }
+    const body = JSON.stringify({ error: { message: `unparsable request: ${err.code ?? err.message}`, type: 'invalid_request_error' } })
+    socket.end(`HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`)
+  })
+  await listen(server, o.host, o.port)
+  const address = server.address() as AddressInfo
+  const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address
+  baseUrl = `http://${shownHost}:${address.port}`
+
+  let closing: Promise<void> | undefined
+  async function close (reason = 'close'): Promise<void> {
+    stopping = reason
+    log({ event: 'stopping', reason, running: queue.running?.requestId ?? null, queued: queue.length })
+    const closed = closeServer(server, 2000)
+    await queue.stop(`engine shut down (${reason}) before this request ran`)
+    await closed
+    await p.lock.release()
+    log({ event: 'stopped', reason })
+  }
+
+  return {
+    url: baseUrl,
+    port: address.port,
+    model,
+    profile: engine.profile.name,
+    sidecarFingerprint: backend.fingerprint,
+    maxTokens: p.maxTokens,
+    recovery: p.recovery,
+    close: (reason?: string) => (closing ??= close(reason)),
+  }
+}
