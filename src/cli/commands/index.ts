@@ -2,6 +2,7 @@
 // the decoder side, then the store tools.
 import type { Command } from 'commander'
 import { cacheCommand } from './cache.ts'
+import { diffStateCommand } from './diff-state.ts'
 import { exportWeightsCommand } from './export-weights.ts'
 import { inspectCommand } from './inspect.ts'
 import { makeCheckpointCommand } from './make-checkpoint.ts'
@@ -18,5 +19,6 @@ export const commands: Command[] = [
   prefillEngineCommand,
   shareCommand,
   verifyBlocksCommand,
+  diffStateCommand,
   cacheCommand,
 ]

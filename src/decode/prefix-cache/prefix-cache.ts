@@ -1,0 +1,327 @@
+// The decoder's prefix cache over the oMLX-layout block store: find the longest chain of stored
+// full blocks for a prompt and rebuild the decoder's cache from it; run the decoder's own prefill
+// in chunks cut at block boundaries and write each block as its boundary is reached.
+import { PdBridgeError } from '../../errors.ts'
+import type { DeepseekV4Config } from '../../model/config.ts'
+import type { DeepseekV4Engine, ModelCache } from '../../model/engine/index.ts'
+import { getProfile, type NumericsProfile } from '../../model/profiles/index.ts'
+import {
+  BlockStore, BlockStoreError, DEFAULT_BLOCK_SIZE, deepseekV4GeometryFingerprint, deepseekV4StoreLayout,
+  type ChainBlock, type IncompatibleReason, type JsonValue, type StoreEvent, type StoreLayout, type StoreStats,
+} from '../store/index.ts'
+import { cacheToBlockPayload, modelCacheFromRestored, restoreBlocks } from './mapping.ts'
+import { storageRuleFor, type StorageRule } from './tensors.ts'
+
+/** Something the prefix cache did, for the log: the store's events plus its own. */
+export type PrefixCacheEvent =
+  | StoreEvent
+  | { kind: 'geometry-miss', block: number, hash: string, detail: string }
+  | { kind: 'lookup', tokens: number, cachedTokens: number, blocks: number, reason?: string }
+  | { kind: 'stored', block: number, hash: string, written: boolean, bytes?: number }
+
+/** Options of `DecoderPrefixCache.open`. */
+export interface PrefixCacheOptions {
+  /** The block store root (<root>/<hex>/<hash>.safetensors). */
+  storeRoot: string
+  /** The model name hashed into every block key (oMLX uses the model path). */
+  modelName: string
+  cfg: DeepseekV4Config
+  /** The decoder's numerics profile (a name or the profile itself): part of the geometry. */
+  profile: NumericsProfile | string
+  /** Tokens per block; default 2048 (oMLX's DeepSeek-V4 choice). */
+  blockSize?: number
+  /** Size limit of the store in bytes (LRU eviction past it). Default: none. */
+  maxSizeBytes?: number
+  /** Receives every event; the default writes refusals, geometry misses and removals to stderr. */
+  log?: (event: PrefixCacheEvent) => void
+}
+
+/** What a lookup found. */
+export interface LookupResult {
+  /** Tokens the restored cache covers (0 on a miss). */
+  cachedTokens: number
+  /** The decoder's cache at cachedTokens, or null on a miss. */
+  cache: ModelCache | null
+  /** Blocks used. */
+  blocks: number
+  /** Why the hit is shorter than the prompt's full blocks, or why there is none. */
+  reason?: string
+}
+
+/** One block boundary reached by `prefillAndStore`. */
+export interface StoredBlock {
+  block: number
+  hash: string
+  /** False when a compatible block was already stored (it is reused, not rebuilt). */
+  written: boolean
+  /** File size, when written. */
+  bytes?: number
+}
+
+/** What `prefillAndStore` returns. */
+export interface PrefillAndStoreResult {
+  /** The cache after the whole prompt (fromCache, advanced in place, when given). */
+  cache: ModelCache
+  /** Logits of the prompt's last token, [vocab]. */
+  logits: Float32Array
+  storedBlocks: StoredBlock[]
+}
+
+/** Options of `lookup`. */
+export interface LookupOptions {
+  /**
+   * oMLX's exact full-prompt rule (default true): leave out the block holding the prompt's last
+   * token, so the decoder has a token to prefill. Verification (diff-state) turns it off.
+   */
+  exactPromptRule?: boolean
+}
+
+/** Counters since open. */
+export interface PrefixCacheStats {
+  lookups: number
+  /** Lookups that restored at least one block. */
+  hits: number
+  misses: number
+  /** Lookups whose chain was cut by a block of another geometry (rope tables, window, profile). */
+  geometryMisses: number
+  /** Lookups where every token was in blocks and the last block was left out (exact full-prompt rule). */
+  exactPromptDrops: number
+  restoredBlocks: number
+  writtenBlocks: number
+  /** Boundaries whose block was already stored. */
+  reusedBlocks: number
+  /** Boundary snapshots (block payloads) being built or written right now, and the most ever at once. */
+  heldSnapshots: number
+  peakHeldSnapshots: number
+}
+
+const QUIET: ReadonlySet<PrefixCacheEvent['kind']> = new Set(['written', 'evicted', 'lookup', 'stored'])
+
+function defaultLog (e: PrefixCacheEvent): void {
+  if (QUIET.has(e.kind)) return
+  let line: string
+  if (e.kind === 'refused') line = `refused block ${e.hash} (${e.reason}): ${e.detail}`
+  else if (e.kind === 'geometry-miss') line = `geometry miss at block ${e.block} (${e.hash}): ${e.detail}`
+  else if (e.kind === 'unreadable') line = `unreadable block file ${e.path}: ${e.problem}`
+  else if (e.kind === 'temp-removed') line = `removed leftover ${e.path} (${e.why})`
+  else if (e.kind === 'quarantined') line = `quarantined ${e.from} -> ${e.to} (${e.why})`
+  else if (e.kind === 'restore-rejected') line = `restore rejected: ${e.reason}`
+  else return
+  process.stderr.write(`pd-bridge prefix cache: ${line}\n`)
+}
+
+function checkTokens (tokens: ArrayLike<number>, what: string): void {
+  if (tokens === null || typeof tokens !== 'object' || typeof tokens.length !== 'number') throw new PdBridgeError(`${what}: tokens must be an array of token ids`)
+  for (let i = 0; i < tokens.length; i++) {
+    if (!Number.isSafeInteger(tokens[i]) || tokens[i] < 0) throw new PdBridgeError(`${what}: token ${i} is ${String(tokens[i])}, not a non-negative integer token id`)
+  }
+}
+
+function sliceTokens (tokens: ArrayLike<number>, from: number, to: number): number[] {
+  return Array.prototype.slice.call(tokens, from, to) as number[]
+}
+
+/** The decoder's prefix cache. Open with `DecoderPrefixCache.open`. */
+export class DecoderPrefixCache {
+  private readonly counters: PrefixCacheStats = {
+    lookups: 0, hits: 0, misses: 0, geometryMisses: 0, exactPromptDrops: 0, restoredBlocks: 0, writtenBlocks: 0, reusedBlocks: 0, heldSnapshots: 0, peakHeldSnapshots: 0,
+  }
+
+  /** The last refusal per block hash, so a lookup can say why its chain stopped. */
+  private readonly refusals = new Map<string, { reason: IncompatibleReason, detail: string }>()
+  private readonly engineGeometry = new WeakMap<DeepseekV4Engine, string>()
+
+  private constructor (
+    /** The underlying block store. */
+    readonly store: BlockStore,
+    /** The model config the blocks are for. */
+    readonly cfg: DeepseekV4Config,
+    /** The decoder's profile. */
+    readonly profile: NumericsProfile,
+    /** deepseekV4GeometryFingerprint(cfg, profile): blocks without it are a miss. */
+    readonly geometryFingerprint: string,
+    /** How cache arrays are stored (from the profile). */
+    readonly storage: StorageRule,
+    private readonly log: (event: PrefixCacheEvent) => void,
+  ) {}
+
+  /** Open (creating if needed) the store for this model, profile and block size, and scan it. */
+  static async open (options: PrefixCacheOptions): Promise<DecoderPrefixCache> {
+    if (options === null || typeof options !== 'object') throw new PdBridgeError('DecoderPrefixCache.open: options must be an object')
+    const { storeRoot, modelName, cfg } = options
+    if (typeof storeRoot !== 'string' || storeRoot.length === 0) throw new PdBridgeError('DecoderPrefixCache.open: storeRoot must be a directory path')
+    if (typeof modelName !== 'string') throw new PdBridgeError('DecoderPrefixCache.open: modelName must be a string')
+    const profile = typeof options.profile === 'string' ? getProfile(options.profile) : options.profile
+    const blockSize = options.blockSize ?? DEFAULT_BLOCK_SIZE
+    if (!Number.isSafeInteger(blockSize) || blockSize < 1) throw new PdBridgeError(`DecoderPrefixCache.open: blockSize must be a positive integer, got ${String(blockSize)}`)
+    const geometry = deepseekV4GeometryFingerprint(cfg, profile as unknown as JsonValue)
+    const layout: StoreLayout = deepseekV4StoreLayout(cfg, { modelName, geometryFingerprint: geometry, blockSize })
+    const log = options.log ?? defaultLog
+    // The store exists before the prefix cache does; its events reach us through this slot.
+    const sink: { to?: DecoderPrefixCache } = {}
+    const store = await BlockStore.open({
+      root: storeRoot,
+      layout,
+      maxSizeBytes: options.maxSizeBytes,
+      log: (e) => {
+        if (e.kind === 'refused') sink.to?.refusals.set(e.hash, { reason: e.reason, detail: e.detail })
+        log(e)
+      },
+    })
+    const cache = new DecoderPrefixCache(store, cfg, profile, geometry, storageRuleFor(profile), log)
+    sink.to = cache
+    return cache
+  }
+
+  /** Tokens per block. */
+  get blockSize (): number {
+    return this.store.layout.blockSize
+  }
+
+  /** Counters since open (a copy). */
+  get stats (): PrefixCacheStats {
+    return { ...this.counters }
+  }
+
+  /** The store's own counters (refusals by reason, writes, evictions...). */
+  get storeStats (): StoreStats {
+    return this.store.stats
+  }
+
+  private whyMissing (k: number, hash: string): { reason: string, geometry: boolean } {
+    const refusal = this.refusals.get(hash)
+    if (refusal === undefined) return { reason: `block ${k} (tokens [${k * this.blockSize}, ${(k + 1) * this.blockSize})) is not stored`, geometry: false }
+    if (refusal.reason === 'geometry') {
+      this.log({ kind: 'geometry-miss', block: k, hash, detail: refusal.detail })
+      return { reason: `block ${k} (${hash}) was built under another geometry: ${refusal.detail}`, geometry: true }
+    }
+    return { reason: `block ${k} (${hash}) cannot be served (${refusal.reason}): ${refusal.detail}`, geometry: false }
+  }
+
+  private finish (result: LookupResult, tokens: number): LookupResult {
+    this.counters.lookups++
+    if (result.cache === null) this.counters.misses++
+    else {
+      this.counters.hits++
+      this.counters.restoredBlocks += result.blocks
+    }
+    this.log({ kind: 'lookup', tokens, cachedTokens: result.cachedTokens, blocks: result.blocks, reason: result.reason })
+    return result
+  }
+
+  /**
+   * The longest chain of stored, compatible full blocks of `tokens`, restored into the decoder's
+   * cache. oMLX's exact full-prompt rule: the decoder must prefill at least one token to produce
+   * logits, so when the chain would cover every token the last block is left out (and said so).
+   */
+  async lookup (tokens: ArrayLike<number>, options: LookupOptions = {}): Promise<LookupResult> {
+    checkTokens(tokens, 'lookup')
+    const n = tokens.length
+    const bs = this.blockSize
+    const keys = this.store.keysFor(tokens)
+    this.refusals.clear()
+    const chain: ChainBlock[] = []
+    const notes: string[] = []
+    let geometry = false
+    for (const [k, hash] of keys.entries()) {
+      if ((k + 1) * bs === n && options.exactPromptRule !== false) {
+        // This block holds the prompt's last token: it is never restored, only its presence matters.
+        if (await this.store.has(hash)) {
+          this.counters.exactPromptDrops++
+          notes.push(`all ${n} tokens are in blocks, but the decoder must prefill at least one token to produce logits, so block ${k} (the last) is left out`)
+        } else {
+          const why = this.whyMissing(k, hash)
+          geometry = why.geometry
+          notes.push(why.reason)
+        }
+        break
+      }
+      const block = await this.store.load(hash)
+      if (block === null) {
+        const why = this.whyMissing(k, hash)
+        geometry = why.geometry
+        notes.push(why.reason)
+        break
+      }
+      chain.push({ hash, payload: block.payload })
+    }
+    if (geometry) this.counters.geometryMisses++
+    if (keys.length === 0) notes.push(`the ${n}-token prompt is shorter than one block (${bs} tokens)`)
+    if (chain.length === 0) return this.finish({ cachedTokens: 0, cache: null, blocks: 0, reason: notes.join('; ') }, n)
+    try {
+      const restored = restoreBlocks(chain, bs)
+      const cache = modelCacheFromRestored(this.cfg, restored)
+      if (restored.walkedBack > 0) notes.push(`walked back ${restored.walkedBack} block(s) whose state was incomplete`)
+      const reason = notes.length > 0 ? notes.join('; ') : undefined
+      return this.finish({ cachedTokens: cache.tokenCount, cache, blocks: restored.hashes.length, reason }, n)
+    } catch (e) {
+      // RestoreRejected, or a malformed tensor the store's joins refuse: either way not a cache.
+      if (!(e instanceof BlockStoreError)) throw e
+      this.log({ kind: 'restore-rejected', reason: e.message })
+      return this.finish({ cachedTokens: 0, cache: null, blocks: 0, reason: `restore rejected: ${e.message}` }, n)
+    }
+  }
+
+  private checkEngine (engine: DeepseekV4Engine): void {
+    let fp = this.engineGeometry.get(engine)
+    if (fp === undefined) {
+      fp = deepseekV4GeometryFingerprint(engine.config, engine.profile as unknown as JsonValue)
+      this.engineGeometry.set(engine, fp)
+    }
+    if (fp !== this.geometryFingerprint) {
+      throw new PdBridgeError(`prefillAndStore: the engine's geometry ${fp} (profile ${engine.profile.name}) is not the store's ${this.geometryFingerprint} (profile ${this.profile.name}); its blocks would never be served`)
+    }
+  }
+
+  private async storeBoundary (cache: ModelCache, k: number, hash: string): Promise<StoredBlock> {
+    if (await this.store.has(hash)) {
+      this.counters.reusedBlocks++
+      const stored: StoredBlock = { block: k, hash, written: false }
+      this.log({ kind: 'stored', ...stored })
+      return stored
+    }
+    // One boundary snapshot at a time: built here, written, then dropped before the prefill goes on.
+    this.counters.heldSnapshots++
+    this.counters.peakHeldSnapshots = Math.max(this.counters.peakHeldSnapshots, this.counters.heldSnapshots)
+    try {
+      const put = await this.store.put(hash, cacheToBlockPayload(this.cfg, cache, k, this.blockSize, { storage: this.storage }))
+      if (put.written) this.counters.writtenBlocks++
+      else this.counters.reusedBlocks++
+      const stored: StoredBlock = { block: k, hash, written: put.written, bytes: put.written ? put.bytes : undefined }
+      this.log({ kind: 'stored', ...stored })
+      return stored
+    } finally {
+      this.counters.heldSnapshots--
+    }
+  }
+
+  /**
+   * The decoder's own prefill of `tokens` (the whole prompt), continuing from `fromCache` (a
+   * lookup's cache, advanced in place) or from empty: run in chunks cut at block boundaries
+   * (chunked == one-shot bit for bit), writing each full block as its boundary is reached.
+   * At most one boundary snapshot is held at a time.
+   */
+  async prefillAndStore (engine: DeepseekV4Engine, tokens: ArrayLike<number>, fromCache?: ModelCache): Promise<PrefillAndStoreResult> {
+    checkTokens(tokens, 'prefillAndStore')
+    this.checkEngine(engine)
+    const cache = fromCache ?? engine.newCache()
+    const n = tokens.length
+    const bs = this.blockSize
+    if (cache.tokenCount >= n) {
+      throw new PdBridgeError(`prefillAndStore: the cache already holds ${cache.tokenCount} tokens of the ${n}-token prompt; at least one token must be prefilled to produce logits`)
+    }
+    const keys = this.store.keysFor(tokens)
+    const storedBlocks: StoredBlock[] = []
+    let logits: Float32Array | undefined
+    let pos = cache.tokenCount
+    while (pos < n) {
+      const end = Math.min(n, (Math.floor(pos / bs) + 1) * bs)
+      const result = engine.prefill(sliceTokens(tokens, pos, end), cache, { logits: end === n ? 'last' : 'none' })
+      if (end === n) logits = result.logits
+      pos = end
+      if (pos % bs === 0) storedBlocks.push(await this.storeBoundary(cache, pos / bs - 1, keys[pos / bs - 1]))
+    }
+    if (logits === undefined) throw new PdBridgeError('prefillAndStore: the prefill produced no logits')
+    return { cache, logits, storedBlocks }
+  }
+}
