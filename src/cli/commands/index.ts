@@ -2,6 +2,7 @@
 // the decoder side, then the store tools.
 import type { Command } from 'commander'
 import { cacheCommand } from './cache.ts'
+import { decoderCommand } from './decoder.ts'
 import { diffStateCommand } from './diff-state.ts'
 import { exportWeightsCommand } from './export-weights.ts'
 import { inspectCommand } from './inspect.ts'
@@ -18,6 +19,7 @@ export const commands: Command[] = [
   poolCommand,
   prefillEngineCommand,
   shareCommand,
+  decoderCommand,
   verifyBlocksCommand,
   diffStateCommand,
   cacheCommand,

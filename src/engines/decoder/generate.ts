@@ -1,0 +1,160 @@
+// One request on the engine: prefix-cache lookup, prefill of what the cache does not hold (blocks
+// stored as they fill), then greedy decoding with stop strings and end-of-sentence, yielding to the
+// event loop between steps so other routes and stream writes stay responsive and a cancelled
+// request stops at the next step.
+import { setImmediate as nextTurn } from 'node:timers/promises'
+import type { DecoderPrefixCache } from '../../decode/prefix-cache/index.ts'
+import type { DeepseekV4Engine, ModelCache } from '../../model/engine/index.ts'
+import { IncrementalDetokenizer } from './detokenizer.ts'
+import type { DecoderModel } from './model.ts'
+import { StopMatcher } from './stop-matcher.ts'
+
+/** The part of DecoderPrefixCache that generation uses. */
+export type PrefixCacheLike = Pick<DecoderPrefixCache, 'lookup' | 'prefillAndStore'>
+
+/** What generation runs against. */
+export interface GenerationContext {
+  model: DecoderModel
+  /** Absent: every prompt is prefilled from an empty cache and nothing is stored. */
+  prefixCache?: PrefixCacheLike
+  /** Tokens per prefill call on the no-cache path, with an event-loop turn between calls. Default 256. */
+  prefillSlice?: number
+}
+
+/** One checked request. */
+export interface GenerationJob {
+  tokens: number[]
+  /** Most tokens to generate (>= 1). */
+  maxTokens: number
+  stop: readonly string[]
+  /** Keep going past the end-of-sentence token. */
+  ignoreEos: boolean
+}
+
+/** Called as generation goes; awaited, so a slow stream slows decoding instead of buffering. */
+export interface GenerationHooks {
+  /** After the lookup, before the prefill: headers can carry cachedTokens. */
+  onStart?: (info: { promptTokens: number, cachedTokens: number }) => void | Promise<void>
+  /** Final text, in order; the pieces concatenate to the outcome's text. */
+  onText?: (text: string) => void | Promise<void>
+}
+
+/** Why generation ended. */
+export type FinishReason = 'stop' | 'length' | 'cancelled'
+
+/** How a request went. */
+export interface GenerationOutcome {
+  promptTokens: number
+  /** Exactly what the lookup restored. */
+  cachedTokens: number
+  /** Blocks this request's prefill wrote, and boundaries whose block was already stored. */
+  storedBlocks: number
+  reusedBlocks: number
+  /** Every generated id (an end-of-sentence token and tokens cut by a stop string included). */
+  completionIds: number[]
+  text: string
+  finishReason: FinishReason
+  prefillMs: number
+  decodeMs: number
+}
+
+/** The engine's greedy pick: the largest logit, the lowest id on ties. */
+export function argmaxLogit (logits: Float32Array): number {
+  let best = 0
+  for (let i = 1; i < logits.length; i++) if (logits[i] > logits[best]) best = i
+  return best
+}
+
+/** The end-of-sentence ids of a config (eos_token_id may be one id, a list, or null). */
+export function eosIds (eos: number | number[] | null): ReadonlySet<number> {
+  return new Set(eos === null ? [] : Array.isArray(eos) ? eos : [eos])
+}
+
+function lastRow (logits: Float32Array, vocab: number): Float32Array {
+  return logits.subarray(logits.length - vocab)
+}
+
+async function prefillWithoutCache (engine: DeepseekV4Engine, tokens: number[], slice: number, signal: AbortSignal): Promise<{ cache: ModelCache, logits: Float32Array } | null> {
+  const cache = engine.newCache()
+  let logits: Float32Array = new Float32Array(0)
+  for (let at = 0; at < tokens.length; at += slice) {
+    const end = Math.min(tokens.length, at + slice)
+    // Chunked prefill gives the same bits as one call (docs/engine.md), so slicing costs nothing.
+    logits = engine.prefill(tokens.slice(at, end), cache, { logits: end === tokens.length ? 'last' : 'none' }).logits
+    if (end < tokens.length) {
+      await nextTurn()
+      if (signal.aborted) return null
+    }
+  }
+  return { cache, logits }
+}
+
+/** Run one request to its end (or to cancellation through `signal`). */
+export async function generate (ctx: GenerationContext, job: GenerationJob, hooks: GenerationHooks, signal: AbortSignal): Promise<GenerationOutcome> {
+  const { engine, tokenizer, config } = ctx.model
+  const outcome: GenerationOutcome = {
+    promptTokens: job.tokens.length, cachedTokens: 0, storedBlocks: 0, reusedBlocks: 0, completionIds: [], text: '', finishReason: 'cancelled', prefillMs: 0, decodeMs: 0,
+  }
+  const emit = async (text: string): Promise<void> => {
+    if (text === '') return
+    outcome.text += text
+    await hooks.onText?.(text)
+  }
+  if (signal.aborted) return outcome
+
+  const t0 = performance.now()
+  const hit = ctx.prefixCache === undefined ? null : await ctx.prefixCache.lookup(job.tokens)
+  outcome.cachedTokens = hit?.cachedTokens ?? 0
+  await hooks.onStart?.({ promptTokens: job.tokens.length, cachedTokens: outcome.cachedTokens })
+  if (signal.aborted) return outcome
+
+  let cache: ModelCache
+  let logits: Float32Array
+  if (ctx.prefixCache !== undefined) {
+    const filled = await ctx.prefixCache.prefillAndStore(engine, job.tokens, hit?.cache ?? undefined)
+    cache = filled.cache
+    logits = lastRow(filled.logits, config.vocabSize)
+    outcome.storedBlocks = filled.storedBlocks.filter((b) => b.written).length
+    outcome.reusedBlocks = filled.storedBlocks.length - outcome.storedBlocks
+  } else {
+    const filled = await prefillWithoutCache(engine, job.tokens, ctx.prefillSlice ?? 256, signal)
+    if (filled === null) return outcome
+    cache = filled.cache
+    logits = lastRow(filled.logits, config.vocabSize)
+  }
+  const t1 = performance.now()
+  outcome.prefillMs = t1 - t0
+
+  const eos = eosIds(config.eosTokenId)
+  const text = new IncrementalDetokenizer(tokenizer)
+  const stops = new StopMatcher(job.stop)
+  let finish: FinishReason | undefined
+  for (let step = 0; finish === undefined; step++) {
+    if (signal.aborted) break
+    const next = argmaxLogit(logits)
+    outcome.completionIds.push(next)
+    if (eos.has(next) && !job.ignoreEos) {
+      finish = 'stop'
+      break
+    }
+    const found = stops.push(text.push(next))
+    await emit(found.text)
+    if (found.stopped) finish = 'stop'
+    else if (step + 1 >= job.maxTokens) finish = 'length'
+    else {
+      await nextTurn()
+      if (signal.aborted) break
+      logits = engine.decode(next, cache)
+    }
+  }
+  if (finish !== undefined) {
+    // The last piece may end in a partial character, and held-back text may hide a stop string.
+    const last = stops.push(text.finish())
+    await emit(last.text)
+    if (last.stopped) finish = 'stop'
+    else await emit(stops.flush())
+    outcome.finishReason = finish
+  }
+  outcome.decodeMs = performance.now() - t1
+  return outcome
+}

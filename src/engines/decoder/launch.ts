@@ -1,0 +1,76 @@
+// Everything `pd-bridge decoder` starts, in order: the model (loaded once), the prefix cache over
+// the block store, then the HTTP server.
+import { resolve } from 'node:path'
+import type { Logger } from 'pino'
+import { deepseekV4GeometryFingerprint, type JsonValue } from '../../decode/store/index.ts'
+import { PdBridgeError } from '../../errors.ts'
+import { loadDecoderModel, type DecoderModel } from './model.ts'
+import { openServedPrefixCache } from './prefix-cache.ts'
+import { startDecoderServer, type DecoderServer } from './server.ts'
+
+/** Defaults of the decoder's limits. */
+export const DECODER_DEFAULTS = {
+  profile: 'decoder',
+  blockSize: 2048,
+  host: '127.0.0.1',
+  port: 8000,
+  maxTokens: 4096,
+  maxBodyBytes: 4 * 1024 * 1024,
+  maxQueue: 16,
+} as const
+
+/** What to launch. */
+export interface DecoderLaunchOptions {
+  modelDir: string
+  profile?: string
+  /** The block store root; absent: no prefix cache. */
+  cacheDir?: string
+  blockSize?: number
+  /** Size limit of the block store (LRU eviction past it). */
+  maxCacheBytes?: number
+  host?: string
+  port?: number
+  /** Served model id and the model name in block keys; default the resolved model directory (oMLX keys by path). */
+  modelName?: string
+  maxTokens?: number
+  maxBodyBytes?: number
+  maxQueue?: number
+  logger: Logger
+}
+
+/** A launched decoder. */
+export interface LaunchedDecoder {
+  server: DecoderServer
+  model: DecoderModel
+  modelName: string
+  geometryFingerprint: string
+}
+
+function positive (name: string, v: number | undefined, fallback: number, min = 1): number {
+  const n = v ?? fallback
+  if (!Number.isSafeInteger(n) || n < min) throw new PdBridgeError(`${name} must be an integer >= ${min}, got ${String(n)}`)
+  return n
+}
+
+/** Load the model, open the cache, start the server. */
+export async function launchDecoder (opts: DecoderLaunchOptions): Promise<LaunchedDecoder> {
+  const blockSize = positive('--block-size', opts.blockSize, DECODER_DEFAULTS.blockSize)
+  const maxTokens = positive('--max-tokens', opts.maxTokens, DECODER_DEFAULTS.maxTokens)
+  const maxBodyBytes = positive('--max-body-bytes', opts.maxBodyBytes, DECODER_DEFAULTS.maxBodyBytes)
+  const maxQueue = positive('--max-queue', opts.maxQueue, DECODER_DEFAULTS.maxQueue, 0)
+  const model = await loadDecoderModel(opts.modelDir, opts.profile ?? DECODER_DEFAULTS.profile)
+  const modelName = opts.modelName ?? resolve(opts.modelDir)
+  if (modelName === '') throw new PdBridgeError('--model-name must not be empty')
+  const prefixCache = opts.cacheDir === undefined
+    ? undefined
+    : await openServedPrefixCache({ dir: opts.cacheDir, modelName, model, blockSize, maxSizeBytes: opts.maxCacheBytes, logger: opts.logger })
+  const geometryFingerprint = prefixCache?.geometryFingerprint ?? deepseekV4GeometryFingerprint(model.config, model.engine.profile as unknown as JsonValue)
+  const server = await startDecoderServer({
+    model, modelName, geometryFingerprint, prefixCache,
+    host: opts.host ?? DECODER_DEFAULTS.host,
+    port: opts.port ?? DECODER_DEFAULTS.port,
+    maxTokens, maxBodyBytes, maxQueue,
+    logger: opts.logger,
+  })
+  return { server, model, modelName, geometryFingerprint }
+}

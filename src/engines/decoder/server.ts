@@ -1,0 +1,275 @@
+// The embedded decoder's HTTP server: OpenAI-compatible /v1/chat/completions and /v1/completions
+// (whole or streamed as SSE), /v1/models, /health and POST /v1/cache/rescan. Requests are checked
+// and tokenized before they queue, take the engine one at a time, and never share a cache object.
+import { randomUUID } from 'node:crypto'
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import Fastify, { type FastifyInstance, type FastifyReply, type RawServerDefault } from 'fastify'
+import type { Logger } from 'pino'
+import { ApiError, toApiError } from './api-error.ts'
+import { generate, type GenerationContext, type GenerationOutcome, type PrefixCacheLike } from './generate.ts'
+import type { DecoderModel } from './model.ts'
+import { completionBudget, promptTokens } from './prompt.ts'
+import { EngineQueue, QueueAbandoned, type QueueStats } from './queue.ts'
+import { parseChatRequest, parseCompletionRequest, type GenerationRequest } from './request.ts'
+import { ChunkMaker, chatCompletion, textCompletion, usageOf, type ResponseHead } from './responses.ts'
+import { SseWriter } from './sse.ts'
+
+/** The prefix cache as the server exposes it: generation, stats for /health, and a rescan. */
+export interface ServedPrefixCache extends PrefixCacheLike {
+  /** The store root. */
+  dir: string
+  blockSize: number
+  /** Counters and sizes for /health. */
+  describe: () => Record<string, unknown>
+  /** Re-read the store from disk; returns the scan report. */
+  rescan: () => Promise<Record<string, unknown>>
+}
+
+/** Options of `startDecoderServer`. */
+export interface DecoderServerOptions {
+  model: DecoderModel
+  /** The id served in /v1/models and required (when given) in requests. */
+  modelName: string
+  /** The geometry fingerprint blocks carry (rope tables, window, profile). */
+  geometryFingerprint: string
+  /** Absent: no prefix cache (every prompt is prefilled, nothing stored). */
+  prefixCache?: ServedPrefixCache
+  host?: string
+  /** 0: any free port. */
+  port?: number
+  /** The most completion tokens a request may ask for, and the default. */
+  maxTokens: number
+  maxBodyBytes: number
+  /** Requests that may wait behind the running one. */
+  maxQueue: number
+  logger: Logger
+}
+
+/** A running server. */
+export interface DecoderServer {
+  /** `http://host:port`. */
+  url: string
+  app: FastifyInstance<RawServerDefault, IncomingMessage, ServerResponse, Logger>
+  queue: EngineQueue
+  /** Stop: refuse new requests (503), end running ones, close the listener. */
+  close: () => Promise<void>
+}
+
+function fastifyStatus (err: unknown): number | undefined {
+  const status = (err as { statusCode?: unknown })?.statusCode
+  return typeof status === 'number' ? status : undefined
+}
+
+/** Map fastify's own refusals (body size, content type, JSON syntax) to OpenAI-shaped errors. */
+function fromFastify (err: unknown, maxBodyBytes: number): ApiError {
+  if (err instanceof ApiError) return err
+  const code = (err as { code?: unknown })?.code
+  const status = fastifyStatus(err)
+  const message = err instanceof Error ? err.message : String(err)
+  if (code === 'FST_ERR_CTP_BODY_TOO_LARGE' || status === 413) {
+    return new ApiError(413, 'request_too_large_error', `the request body is larger than this server accepts (--max-body-bytes ${maxBodyBytes})`, null, 'request_too_large')
+  }
+  if (code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' || status === 415) {
+    return new ApiError(415, 'unsupported_media_type_error', 'the request body must be JSON (Content-Type: application/json)', null, 'unsupported_media_type')
+  }
+  if (code === 'FST_ERR_CTP_EMPTY_JSON_BODY') return new ApiError(400, 'invalid_request_error', 'the request body is empty; send a JSON object', null, 'invalid_json')
+  if (err instanceof SyntaxError || code === 'FST_ERR_CTP_INVALID_JSON_BODY') {
+    return new ApiError(400, 'invalid_request_error', `the request body is not valid JSON: ${message}`, null, 'invalid_json')
+  }
+  if (status !== undefined && status >= 400 && status < 500) return new ApiError(status, 'invalid_request_error', message)
+  return toApiError(err)
+}
+
+/** The queue's state in the snake_case the rest of /health uses. */
+function queueView (q: QueueStats): Record<string, number> {
+  return { running: q.running, waiting: q.waiting, max_queue: q.maxQueue, served: q.served, refused: q.refused, abandoned: q.abandoned }
+}
+
+function sendError (reply: FastifyReply, err: ApiError): FastifyReply {
+  return reply.code(err.status).headers(err.headers).send(err.toBody())
+}
+
+/** Start the server; resolves once it listens. */
+export async function startDecoderServer (opts: DecoderServerOptions): Promise<DecoderServer> {
+  const { model, modelName, logger } = opts
+  const queue = new EngineQueue(opts.maxQueue)
+  const context: GenerationContext = { model, prefixCache: opts.prefixCache }
+  const limits = { maxTokens: opts.maxTokens, maxPositions: model.config.maxPositionEmbeddings }
+  const active = new Set<AbortController>()
+  const running = new Set<Promise<void>>()
+  const systemFingerprint = `fp_${opts.geometryFingerprint.slice(0, 12)}`
+  const createdAt = Math.floor(Date.now() / 1000)
+  let closing = false
+
+  const app = Fastify({ loggerInstance: logger, bodyLimit: opts.maxBodyBytes })
+  app.setErrorHandler((err, _request, reply) => {
+    const api = fromFastify(err, opts.maxBodyBytes)
+    if (api.status >= 500) logger.error({ err }, 'request failed')
+    return sendError(reply, api)
+  })
+  app.setNotFoundHandler((request, reply) => {
+    return sendError(reply, new ApiError(404, 'not_found_error', `no route ${request.method} ${request.url.split('?')[0]}`, null, 'unknown_route'))
+  })
+
+  const modelCard = { id: modelName, object: 'model', created: createdAt, owned_by: 'pd-bridge' }
+
+  app.get('/health', async () => ({
+    status: closing ? 'shutting_down' : 'ok',
+    model: modelName,
+    model_dir: model.dir,
+    profile: model.profileName,
+    geometry_fingerprint: opts.geometryFingerprint,
+    max_position_embeddings: model.config.maxPositionEmbeddings,
+    limits: { max_tokens: opts.maxTokens, max_body_bytes: opts.maxBodyBytes, max_queue: opts.maxQueue },
+    queue: queueView(queue.stats),
+    cache: opts.prefixCache === undefined ? null : { dir: opts.prefixCache.dir, block_size: opts.prefixCache.blockSize, ...opts.prefixCache.describe() },
+  }))
+
+  app.get('/v1/models', async () => ({ object: 'list', data: [modelCard] }))
+  app.get<{ Params: { id: string } }>('/v1/models/:id', async (request) => {
+    if (request.params.id !== modelName) throw unknownModel(request.params.id)
+    return modelCard
+  })
+
+  app.post('/v1/cache/rescan', async () => {
+    if (opts.prefixCache === undefined) throw new ApiError(404, 'not_found_error', 'this decoder runs without a prefix cache (no --cache-dir), so there is nothing to rescan', null, 'cache_disabled')
+    const report = await opts.prefixCache.rescan()
+    logger.info({ event: 'rescan', report }, 'cache rescanned')
+    return { object: 'cache.rescan', report, cache: opts.prefixCache.describe() }
+  })
+
+  function unknownModel (asked: string): ApiError {
+    return new ApiError(404, 'invalid_request_error', `the model '${asked}' does not exist; this decoder serves '${modelName}'`, 'model', 'model_not_found')
+  }
+
+  async function serve (reply: FastifyReply, parsed: GenerationRequest): Promise<void> {
+    if (closing) throw new ApiError(503, 'service_unavailable_error', 'the decoder is shutting down and takes no new requests')
+    if (parsed.model !== undefined && parsed.model !== modelName) throw unknownModel(parsed.model)
+    const tokens = promptTokens(model, parsed.prompt)
+    const maxTokens = completionBudget(tokens.length, parsed, limits)
+    const id = `${parsed.endpoint === 'chat' ? 'chatcmpl' : 'cmpl'}-${randomUUID().replaceAll('-', '')}`
+    const res = reply.raw
+    const abort = new AbortController()
+    // A response closed before it finished means the client went away: stop working for it.
+    const onClose = (): void => { if (!res.writableFinished) abort.abort() }
+    res.on('close', onClose)
+    active.add(abort)
+    let release: (() => void) | undefined
+    try {
+      try {
+        release = await queue.acquire(abort.signal)
+      } catch (e) {
+        if (!(e instanceof QueueAbandoned)) throw e
+        logger.info({ event: 'generation', id, finish_reason: 'cancelled', queued: true }, 'client left while queued')
+        reply.hijack()
+        res.destroy()
+        return
+      }
+      const head: ResponseHead = { id, created: Math.floor(Date.now() / 1000), model: modelName, system_fingerprint: systemFingerprint }
+      const job = { tokens, maxTokens, stop: parsed.stop, ignoreEos: parsed.ignoreEos }
+      const promptIds = parsed.returnTokenIds ? tokens : undefined
+      const outcome = parsed.stream
+        ? await streamGeneration(reply, res, parsed, head, job, promptIds, abort.signal)
+        : await wholeGeneration(reply, parsed, head, job, promptIds, abort.signal)
+      if (outcome === null) return
+      logger.info({
+        event: 'generation', id, endpoint: parsed.endpoint, stream: parsed.stream,
+        prompt_tokens: outcome.promptTokens, cached_tokens: outcome.cachedTokens, stored_blocks: outcome.storedBlocks, reused_blocks: outcome.reusedBlocks,
+        completion_tokens: outcome.completionIds.length, finish_reason: outcome.finishReason,
+        prefill_ms: Math.round(outcome.prefillMs), decode_ms: Math.round(outcome.decodeMs),
+      }, 'generation finished')
+    } finally {
+      release?.()
+      active.delete(abort)
+      res.off('close', onClose)
+    }
+  }
+
+  function shutdownError (): ApiError {
+    return new ApiError(503, 'service_unavailable_error', 'the decoder is shutting down; the request was stopped', null, 'shutting_down')
+  }
+
+  async function wholeGeneration (reply: FastifyReply, parsed: GenerationRequest, head: ResponseHead, job: Parameters<typeof generate>[1], promptIds: number[] | undefined, signal: AbortSignal): Promise<GenerationOutcome> {
+    const outcome = await generate(context, job, {
+      onStart: ({ cachedTokens }) => { reply.header('x-cached-tokens', String(cachedTokens)) },
+    }, signal)
+    if (outcome.finishReason === 'cancelled') {
+      if (closing) sendError(reply, shutdownError())
+      else reply.hijack()
+      return outcome
+    }
+    const build = parsed.endpoint === 'chat' ? chatCompletion : textCompletion
+    await reply.send(build(head, outcome, outcome.finishReason, promptIds))
+    return outcome
+  }
+
+  async function streamGeneration (reply: FastifyReply, res: ServerResponse, parsed: GenerationRequest, head: ResponseHead, job: Parameters<typeof generate>[1], promptIds: number[] | undefined, signal: AbortSignal): Promise<GenerationOutcome | null> {
+    reply.hijack()
+    const sse = new SseWriter(res)
+    const chunks = new ChunkMaker(parsed.endpoint, head, parsed.includeUsage)
+    let outcome: GenerationOutcome
+    try {
+      outcome = await generate(context, job, {
+        onStart: async ({ cachedTokens }) => {
+          sse.open({ 'x-cached-tokens': String(cachedTokens) })
+          const first = chunks.first(promptIds)
+          if (first !== null) await sse.send(first)
+        },
+        onText: (piece) => sse.send(chunks.text(piece)),
+      }, signal)
+    } catch (e) {
+      // The reply is hijacked: fastify's error handler cannot answer any more, so answer here.
+      const api = toApiError(e)
+      logger.error({ err: e, id: head.id }, 'generation failed')
+      if (!res.headersSent) {
+        res.writeHead(api.status, { 'content-type': 'application/json; charset=utf-8', ...api.headers })
+        res.end(JSON.stringify(api.toBody()))
+      } else await sse.fail(api)
+      return null
+    }
+    if (outcome.finishReason === 'cancelled') {
+      if (closing && !sse.closed) {
+        if (!res.headersSent) sse.open({})
+        await sse.fail(shutdownError())
+      } else sse.end()
+      return outcome
+    }
+    await sse.send(chunks.finish(outcome.finishReason, parsed.returnTokenIds ? outcome.completionIds : undefined))
+    if (parsed.includeUsage) await sse.send(chunks.usage(usageOf(outcome)))
+    await sse.done()
+    return outcome
+  }
+
+  async function tracked (reply: FastifyReply, parsed: GenerationRequest): Promise<FastifyReply> {
+    const work = serve(reply, parsed)
+    const settled = work.then(() => {}, () => {})
+    running.add(settled)
+    try {
+      await work
+    } finally {
+      running.delete(settled)
+    }
+    return reply
+  }
+
+  app.post('/v1/chat/completions', async (request, reply) => tracked(reply, parseChatRequest(request.body)))
+  app.post('/v1/completions', async (request, reply) => tracked(reply, parseCompletionRequest(request.body)))
+
+  await app.listen({ host: opts.host ?? '127.0.0.1', port: opts.port ?? 0 })
+  const address = app.server.address() as AddressInfo
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address
+  return {
+    url: `http://${host}:${address.port}`,
+    app,
+    queue,
+    close: async () => {
+      closing = true
+      queue.stop()
+      for (const a of active) a.abort()
+      // Running requests stop at their next step and answer 503 (or an SSE error) before the sockets close.
+      await Promise.all(running)
+      await app.close()
+    },
+  }
+}

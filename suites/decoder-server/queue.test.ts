@@ -1,0 +1,81 @@
+// The engine queue in process: one holder at a time in arrival order, a bound with 429 and
+// Retry-After, waiters that leave, and stopping.
+import { describe, expect, it } from 'vitest'
+import { ApiError, EngineQueue, QueueAbandoned } from '../../src/engines/decoder/index.ts'
+
+const never = new AbortController().signal
+
+describe('EngineQueue order', () => {
+  it('grants the engine to one request at a time, first come first served', async () => {
+    const q = new EngineQueue(8)
+    const order: string[] = []
+    const release0 = await q.acquire(never)
+    const later = ['a', 'b', 'c'].map((name) => q.acquire(never).then((release) => {
+      order.push(name)
+      expect(q.stats.running).toBe(1)
+      release()
+    }))
+    expect(q.stats).toMatchObject({ running: 1, waiting: 3 })
+    await new Promise((r) => setTimeout(r, 10))
+    expect(order).toEqual([])
+    release0()
+    release0() // a second release is a no-op, not a double grant
+    await Promise.all(later)
+    expect(order).toEqual(['a', 'b', 'c'])
+    expect(q.stats).toMatchObject({ running: 0, waiting: 0, served: 4 })
+  })
+})
+
+describe('EngineQueue bound', () => {
+  it('refuses past maxQueue waiters with 429, rate_limit_error and a Retry-After of at least 1 s', async () => {
+    const q = new EngineQueue(1)
+    const release = await q.acquire(never)
+    const waiting = q.acquire(never)
+    const err = await q.acquire(never).then(() => undefined, (e: unknown) => e)
+    expect(err).toBeInstanceOf(ApiError)
+    const api = err as ApiError
+    expect([api.status, api.type, api.code]).toEqual([429, 'rate_limit_error', 'queue_full'])
+    expect(api.message).toMatch(/1 requests already wait.*--max-queue 1/)
+    expect(Number(api.headers['Retry-After'])).toBeGreaterThanOrEqual(1)
+    expect(q.stats.refused).toBe(1)
+    release()
+    ;(await waiting)()
+  })
+
+  it('with maxQueue 0 only the running request is allowed', async () => {
+    const q = new EngineQueue(0)
+    const release = await q.acquire(never)
+    await expect(q.acquire(never)).rejects.toMatchObject({ status: 429 })
+    release()
+    ;(await q.acquire(never))()
+  })
+})
+
+describe('EngineQueue abandonment', () => {
+  it('a waiter whose signal fires leaves the queue and never gets the engine', async () => {
+    const q = new EngineQueue(4)
+    const release = await q.acquire(never)
+    const gone = new AbortController()
+    const first = q.acquire(gone.signal)
+    const second = q.acquire(never)
+    gone.abort()
+    await expect(first).rejects.toBeInstanceOf(QueueAbandoned)
+    expect(q.stats).toMatchObject({ waiting: 1, abandoned: 1 })
+    release()
+    ;(await second)()
+    expect(q.stats).toMatchObject({ running: 0, served: 2 })
+  })
+})
+
+describe('EngineQueue stop', () => {
+  it('fails waiters and new requests with 503; the holder finishes normally', async () => {
+    const q = new EngineQueue(4)
+    const release = await q.acquire(never)
+    const waiting = q.acquire(never)
+    q.stop()
+    await expect(waiting).rejects.toMatchObject({ status: 503, type: 'service_unavailable_error' })
+    await expect(q.acquire(never)).rejects.toMatchObject({ status: 503 })
+    release()
+    expect(q.stats.running).toBe(0)
+  })
+})

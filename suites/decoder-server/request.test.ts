@@ -1,0 +1,135 @@
+// Reading chat and completion bodies: what is accepted, and every refusal naming its field.
+import { describe, expect, it } from 'vitest'
+import { ApiError, parseChatRequest, parseCompletionRequest } from '../../src/engines/decoder/index.ts'
+
+const user = [{ role: 'user', content: 'hi' }]
+
+function refusal (parse: (b: unknown) => unknown, body: unknown): ApiError {
+  try {
+    parse(body)
+  } catch (e) {
+    if (e instanceof ApiError) return e
+    throw e
+  }
+  throw new Error(`accepted: ${JSON.stringify(body)}`)
+}
+
+describe('chat bodies that are accepted', () => {
+  it('reads messages, roles (developer as system), text parts, limits, stop and stream options', () => {
+    const r = parseChatRequest({
+      model: 'm',
+      messages: [
+        { role: 'developer', content: 'be brief' },
+        { role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }] },
+        { role: 'assistant', content: 'c', name: 'x' },
+        { role: 'user', content: 'd' },
+      ],
+      max_tokens: 7,
+      max_completion_tokens: 5,
+      stop: 'X',
+      stream: true,
+      stream_options: { include_usage: true },
+      temperature: 0,
+      top_p: 0.5,
+      n: 1,
+      seed: 3,
+      presence_penalty: 0,
+      logit_bias: {},
+      ignore_eos: true,
+      return_token_ids: true,
+      some_unknown_field: 1,
+    })
+    expect(r).toEqual({
+      endpoint: 'chat',
+      model: 'm',
+      prompt: { kind: 'chat', messages: [{ role: 'system', content: 'be brief' }, { role: 'user', content: 'a\nb' }, { role: 'assistant', content: 'c' }, { role: 'user', content: 'd' }] },
+      maxTokens: 5,
+      maxTokensParam: 'max_completion_tokens',
+      stop: ['X'],
+      stream: true,
+      includeUsage: true,
+      ignoreEos: true,
+      returnTokenIds: true,
+    })
+  })
+
+  it('defaults: no model, no limit, no stop, not streamed; null counts as absent', () => {
+    expect(parseChatRequest({ messages: user, max_tokens: null, stop: null, temperature: null })).toMatchObject({
+      model: undefined, maxTokens: undefined, maxTokensParam: 'max_tokens', stop: [], stream: false, includeUsage: false, ignoreEos: false, returnTokenIds: false,
+    })
+  })
+})
+
+describe('completion bodies that are accepted', () => {
+  it('takes a string, a one-string batch, token ids and a one-list batch', () => {
+    expect(parseCompletionRequest({ prompt: 'abc' }).prompt).toEqual({ kind: 'text', text: 'abc' })
+    expect(parseCompletionRequest({ prompt: '' }).prompt).toEqual({ kind: 'text', text: '' })
+    expect(parseCompletionRequest({ prompt: ['abc'] }).prompt).toEqual({ kind: 'text', text: 'abc' })
+    expect(parseCompletionRequest({ prompt: [5, 6] }).prompt).toEqual({ kind: 'tokens', tokens: [5, 6] })
+    expect(parseCompletionRequest({ prompt: [[5, 6]] }).prompt).toEqual({ kind: 'tokens', tokens: [5, 6] })
+  })
+
+  it('ignores max_completion_tokens (a chat field) and reads max_tokens', () => {
+    expect(parseCompletionRequest({ prompt: 'a', max_tokens: 3, max_completion_tokens: 9 })).toMatchObject({ maxTokens: 3, maxTokensParam: 'max_tokens' })
+  })
+})
+
+describe('refusals name the field and the problem', () => {
+  const chat: Array<[string, unknown, string | null, RegExp, string | null]> = [
+    ['a body that is not an object', [1], null, /must be a JSON object, got an array/, null],
+    ['missing messages', {}, 'messages', /'messages' is required/, null],
+    ['messages not an array', { messages: 'hi' }, 'messages', /must be an array, got a string/, null],
+    ['no messages', { messages: [] }, 'messages', /empty/, null],
+    ['a message that is not an object', { messages: [3] }, 'messages[0]', /must be an object/, null],
+    ['a tool role', { messages: [{ role: 'tool', content: 'x' }] }, 'messages[0].role', /'tool'.*system, developer, user and assistant/, 'unsupported_value'],
+    ['a role that is not a string', { messages: [{ role: 1, content: 'x' }] }, 'messages[0].role', /must be a string, got a number/, null],
+    ['missing content', { messages: [{ role: 'user' }] }, 'messages[0].content', /required/, null],
+    ['an image part', { messages: [{ role: 'user', content: [{ type: 'image_url', image_url: {} }] }] }, 'messages[0].content', /'image_url' part.*text parts only/, null],
+    ['tool calls', { messages: [{ role: 'assistant', content: '', tool_calls: [{}] }] }, 'messages[0].tool_calls', /not supported/, 'unsupported_value'],
+    ['max_tokens of the wrong type', { messages: user, max_tokens: 'ten' }, 'max_tokens', /must be an integer, got a string/, null],
+    ['max_tokens 0', { messages: user, max_tokens: 0 }, 'max_tokens', /at least 1, got 0/, null],
+    ['fractional max_completion_tokens', { messages: user, max_completion_tokens: 2.5 }, 'max_completion_tokens', /integer, got 2.5/, null],
+    ['n = 2', { messages: user, n: 2 }, 'n', /'n' must be 1.*got 2/, 'unsupported_value'],
+    ['a sampling temperature', { messages: user, temperature: 0.7 }, 'temperature', /greedily only.*0\.7/, 'unsupported_value'],
+    ['a temperature out of range', { messages: user, temperature: 3 }, 'temperature', /between 0 and 2/, null],
+    ['a top_p of 0', { messages: user, top_p: 0 }, 'top_p', /\(0, 1\]/, null],
+    ['a penalty', { messages: user, frequency_penalty: 0.5 }, 'frequency_penalty', /must be 0/, 'unsupported_value'],
+    ['a logit bias', { messages: user, logit_bias: { 5: 10 } }, 'logit_bias', /not supported/, 'unsupported_value'],
+    ['log-probabilities', { messages: user, logprobs: true }, 'logprobs', /not supported/, 'unsupported_value'],
+    ['tools', { messages: user, tools: [{ type: 'function' }] }, 'tools', /not supported/, 'unsupported_value'],
+    ['a JSON response format', { messages: user, response_format: { type: 'json_object' } }, 'response_format', /not supported/, 'unsupported_value'],
+    ['stream not a boolean', { messages: user, stream: 'yes' }, 'stream', /boolean, got a string/, null],
+    ['stream_options without stream', { messages: user, stream_options: { include_usage: true } }, 'stream_options', /only allowed when 'stream' is true/, null],
+    ['include_usage not a boolean', { messages: user, stream: true, stream_options: { include_usage: 1 } }, 'stream_options.include_usage', /boolean/, null],
+    ['five stop strings', { messages: user, stop: ['a', 'b', 'c', 'd', 'e'] }, 'stop', /5 sequences; at most 4/, null],
+    ['an empty stop string', { messages: user, stop: ['a', ''] }, 'stop', /'stop\[1\]' is empty/, null],
+    ['a stop that is a number', { messages: user, stop: 5 }, 'stop', /string or an array of strings, got a number/, null],
+    ['a model that is not a string', { messages: user, model: 5 }, 'model', /must be a string/, null],
+  ]
+  it.each(chat)('chat: %s', (_what, body, param, message, code) => {
+    const e = refusal(parseChatRequest, body)
+    expect([e.status, e.type, e.param, e.code]).toEqual([400, 'invalid_request_error', param, code])
+    expect(e.message).toMatch(message)
+  })
+
+  const completion: Array<[string, unknown, string | null, RegExp]> = [
+    ['missing prompt', { max_tokens: 3 }, 'prompt', /'prompt' is required/],
+    ['a prompt that is a number', { prompt: 5 }, 'prompt', /string or an array of token ids, got a number/],
+    ['two prompts', { prompt: ['a', 'b'] }, 'prompt', /holds 2 prompts/],
+    ['an empty id list', { prompt: [[]] }, 'prompt', /'prompt\[0\]' is empty/],
+    ['a negative id', { prompt: [1, -2] }, 'prompt', /'prompt\[1\]' must be a token id.*-2/],
+    ['a fractional id', { prompt: [1.5] }, 'prompt', /'prompt\[0\]'.*1\.5/],
+    ['echo', { prompt: 'a', echo: true }, 'echo', /not supported/],
+    ['suffix', { prompt: 'a', suffix: 'z' }, 'suffix', /not supported/],
+    ['best_of 2', { prompt: 'a', best_of: 2 }, 'best_of', /must be 1/],
+  ]
+  it.each(completion)('completion: %s', (_what, body, param, message) => {
+    const e = refusal(parseCompletionRequest, body)
+    expect([e.status, e.param]).toEqual([400, param])
+    expect(e.message).toMatch(message)
+  })
+
+  it('the error body has OpenAI\'s shape, with nulls for what is not known', () => {
+    expect(refusal(parseChatRequest, {}).toBody()).toEqual({ error: { message: "'messages' is required", type: 'invalid_request_error', param: 'messages', code: null } })
+  })
+})
