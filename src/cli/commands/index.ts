@@ -4,6 +4,7 @@ import type { Command } from 'commander'
 import { cacheCommand } from './cache.ts'
 import { decoderCommand } from './decoder.ts'
 import { diffStateCommand } from './diff-state.ts'
+import { dumpCommand } from './dump.ts'
 import { exportWeightsCommand } from './export-weights.ts'
 import { inspectCommand } from './inspect.ts'
 import { makeCheckpointCommand } from './make-checkpoint.ts'
@@ -15,6 +16,7 @@ import { verifyBlocksCommand } from './verify-blocks.ts'
 export const commands: Command[] = [
   makeCheckpointCommand,
   inspectCommand,
+  dumpCommand,
   exportWeightsCommand,
   poolCommand,
   prefillEngineCommand,
