@@ -7,19 +7,29 @@
 //   final:      n is the sealed length, so each layer is written and released once it reaches n.
 // If that peak passes the budget, the capture seals at the largest n that fits: n is never below
 // the furthest position already reached, so every layer can still reach it, and the cut makes
-// the round final. Sizes are in-memory float32 bytes of the caches (payload.ts counts the values).
+// the round final. Sizes are in-memory float32 bytes of the caches (payload.ts counts the values)
+// plus the boundary snapshots a layer holds until it is written (boundary.ts).
+import { layerSnapshotValues } from './boundary.ts'
 import { layerStateValues, type LayerGeometry } from './payload.ts'
 
 /** Bytes a held float32 cache value takes in memory. */
 export const HELD_BYTES_PER_VALUE = 4
 
-/** The live layers of a capture: geometry and position, or null once written and released. */
-export type LiveLayer = { geometry: LayerGeometry, position: number } | null
+/**
+ * The live layers of a capture: geometry and position (and the snapshot interval when the layer
+ * keeps boundary snapshots), or null once written and released.
+ */
+export type LiveLayer = { geometry: LayerGeometry, position: number, blockSize?: number } | null
+
+/** Float values a live layer holds at n tokens: its cache plus its boundary snapshots. */
+function valuesAt (l: NonNullable<LiveLayer>, n: number): number {
+  return layerStateValues(l.geometry, n) + layerSnapshotValues(l.geometry, n, l.blockSize)
+}
 
 /** Bytes held now by the live layers. */
 export function heldBytes (layers: readonly LiveLayer[]): number {
   let values = 0
-  for (const l of layers) if (l !== null) values += layerStateValues(l.geometry, l.position)
+  for (const l of layers) if (l !== null) values += valuesAt(l, l.position)
   return values * HELD_BYTES_PER_VALUE
 }
 
@@ -29,12 +39,12 @@ export function heldBytes (layers: readonly LiveLayer[]): number {
  */
 export function roundPeak (layers: readonly LiveLayer[], n: number, final: boolean): number {
   let running = 0
-  for (const l of layers) if (l !== null) running += layerStateValues(l.geometry, l.position)
+  for (const l of layers) if (l !== null) running += valuesAt(l, l.position)
   let peak = running
   for (const l of layers) {
     if (l === null) continue
-    const at = layerStateValues(l.geometry, n)
-    running += at - layerStateValues(l.geometry, l.position)
+    const at = valuesAt(l, n)
+    running += at - valuesAt(l, l.position)
     if (running > peak) peak = running
     if (final) running -= at
   }

@@ -2,20 +2,36 @@
 // rows in chunks of any size and alignment, it keeps that layer's cache (window rows, pools,
 // overlap carries, partial-window buffers) by running the engine's own kv path
 // (updateLayerCache) with the sidecar's weights. Chunks of one layer must be contiguous; layers
-// are independent of each other, so they may be fed in any interleaving.
+// are independent of each other, so they may be fed in any interleaving. With `blockSize`, every
+// feed is split at the multiples b of the block size and each layer copies its boundary snapshot
+// at b (boundary.ts); chunk invariance makes the split exact.
 import { PdBridgeError } from '../errors.ts'
 import { updateLayerCache } from '../model/engine/attention.ts'
 import { ModelCache, type DumpTensor, type LayerCache } from '../model/engine/cache.ts'
+import { takeBoundarySnapshot, type BoundarySnapshot } from './boundary.ts'
 import type { KvPathModel } from './kv-path.ts'
+
+/** Options of a PoolingHook. */
+export interface PoolingHookOptions {
+  /** Record a boundary snapshot of every layer at each multiple of this many tokens (none when absent). */
+  blockSize?: number
+}
 
 /** Per-layer cache state built from attention inputs. */
 export class PoolingHook {
   private readonly states: Array<LayerCache | null>
   private readonly positions: number[]
+  private readonly snapshots: BoundarySnapshot[][]
+  /** The snapshot interval, or undefined when the hook records none. */
+  readonly blockSize: number | undefined
 
-  constructor (private readonly kv: KvPathModel) {
+  constructor (private readonly kv: KvPathModel, options: PoolingHookOptions = {}) {
+    const bs = options.blockSize
+    if (bs !== undefined && (!Number.isSafeInteger(bs) || bs < 1)) throw new PdBridgeError(`capture hook: blockSize must be a positive integer, got ${String(bs)}`)
+    this.blockSize = bs
     this.states = kv.layers.map((_, i) => kv.newLayerCache(i))
     this.positions = kv.layers.map(() => 0)
+    this.snapshots = kv.layers.map(() => [])
   }
 
   /** Number of layers. */
@@ -48,9 +64,24 @@ export class PoolingHook {
     if (startPos + count > this.kv.maxPositionEmbeddings) {
       throw new PdBridgeError(`capture hook: layer ${layer}: positions up to ${startPos + count} exceed the sidecar's max_position_embeddings (${this.kv.maxPositionEmbeddings})`)
     }
-    const x = rows.length === count * hidden ? rows : rows.subarray(0, count * hidden)
-    updateLayerCache(this.kv.layers[layer], this.kv.shape, x, count, startPos, state, this.kv.rope, this.kv.act, this.kv.quant)
-    this.positions[layer] = startPos + count
+    const bs = this.blockSize
+    const end = startPos + count
+    let at = startPos
+    while (at < end) {
+      // Cut at the next boundary so the state there can be copied (exact: chunk invariance).
+      const stop = bs === undefined ? end : Math.min(end, (Math.floor(at / bs) + 1) * bs)
+      const x = rows.subarray((at - startPos) * hidden, (stop - startPos) * hidden)
+      updateLayerCache(this.kv.layers[layer], this.kv.shape, x, stop - at, at, state, this.kv.rope, this.kv.act, this.kv.quant)
+      at = stop
+      this.positions[layer] = at
+      if (bs !== undefined && at % bs === 0) this.snapshots[layer].push(takeBoundarySnapshot(state, at))
+    }
+  }
+
+  /** Layer `layer`'s boundary snapshots so far, in boundary order (empty without blockSize). */
+  boundaries (layer: number): readonly BoundarySnapshot[] {
+    this.live(layer)
+    return this.snapshots[layer]
   }
 
   /** Layer `layer`'s cache (live: it changes with later feeds). */
@@ -58,10 +89,14 @@ export class PoolingHook {
     return this.live(layer)
   }
 
-  /** Hand layer `layer`'s cache over and forget it: the hook keeps no reference, later feeds are refused. */
+  /**
+   * Hand layer `layer`'s cache over and forget it and its boundary snapshots (take those first
+   * with `boundaries`): the hook keeps no reference, later feeds are refused.
+   */
   release (layer: number): LayerCache {
     const state = this.live(layer)
     this.states[layer] = null
+    this.snapshots[layer] = []
     return state
   }
 

@@ -9,10 +9,14 @@ export {
 } from './sidecar-format.ts'
 export { kvWeightSpecs, type KvWeightSpec } from './kv-weights.ts'
 export { buildKvPath, heldLinear, type KvPathModel } from './kv-path.ts'
-export { PoolingHook } from './hook.ts'
+export { PoolingHook, type PoolingHookOptions } from './hook.ts'
+export {
+  boundariesUpTo, boundaryPrefix, boundarySnapshotValues, boundaryTensors, layerSnapshotValues, takeBoundarySnapshot,
+  type BoundarySnapshot, type PoolBoundary,
+} from './boundary.ts'
 export { CaptureSession, type CaptureSessionOptions, type CaptureReport } from './session.ts'
 export { HELD_BYTES_PER_VALUE, heldBytes, roundPeak, sealPoint, type LiveLayer } from './budget.ts'
-export { LAYER_FILE_FORMAT, decodeLayerFile, encodeLayerFile, layerFileTensors, type DecodedLayerFile, type LayerFileMeta } from './layer-file.ts'
+export { LAYER_FILE_FORMAT, decodeLayerFile, encodeLayerFile, layerFileTensors, parseLayerFileMeta, type DecodedLayerFile, type LayerFileMeta } from './layer-file.ts'
 export { readCapture, type CaptureContents } from './read.ts'
 export { mountCapture } from './mount.ts'
 export { decoderBytesPerValue, layerGeometries, layerStateValues, payloadMinimum, type LayerGeometry, type PayloadMinimum, type PoolGeometry } from './payload.ts'

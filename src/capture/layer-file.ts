@@ -2,6 +2,9 @@
 // ModelCache.tensors' names without the prefix (`layers.{i}.window`, `layers.{i}.compressor.
 // compressed_kv`, ...). Float tensors are BF16 when the decoder holds bf16 activations and every
 // value is a bf16 value (then widening back is exact), else F32; entry counts are I64 [1].
+// A file with boundary snapshots also holds, for every multiple b of its `block_size` metadata up
+// to T', the layer's window, buffers and carries at b under `layers.{i}.boundary.{b}.`; a file
+// without `block_size` holds none (a capture shorter than one block).
 // Layer files are written synchronously from inside the hook, so a layer's memory is free the
 // moment its file lands, even while a synchronous forward is still running.
 import { closeSync, fsyncSync, openSync, renameSync, rmSync, writeSync } from 'node:fs'
@@ -10,6 +13,7 @@ import { randomBytes } from 'node:crypto'
 import { PdBridgeError, SafetensorsError } from '../errors.ts'
 import { parseHeader, serializeSafetensors, tensorFrom, viewAs, type Tensor } from '../formats/safetensors/index.ts'
 import type { DumpTensor, LayerCache } from '../model/engine/cache.ts'
+import { boundaryTensors, type BoundarySnapshot } from './boundary.ts'
 
 /** The `format` metadata value of a capture layer file. */
 export const LAYER_FILE_FORMAT = 'pd-bridge-capture-layer/1'
@@ -23,6 +27,8 @@ export interface LayerFileMeta {
   /** The sidecar's geometry fingerprint. */
   fingerprint: string
   profile: string
+  /** The boundary snapshot interval (the sidecar's block size), when the file holds snapshots. */
+  blockSize?: number
 }
 
 /** The bf16 codes of `values` when every value is exactly a bf16 value (low 16 bits zero, NaN payloads included), else null. */
@@ -36,10 +42,11 @@ function exactBf16 (values: Float32Array): Uint16Array | null {
   return codes
 }
 
-/** The tensors of a layer cache in file form (see the file comment). */
-export function layerFileTensors (layer: number, state: LayerCache, bf16: boolean): Map<string, Tensor> {
+/** The tensors of a layer cache, and of its boundary snapshots when given, in file form (see the file comment). */
+export function layerFileTensors (layer: number, state: LayerCache, bf16: boolean, snapshots: readonly BoundarySnapshot[] = []): Map<string, Tensor> {
   const out = new Map<string, Tensor>()
-  for (const [name, t] of state.tensors(`layers.${layer}`)) {
+  const all = [state.tensors(`layers.${layer}`), ...snapshots.map((s) => boundaryTensors(layer, s))]
+  for (const [name, t] of all.flatMap((m) => [...m])) {
     if (t.dtype === 'I64') {
       out.set(name, tensorFrom('I64', t.shape, t.data))
       continue
@@ -50,22 +57,44 @@ export function layerFileTensors (layer: number, state: LayerCache, bf16: boolea
   return out
 }
 
-/** The bytes of one layer file. */
-export function encodeLayerFile (state: LayerCache, meta: LayerFileMeta, bf16: boolean): Uint8Array {
-  return serializeSafetensors(layerFileTensors(meta.layer, state, bf16), {
+/**
+ * The bytes of one layer file; with `snapshots` (every boundary up to meta.tokens, in order) also
+ * their tensors, and meta.blockSize is then required.
+ */
+export function encodeLayerFile (state: LayerCache, meta: LayerFileMeta, bf16: boolean, snapshots: readonly BoundarySnapshot[] = []): Uint8Array {
+  if (snapshots.length > 0 && meta.blockSize === undefined) throw new PdBridgeError(`layer ${meta.layer}: boundary snapshots need the block size in the file's metadata`)
+  const metadata: Record<string, string> = {
     format: LAYER_FILE_FORMAT,
     layer: String(meta.layer),
     layer_type: meta.layerType,
     tokens: String(meta.tokens),
     fingerprint: meta.fingerprint,
     profile: meta.profile,
-  })
+  }
+  if (meta.blockSize !== undefined) metadata.block_size = String(meta.blockSize)
+  return serializeSafetensors(layerFileTensors(meta.layer, state, bf16, snapshots), metadata)
 }
 
 /** A decoded layer file: its metadata and its tensors as dump tensors (BF16 widened exactly to F32). */
 export interface DecodedLayerFile {
   meta: LayerFileMeta
   tensors: Map<string, DumpTensor>
+}
+
+/** A layer file's metadata, checked (format tag, integer fields); `file` names errors. */
+export function parseLayerFileMeta (m: Record<string, string>, file: string): LayerFileMeta {
+  if (m.format !== LAYER_FILE_FORMAT) throw new SafetensorsError(file, `metadata format is ${JSON.stringify(m.format) ?? 'missing'}, expected ${LAYER_FILE_FORMAT}`)
+  const int = (key: string): number => {
+    const v = m[key]
+    if (v === undefined || !/^\d+$/.test(v)) throw new SafetensorsError(file, `metadata ${key} must be a non-negative integer, found ${JSON.stringify(v) ?? 'nothing'}`)
+    return Number(v)
+  }
+  const meta: LayerFileMeta = { layer: int('layer'), layerType: m.layer_type ?? '', tokens: int('tokens'), fingerprint: m.fingerprint ?? '', profile: m.profile ?? '' }
+  if (m.block_size !== undefined) {
+    meta.blockSize = int('block_size')
+    if (meta.blockSize < 1) throw new SafetensorsError(file, 'metadata block_size must be a positive integer, found "0"')
+  }
+  return meta
 }
 
 /** Parse the bytes of a layer file; `file` names errors. */
@@ -75,14 +104,7 @@ export function decodeLayerFile (bytes: Uint8Array, file: string): DecodedLayerF
   if (8 + n > bytes.length) throw new SafetensorsError(file, `header length ${n} runs past the end of the file (${bytes.length} bytes)`)
   const header = parseHeader(bytes.subarray(8, 8 + n), file)
   if (8 + n + header.dataLength !== bytes.length) throw new SafetensorsError(file, `header names ${header.dataLength} data bytes but ${bytes.length - 8 - n} follow it`)
-  const m = header.metadata
-  if (m.format !== LAYER_FILE_FORMAT) throw new SafetensorsError(file, `metadata format is ${JSON.stringify(m.format) ?? 'missing'}, expected ${LAYER_FILE_FORMAT}`)
-  const int = (key: string): number => {
-    const v = m[key]
-    if (v === undefined || !/^\d+$/.test(v)) throw new SafetensorsError(file, `metadata ${key} must be a non-negative integer, found ${JSON.stringify(v) ?? 'nothing'}`)
-    return Number(v)
-  }
-  const meta: LayerFileMeta = { layer: int('layer'), layerType: m.layer_type ?? '', tokens: int('tokens'), fingerprint: m.fingerprint ?? '', profile: m.profile ?? '' }
+  const meta = parseLayerFileMeta(header.metadata, file)
   const tensors = new Map<string, DumpTensor>()
   for (const info of header.tensors) {
     const t: Tensor = { dtype: info.dtype, shape: [...info.shape], data: bytes.subarray(8 + n + info.begin, 8 + n + info.end) }

@@ -3,9 +3,11 @@
 // the sealed length, and released at once; the manifest lists them asynchronously (flush, or at
 // the latest finish). Past the memory budget the session seals a shorter valid prefix (budget.ts)
 // and finish() records `partial`. Any error inside the hook is kept: finish() then seals `failed`,
-// never `done`.
+// never `done`. Every layer file also carries the layer's boundary snapshots at each multiple of the
+// sidecar's block size up to T' (boundary.ts): what the decoder's blocks need besides pooled rows.
 import { join } from 'node:path'
 import { PdBridgeError } from '../errors.ts'
+import { boundariesUpTo, boundarySnapshotValues } from './boundary.ts'
 import { heldBytes as heldBytesOf, sealPoint, type LiveLayer } from './budget.ts'
 import { PoolingHook } from './hook.ts'
 import { encodeLayerFile, writeFileAtomicSync } from './layer-file.ts'
@@ -13,7 +15,7 @@ import {
   CaptureManifestError, finishManifest, layerFileName, readManifest, sha256Hex, startCapture, writeManifestAtomic,
   type CaptureLayerEntry, type CaptureManifest,
 } from './manifest.ts'
-import { layerGeometries, payloadMinimum, type LayerGeometry, type PayloadMinimum } from './payload.ts'
+import { decoderBytesPerValue, layerGeometries, payloadMinimum, type LayerGeometry, type PayloadMinimum } from './payload.ts'
 import type { Sidecar } from './sidecar.ts'
 
 /** What a capture session starts from. */
@@ -40,6 +42,13 @@ export interface CaptureReport {
   minimum: PayloadMinimum
   /** payloadBytes / minimum.bytes. */
   overMinimum: number
+  /**
+   * The boundary snapshots the layer files carry: one per multiple of the block size up to T', each
+   * every layer's window rows, buffers and carries there, at the decoder's element size.
+   */
+  boundarySnapshots: { blockSize: number, boundaries: number, bytes: number }
+  /** payloadBytes / (minimum.bytes + boundarySnapshots.bytes): what the files add over what they must hold. */
+  overRequired: number
   /** The most cache bytes held in memory at once. */
   peakHeldBytes: number
   memoryBudgetBytes: number | null
@@ -74,7 +83,7 @@ export class CaptureSession {
     readonly tokenCount: number,
     private readonly budget: number | undefined,
   ) {
-    this.hook = new PoolingHook(sidecar.kvPath)
+    this.hook = new PoolingHook(sidecar.kvPath, { blockSize: sidecar.json.blockSize })
     this.geometries = layerGeometries(sidecar.json)
     this.written = sidecar.json.layers.map(() => false)
     this.sealed = tokenCount
@@ -171,7 +180,8 @@ export class CaptureSession {
   }
 
   private liveLayers (): LiveLayer[] {
-    return this.geometries.map((geometry, i) => this.written[i] ? null : { geometry, position: this.hook.position(i) })
+    const blockSize = this.sidecar.json.blockSize
+    return this.geometries.map((geometry, i) => this.written[i] ? null : { geometry, position: this.hook.position(i), blockSize })
   }
 
   private notePeak (): void {
@@ -182,10 +192,13 @@ export class CaptureSession {
   // Write layer i's file for the sealed prefix and release its cache; returns the milliseconds taken.
   private writeLayer (i: number): number {
     const t0 = performance.now()
+    const snapshots = this.hook.boundaries(i)
     const state = this.hook.release(i)
     const bytes = encodeLayerFile(state, {
       layer: i, layerType: this.sidecar.json.layers[i].layerType, tokens: this.sealed, fingerprint: this.sidecar.fingerprint, profile: this.sidecar.profile.name,
-    }, this.sidecar.profile.activations === 'bf16')
+      // Stamped only on files that hold snapshots, so files of captures shorter than a block are unchanged.
+      blockSize: snapshots.length > 0 ? this.sidecar.json.blockSize : undefined,
+    }, this.sidecar.profile.activations === 'bf16', snapshots)
     const file = layerFileName(i)
     writeFileAtomicSync(join(this.dir, file), bytes)
     this.written[i] = true
@@ -274,6 +287,11 @@ export class CaptureSession {
   report (): CaptureReport {
     const payloadBytes = this.landed.reduce((a, e) => a + e.bytes, 0)
     const minimum = payloadMinimum(this.sidecar.json, this.sealed)
+    const blockSize = this.sidecar.json.blockSize
+    const boundaries = boundariesUpTo(this.sealed, blockSize)
+    const snapshotValues = boundaries.reduce((a, b) => a + this.geometries.reduce((c, g) => c + boundarySnapshotValues(g, b), 0), 0)
+    const boundarySnapshots = { blockSize, boundaries: boundaries.length, bytes: snapshotValues * decoderBytesPerValue(this.sidecar.json) }
+    const required = minimum.bytes + boundarySnapshots.bytes
     return {
       tokenCount: this.tokenCount,
       sealedLength: this.sealed,
@@ -281,6 +299,8 @@ export class CaptureSession {
       payloadBytesPerToken: this.sealed > 0 ? payloadBytes / this.sealed : 0,
       minimum,
       overMinimum: minimum.bytes > 0 ? payloadBytes / minimum.bytes : 0,
+      boundarySnapshots,
+      overRequired: required > 0 ? payloadBytes / required : 0,
       peakHeldBytes: this.peak,
       memoryBudgetBytes: this.budget ?? null,
     }

@@ -1,0 +1,119 @@
+// Boundary snapshots: what a decoder block needs at its boundary b = (k+1)*blockSize that the
+// capture's final state (at T') no longer holds. A block stores the full boundary state of every
+// layer's window (its last window-1 rows before b) and of each pool's partial-window buffers and
+// overlap carry at b; its pooled rows need no snapshot, because pools are append-only (the rows
+// below b/r are the same rows in the final state). So at every multiple b of the block size the hook
+// copies exactly those arrays, and a layer file stores them under `layers.{i}.boundary.{b}.*`.
+import { PdBridgeError } from '../errors.ts'
+import type { CompressorState, DumpTensor, LayerCache } from '../model/engine/cache.ts'
+import type { LayerGeometry } from './payload.ts'
+
+/** One pool's state at a boundary, without its pooled rows. */
+export interface PoolBoundary {
+  /** 'compressor' (the main pool) or 'indexer' (a CSA layer's indexer pool). */
+  name: 'compressor' | 'indexer'
+  ratio: number
+  dim: number
+  /** Projection width per buffered token: 2*dim with overlap, else dim. */
+  width: number
+  /** Pooled entries at the boundary: floor(b / ratio). */
+  entryCount: number
+  /** Buffered tokens at the boundary: b mod ratio. */
+  bufferLength: number
+  /** [bufferLength, width] each (copies). */
+  bufferKv: Float32Array
+  bufferGate: Float32Array
+  /** [ratio, dim] each (copies), or null before the first complete window and in pools without overlap. */
+  overlapKv: Float32Array | null
+  overlapGate: Float32Array | null
+}
+
+/** One layer's state at boundary `boundary`, without pooled rows. */
+export interface BoundarySnapshot {
+  /** The boundary position b (tokens [0, b) are in the state). */
+  boundary: number
+  headDim: number
+  /** Window rows held: min(b, window - 1). */
+  windowLength: number
+  /** [windowLength, headDim], oldest first (a copy). */
+  window: Float32Array
+  pools: PoolBoundary[]
+}
+
+function poolBoundary (name: PoolBoundary['name'], s: CompressorState): PoolBoundary {
+  const n = s.bufferLength
+  return {
+    name,
+    ratio: s.ratio,
+    dim: s.dim,
+    width: s.width,
+    entryCount: s.entryCount,
+    bufferLength: n,
+    bufferKv: s.bufferKv.slice(0, n * s.width),
+    bufferGate: s.bufferGate.slice(0, n * s.width),
+    overlapKv: s.overlapKv?.slice() ?? null,
+    overlapGate: s.overlapGate?.slice() ?? null,
+  }
+}
+
+/** Copy what a block needs of `layer` standing at `boundary` (its window, buffers and carries). */
+export function takeBoundarySnapshot (layer: LayerCache, boundary: number): BoundarySnapshot {
+  const pools: PoolBoundary[] = []
+  if (layer.compressor !== null) pools.push(poolBoundary('compressor', layer.compressor))
+  if (layer.indexer !== null) pools.push(poolBoundary('indexer', layer.indexer))
+  return { boundary, headDim: layer.headDim, windowLength: layer.windowLength, window: layer.windowRows(), pools }
+}
+
+/** The name prefix of layer `layer`'s snapshot at `boundary`: `layers.{i}.boundary.{b}`. */
+export function boundaryPrefix (layer: number, boundary: number): string {
+  return `layers.${layer}.boundary.${boundary}`
+}
+
+/**
+ * A snapshot's tensors under `layers.{i}.boundary.{b}.`: `window` [rows, head_dim] and, per pool,
+ * `{compressor|indexer}.{entry_count, buffer_kv, buffer_gate}` plus `overlap_kv`/`overlap_gate`
+ * when the pool holds a carry: ModelCache.tensors' names without `compressed_kv`.
+ */
+export function boundaryTensors (layer: number, snap: BoundarySnapshot): Map<string, DumpTensor> {
+  const base = boundaryPrefix(layer, snap.boundary)
+  const out = new Map<string, DumpTensor>()
+  out.set(`${base}.window`, { dtype: 'F32', shape: [snap.windowLength, snap.headDim], data: snap.window })
+  for (const p of snap.pools) {
+    const at = `${base}.${p.name}`
+    out.set(`${at}.entry_count`, { dtype: 'I64', shape: [1], data: BigInt64Array.of(BigInt(p.entryCount)) })
+    out.set(`${at}.buffer_kv`, { dtype: 'F32', shape: [p.bufferLength, p.width], data: p.bufferKv })
+    out.set(`${at}.buffer_gate`, { dtype: 'F32', shape: [p.bufferLength, p.width], data: p.bufferGate })
+    if (p.overlapKv !== null && p.overlapGate !== null) {
+      out.set(`${at}.overlap_kv`, { dtype: 'F32', shape: [p.ratio, p.dim], data: p.overlapKv })
+      out.set(`${at}.overlap_gate`, { dtype: 'F32', shape: [p.ratio, p.dim], data: p.overlapGate })
+    }
+  }
+  return out
+}
+
+/** Float values of one snapshot at `boundary` (entry counts not included): what it holds in memory and in a file. */
+export function boundarySnapshotValues (g: LayerGeometry, boundary: number): number {
+  let values = Math.min(boundary, g.windowRows) * g.headDim
+  for (const p of g.pools) {
+    const width = p.overlap ? 2 * p.dim : p.dim
+    values += (boundary % p.ratio) * width * 2
+    if (p.overlap && boundary >= p.ratio) values += 2 * p.ratio * p.dim
+  }
+  return values
+}
+
+/** The boundaries in (0, n]: every multiple of `blockSize` up to n. */
+export function boundariesUpTo (n: number, blockSize: number): number[] {
+  if (!Number.isSafeInteger(blockSize) || blockSize < 1) throw new PdBridgeError(`boundary snapshots: block size must be a positive integer, got ${String(blockSize)}`)
+  const out: number[] = []
+  for (let b = blockSize; b <= n; b += blockSize) out.push(b)
+  return out
+}
+
+/** Float values of every snapshot a layer holds after n tokens with snapshots every `blockSize` (0 without). */
+export function layerSnapshotValues (g: LayerGeometry, n: number, blockSize: number | undefined): number {
+  if (blockSize === undefined) return 0
+  let values = 0
+  for (const b of boundariesUpTo(n, blockSize)) values += boundarySnapshotValues(g, b)
+  return values
+}

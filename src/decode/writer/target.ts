@@ -1,0 +1,61 @@
+// Where the writer puts blocks, and the check that a capture may go there: the capture's sidecar
+// must describe exactly the decoder the store belongs to (same rope tables, window, layer pattern
+// and numerics profile, so the same geometry fingerprint), with the store's block size. A
+// DecoderPrefixCache is a target as it is (it has store, cfg and storage).
+import { PdBridgeError } from '../../errors.ts'
+import type { DeepseekV4Config } from '../../model/config.ts'
+import type { JsonValue } from '../store/index.ts'
+import { geometryFingerprint, type BlockStore } from '../store/index.ts'
+import { storageRuleFor, type StorageRule } from '../prefix-cache/index.ts'
+import { sidecarRope, type SidecarJson } from '../../capture/sidecar-format.ts'
+
+/** The decoder's block store with what the mapping needs: its model config and storage rule. */
+export interface BlockTarget {
+  store: BlockStore
+  cfg: DeepseekV4Config
+  /** How float32 arrays are stored in blocks (the decoder profile's rule). */
+  storage: StorageRule
+}
+
+/** The sidecar fields the writer checks and uses. */
+export type WriterSidecarJson = Pick<SidecarJson, 'profile' | 'ropeParameters' | 'maxPositionEmbeddings' | 'slidingWindow' | 'blockSize' | 'layers' | 'headDim' | 'indexHeadDim' | 'compressRates'>
+
+/**
+ * Refuse a capture whose sidecar does not describe the target's decoder, naming what differs:
+ * layer pattern, window, head sizes, block size, the geometry fingerprint (rope tables and profile)
+ * and the storage rule. Every pool ratio must divide the block size (each block then adds the
+ * same number of pooled rows, which the writer relies on).
+ */
+export function checkCaptureTarget (json: WriterSidecarJson, target: BlockTarget): void {
+  const { cfg, store } = target
+  const layout = store.layout
+  const where = 'block writer: the capture\'s sidecar'
+  if (json.layers.length !== cfg.numHiddenLayers) throw new PdBridgeError(`${where} has ${json.layers.length} layers, the decoder ${cfg.numHiddenLayers}`)
+  json.layers.forEach((l, i) => {
+    if (l.layerType !== cfg.layerTypes[i]) throw new PdBridgeError(`${where} says layer ${i} is ${l.layerType}, the decoder ${cfg.layerTypes[i]}`)
+  })
+  const same: Array<[string, number, number]> = [
+    ['sliding window', json.slidingWindow, cfg.slidingWindow],
+    ['head_dim', json.headDim, cfg.headDim],
+    ['index_head_dim', json.indexHeadDim, cfg.indexHeadDim],
+    ['block size', json.blockSize, layout.blockSize],
+  ]
+  for (const [field, ours, theirs] of same) {
+    if (ours !== theirs) throw new PdBridgeError(`${where} has ${field} ${ours}, the decoder's store ${theirs}`)
+  }
+  const geometry = geometryFingerprint({
+    rope: sidecarRope(json),
+    maxPositionEmbeddings: json.maxPositionEmbeddings,
+    slidingWindow: json.slidingWindow,
+    compressRatios: json.layers.map((l) => l.compressRatio),
+    profile: json.profile as unknown as JsonValue,
+  })
+  if (geometry !== layout.geometryFingerprint) {
+    throw new PdBridgeError(`${where} (profile ${json.profile.name}) gives geometry ${geometry}, the store's is ${layout.geometryFingerprint}: another rope table, window or profile; its blocks would never be served`)
+  }
+  const rule = storageRuleFor(json.profile)
+  if (rule !== target.storage) throw new PdBridgeError(`${where}'s profile ${json.profile.name} stores blocks as ${rule}, the target as ${target.storage}`)
+  for (const ratio of new Set(json.layers.map((l) => l.compressRatio).filter((r) => r > 0))) {
+    if (layout.blockSize % ratio !== 0) throw new PdBridgeError(`block writer: pool ratio ${ratio} does not divide the block size ${layout.blockSize}`)
+  }
+}

@@ -1,0 +1,273 @@
+// The streaming block writer: a sealed capture (local, or streamed from the share into a spool)
+// becomes the decoder's blocks, one boundary at a time. For block k it reads only that block's
+// slices of each layer file (the boundary snapshot at b = (k+1)*bs and this block's pooled rows),
+// builds the payload with the decoder's own mapping, writes it (store.put: atomic), and releases
+// everything before block k+1. What it holds is one block's state and payload, whatever the prompt
+// length. `finalize` writes what is left, re-reads every block through the store and checks each
+// against the fingerprint of what was built, then reports.
+import { PdBridgeError } from '../../errors.ts'
+import type { CaptureManifest } from '../../capture/manifest.ts'
+import { openCaptureFiles, type OpenedCapture } from './capture-files.ts'
+import { blockCacheBytes, blockPayloadFromState, readBlockState } from './block-state.ts'
+import { payloadDigest, payloadTensorBytes } from './digest.ts'
+import { HeldBytes } from './held-bytes.ts'
+import { spoolCapture, type SpoolOptions } from './spool.ts'
+import { checkCaptureTarget, type BlockTarget, type WriterSidecarJson } from './target.ts'
+
+/** What a writer starts from (besides where the capture is). */
+export interface BlockWriterOptions {
+  /** The decoder's store (a DecoderPrefixCache is one). */
+  target: BlockTarget
+  /** The decoder's sidecar the capture was computed under (its JSON and fingerprint). */
+  sidecar: { json: WriterSidecarJson, fingerprint: string }
+  /** The capture's request id. */
+  requestId: string
+  /** The prompt's token ids (T = tokens.length): the block keys are chained over them. */
+  tokens: ArrayLike<number>
+}
+
+/** Options of `BlockWriter.fromShare`: the writer's, plus the share and the spool. */
+export interface ShareWriterOptions extends BlockWriterOptions, Omit<SpoolOptions, 'requestId' | 'tokenCount' | 'sidecarFingerprint'> {}
+
+/** One block the writer put in the store. */
+export interface WrittenBlock {
+  block: number
+  hash: string
+  /** The block's boundary (k+1)*bs. */
+  boundary: number
+  /** False when a compatible block with this key was already stored (kept, and verified all the same). */
+  written: boolean
+  /** File size of the block. */
+  bytes: number
+}
+
+/** What `finalize` reports. */
+export interface BlockWriterReport {
+  requestId: string
+  /** The capture's state: done (T' == T) or partial (T' < T). */
+  state: 'done' | 'partial'
+  tokenCount: number
+  sealedLength: number
+  blockSize: number
+  /** Blocks of the valid prefix: floor(T' / bs); every one was put and verified. */
+  blocks: number
+  written: number
+  reused: number
+  verified: number
+  /** File bytes of those blocks. */
+  bytes: number
+  /** The most bytes of block data held at once (block-local cache, a read in flight, the payload). */
+  peakHeldBytes: number
+  /**
+   * Milliseconds: open (manifest, checksums), read, build, write (store.put), verify, total; with
+   * a share also spool (stream until the capture was local), firstLayer and lastLayer (when they
+   * landed in the spool) and firstBlockAfterLastLayer (from the last layer to the first block).
+   */
+  timings: Record<string, number>
+}
+
+/** When a spooled capture was complete, and when its first and last layer landed (ms from the start). */
+interface SpoolTimes {
+  spoolMs: number
+  firstLayer: number
+  lastLayer: number
+}
+
+function checkTokens (tokens: ArrayLike<number>): void {
+  if (tokens === null || typeof tokens !== 'object' || typeof tokens.length !== 'number') throw new PdBridgeError('block writer: tokens must be an array of token ids')
+  for (let i = 0; i < tokens.length; i++) {
+    if (!Number.isSafeInteger(tokens[i]) || tokens[i] < 0) throw new PdBridgeError(`block writer: token ${i} is ${String(tokens[i])}, not a non-negative integer token id`)
+  }
+}
+
+/** Writes one capture's blocks. Open with `BlockWriter.open` or `BlockWriter.fromShare`. */
+export class BlockWriter {
+  private readonly held = new HeldBytes()
+  private readonly done: Array<WrittenBlock & { digest: string }> = []
+  private readonly timings: Record<string, number> = { read: 0, build: 0, write: 0 }
+  private readonly started: number
+  private finished = false
+  private firstBlockAt: number | undefined
+
+  private constructor (
+    private readonly capture: OpenedCapture,
+    private readonly target: BlockTarget,
+    private readonly keys: string[],
+    readonly requestId: string,
+    started: number,
+    openMs: number,
+    private readonly spool: SpoolTimes | undefined,
+  ) {
+    this.started = started
+    this.timings.open = openMs
+  }
+
+  /**
+   * Open the sealed capture in `dir` for writing: the sidecar must describe the target's decoder
+   * (checkCaptureTarget), and the manifest must match the request (id, T = tokens.length,
+   * fingerprint) with every layer file intact (openCaptureFiles). Nothing is written yet.
+   */
+  static async open (dir: string, options: BlockWriterOptions): Promise<BlockWriter> {
+    return await BlockWriter.create(dir, options, undefined, performance.now())
+  }
+
+  private static async create (dir: string, options: BlockWriterOptions, spool: SpoolTimes | undefined, started: number): Promise<BlockWriter> {
+    const { target, sidecar, requestId, tokens } = options
+    checkTokens(tokens)
+    checkCaptureTarget(sidecar.json, target)
+    const bs = target.store.layout.blockSize
+    const t0 = performance.now()
+    const capture = await openCaptureFiles(dir, { requestId, tokenCount: tokens.length, sidecarFingerprint: sidecar.fingerprint }, sidecar.json.layers.length, bs)
+    const keys = target.store.keysFor(tokens).slice(0, Math.floor(capture.manifest.sealedLength / bs))
+    return new BlockWriter(capture, target, keys, requestId, started, performance.now() - t0, spool)
+  }
+
+  /**
+   * Stream the capture from the share into `<spoolRoot>/<requestId>/` (each layer verified as it
+   * arrives), then open it as `open` does. No block can be written before every layer has arrived:
+   * each block needs every layer's state at its boundary, and the last layer lands last.
+   */
+  static async fromShare (options: ShareWriterOptions): Promise<BlockWriter> {
+    const started = performance.now()
+    checkTokens(options.tokens)
+    checkCaptureTarget(options.sidecar.json, options.target)
+    const spooled = await spoolCapture({ ...options, tokenCount: options.tokens.length, sidecarFingerprint: options.sidecar.fingerprint })
+    const landed = spooled.layerLandedMs
+    return await BlockWriter.create(spooled.dir, options, {
+      spoolMs: performance.now() - started,
+      firstLayer: landed.length > 0 ? Math.min(...landed) : 0,
+      lastLayer: landed.length > 0 ? Math.max(...landed) : 0,
+    }, started)
+  }
+
+  /** The validated manifest. */
+  get manifest (): CaptureManifest {
+    return this.capture.manifest
+  }
+
+  /** Blocks the valid prefix holds: floor(T' / bs). */
+  get blockCount (): number {
+    return this.keys.length
+  }
+
+  /** Blocks put so far. */
+  get blocksWritten (): number {
+    return this.done.length
+  }
+
+  /** Bytes of block data held now (0 between blocks). */
+  get heldBytes (): number {
+    return this.held.current
+  }
+
+  /** The most bytes of block data held at once so far. */
+  get peakHeldBytes (): number {
+    return this.held.peak
+  }
+
+  /** Write the next block and release it; null when every block of the prefix is written. */
+  async writeNext (): Promise<WrittenBlock | null> {
+    if (this.finished) throw new PdBridgeError(`block writer ${this.requestId}: already finalized`)
+    const k = this.done.length
+    if (k >= this.keys.length) return null
+    const { cfg, store, storage } = this.target
+    const bs = store.layout.blockSize
+    const hash = this.keys[k]
+    try {
+      let t = performance.now()
+      const state = await readBlockState(cfg, this.capture.layers, k, bs, this.held)
+      this.held.set('cache', blockCacheBytes(state))
+      this.timings.read += performance.now() - t
+      t = performance.now()
+      const payload = blockPayloadFromState(cfg, state, k, bs, storage)
+      this.held.set('payload', payloadTensorBytes(payload))
+      const digest = payloadDigest(payload)
+      this.timings.build += performance.now() - t
+      t = performance.now()
+      const put = await store.put(hash, payload)
+      this.timings.write += performance.now() - t
+      this.firstBlockAt ??= performance.now()
+      const block: WrittenBlock = { block: k, hash, boundary: (k + 1) * bs, written: put.written, bytes: put.bytes }
+      this.done.push({ ...block, digest })
+      return block
+    } finally {
+      // The block's state and payload go out of scope here; nothing of it is kept but the digest.
+      this.held.clear()
+    }
+  }
+
+  /** Write every remaining block, in order. */
+  async writeAll (): Promise<WrittenBlock[]> {
+    const out: WrittenBlock[] = []
+    for (let b = await this.writeNext(); b !== null; b = await this.writeNext()) out.push(b)
+    return out
+  }
+
+  /**
+   * Drain (write what is left), then re-read every block through the store and check it: it must
+   * be servable (the store's compatibility checks: model, block size, layer types, geometry,
+   * signature), name its own key and the block size as its token count, and its payload (tensors,
+   * meta states with the window offsets, cache types) must have the fingerprint of what was built. Any failure is a
+   * PdBridgeError listing every bad block. Closes the capture files either way.
+   */
+  async finalize (): Promise<BlockWriterReport> {
+    try {
+      await this.writeAll()
+      this.finished = true
+      const t = performance.now()
+      const problems: string[] = []
+      const bs = this.target.store.layout.blockSize
+      for (const b of this.done) {
+        const loaded = await this.target.store.load(b.hash)
+        if (loaded === null) {
+          problems.push(`block ${b.block} (${b.hash}): not servable from the store after the write`)
+          continue
+        }
+        if (loaded.info.hash !== b.hash || loaded.info.tokenCount !== bs) problems.push(`block ${b.block} (${b.hash}): metadata says hash ${loaded.info.hash}, ${loaded.info.tokenCount} tokens`)
+        else if (payloadDigest(loaded.payload) !== b.digest) problems.push(`block ${b.block} (${b.hash}): the stored tensors differ from what was built`)
+      }
+      this.timings.verify = performance.now() - t
+      if (problems.length > 0) throw new PdBridgeError(`block writer ${this.requestId}: ${problems.length} of ${this.done.length} blocks failed verification: ${problems.join('; ')}`)
+      const m = this.capture.manifest
+      const timings: Record<string, number> = { ...this.timings, total: performance.now() - this.started }
+      if (this.spool !== undefined) {
+        timings.spool = this.spool.spoolMs
+        timings.firstLayer = this.spool.firstLayer
+        timings.lastLayer = this.spool.lastLayer
+        if (this.firstBlockAt !== undefined) timings.firstBlockAfterLastLayer = this.firstBlockAt - this.started - this.spool.lastLayer
+      }
+      return {
+        requestId: this.requestId,
+        state: m.state === 'done' ? 'done' : 'partial',
+        tokenCount: m.tokenCount,
+        sealedLength: m.sealedLength,
+        blockSize: bs,
+        blocks: this.done.length,
+        written: this.done.filter((b) => b.written).length,
+        reused: this.done.filter((b) => !b.written).length,
+        verified: this.done.length,
+        bytes: this.done.reduce((a, b) => a + b.bytes, 0),
+        peakHeldBytes: this.held.peak,
+        timings,
+      }
+    } finally {
+      this.finished = true
+      await this.capture.close()
+    }
+  }
+
+  /** Stop without finalizing: close the capture files (blocks already put stay, each complete). */
+  async close (): Promise<void> {
+    this.finished = true
+    await this.capture.close()
+  }
+}
+
+/** Where `streamBlocks` takes the capture from: a local directory, or the share (spooled). */
+export type CaptureSource = { dir: string } | Omit<ShareWriterOptions, keyof BlockWriterOptions>
+
+/** Open, write every block of the valid prefix, finalize: the report. */
+export async function streamBlocks (options: BlockWriterOptions & CaptureSource): Promise<BlockWriterReport> {
+  const writer = 'dir' in options ? await BlockWriter.open(options.dir, options) : await BlockWriter.fromShare(options)
+  return await writer.finalize()
+}

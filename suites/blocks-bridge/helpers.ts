@@ -1,0 +1,124 @@
+// Shared by the bridge-side block suites: the tiny seed-1 checkpoint with a decoder-profile engine
+// and a decoder sidecar exported at block size 256, captures made through a live engine prefill,
+// stores opened as the decoder opens them, and bit comparisons written independently of the code
+// under test.
+import { mkdir, mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { CaptureSession, exportWeights, type CaptureReport, type Sidecar } from '../../src/capture/index.ts'
+import type { CaptureManifest } from '../../src/capture/manifest.ts'
+import { DecoderPrefixCache } from '../../src/decode/prefix-cache/index.ts'
+import { loadCheckpoint, makeCheckpoint, type LoadedCheckpoint } from '../../src/model/checkpoint/index.ts'
+import { DeepseekV4Engine, type ModelCache } from '../../src/model/engine/index.ts'
+
+/** Tokens per block in these suites: prompts of a few hundred tokens span blocks. */
+export const BS = 256
+
+/** The tiny model, its engines and sidecars, under one temporary root. */
+export interface Bench {
+  root: string
+  modelDir: string
+  ckpt: LoadedCheckpoint
+  engine: (profile: string) => DeepseekV4Engine
+  /** The decoder sidecar at block size BS. */
+  sidecar: Sidecar
+  /** A fresh directory path under the root. */
+  scratch: (name: string) => string
+  cleanup: () => Promise<void>
+}
+
+/** Make the tiny checkpoint and the decoder sidecar (block size BS). */
+export async function bench (label: string): Promise<Bench> {
+  const root = await mkdtemp(join(tmpdir(), `pd-bridge-${label}-`))
+  const modelDir = resolve(join(root, 'model'))
+  await makeCheckpoint({ preset: 'tiny', seed: 1, out: modelDir, force: true })
+  const ckpt = await loadCheckpoint(modelDir)
+  const sidecar = await exportWeights({ model: modelDir, profile: 'decoder', out: join(root, 'sidecar'), blockSize: BS })
+  const engines = new Map<string, DeepseekV4Engine>()
+  let n = 0
+  return {
+    root,
+    modelDir,
+    ckpt,
+    sidecar,
+    engine: (profile) => {
+      let e = engines.get(profile)
+      if (e === undefined) engines.set(profile, e = DeepseekV4Engine.fromCheckpoint(ckpt, profile))
+      return e
+    },
+    scratch: (name) => join(root, `${name}-${n++}`),
+    cleanup: async () => await rm(root, { recursive: true, force: true }),
+  }
+}
+
+/** `n` deterministic token ids in [0, 512) (the tiny vocabulary), different per seed. */
+export function prompt (n: number, seed = 1): number[] {
+  let x = (seed * 2654435761) >>> 0
+  return Array.from({ length: n }, () => {
+    x = (Math.imul(x, 1664525) + 1013904223) >>> 0
+    return x >>> 23
+  })
+}
+
+/** The decoder's prefix cache (decoder profile, block size BS) on a fresh store root. */
+export async function openStore (b: Bench, name: string): Promise<DecoderPrefixCache> {
+  return await DecoderPrefixCache.open({ storeRoot: b.scratch(name), modelName: b.modelDir, cfg: b.ckpt.config, profile: 'decoder', blockSize: BS, log: () => {} })
+}
+
+/** A capture made by a live prefill of `profile`'s engine with the session as its hook. */
+export async function capture (b: Bench, tokens: number[], opts: { requestId: string, profile?: string, root?: string, memoryBudgetBytes?: number, maxChunk?: number }): Promise<{ dir: string, root: string, manifest: CaptureManifest, report: CaptureReport }> {
+  const root = opts.root ?? b.scratch('captures')
+  await mkdir(root, { recursive: true })
+  const session = await CaptureSession.start({ sidecar: b.sidecar, captureRoot: root, requestId: opts.requestId, tokenCount: tokens.length, memoryBudgetBytes: opts.memoryBudgetBytes })
+  b.engine(opts.profile ?? 'decoder').prefill(tokens, b.engine(opts.profile ?? 'decoder').newCache(), { logits: 'none', attnInputHook: session.onAttentionInput, maxChunk: opts.maxChunk ?? tokens.length })
+  const manifest = await session.finish()
+  return { dir: session.dir, root, manifest, report: session.report() }
+}
+
+/** Whether two float32 arrays hold the same bits. */
+export function sameBits (a: Float32Array, b: Float32Array): boolean {
+  if (a.length !== b.length) return false
+  const x = new Uint32Array(a.buffer, a.byteOffset, a.length)
+  const y = new Uint32Array(b.buffer, b.byteOffset, b.length)
+  for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return false
+  return true
+}
+
+/** Every array of two caches whose shape or bits differ (empty when identical), and the token counts. */
+export function cacheDifferences (a: ModelCache, b: ModelCache): string[] {
+  const out: string[] = []
+  if (a.tokenCount !== b.tokenCount) out.push(`tokenCount ${a.tokenCount} vs ${b.tokenCount}`)
+  const ta = a.tensors('x')
+  const tb = b.tensors('x')
+  for (const name of new Set([...ta.keys(), ...tb.keys()])) {
+    const x = ta.get(name)
+    const y = tb.get(name)
+    if (x === undefined || y === undefined) out.push(`${name} only in one`)
+    else if (x.shape.join(',') !== y.shape.join(',')) out.push(`${name} shape [${x.shape}] vs [${y.shape}]`)
+    else if (x.dtype === 'I64' || y.dtype === 'I64') {
+      if (x.data[0] !== y.data[0]) out.push(`${name} ${x.data[0]} vs ${y.data[0]}`)
+    } else if (!sameBits(x.data, y.data as Float32Array)) out.push(`${name} bits differ`)
+  }
+  return out
+}
+
+/** Argmax (lowest id on ties). */
+export function argmax (v: Float32Array): number {
+  let best = 0
+  for (let i = 1; i < v.length; i++) if (v[i] > v[best]) best = i
+  return best
+}
+
+/** k greedy steps from `logits` on `cache`: the tokens and every step's logits (the first included). */
+export function greedySteps (engine: DeepseekV4Engine, cache: ModelCache, logits: Float32Array, k: number): { tokens: number[], logits: Float32Array[] } {
+  const tokens: number[] = []
+  const all: Float32Array[] = [logits]
+  let current = logits
+  for (let i = 0; i < k; i++) {
+    const next = argmax(current)
+    tokens.push(next)
+    current = engine.decode(next, cache)
+    all.push(current)
+  }
+  return { tokens, logits: all }
+}
