@@ -6,6 +6,7 @@ import { decoderCommand } from './decoder.ts'
 import { diffStateCommand } from './diff-state.ts'
 import { dumpCommand } from './dump.ts'
 import { exportWeightsCommand } from './export-weights.ts'
+import { frontCommand } from './front.ts'
 import { inspectCommand } from './inspect.ts'
 import { makeCheckpointCommand } from './make-checkpoint.ts'
 import { poolCommand } from './pool.ts'
@@ -22,6 +23,7 @@ export const commands: Command[] = [
   prefillEngineCommand,
   shareCommand,
   decoderCommand,
+  frontCommand,
   verifyBlocksCommand,
   diffStateCommand,
   cacheCommand,

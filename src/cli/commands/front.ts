@@ -1,0 +1,61 @@
+// `pd-bridge front`: the front door. Reads the config (file + PD_* variables), prints one JSON
+// ready line with the URL on stdout, logs pino JSON lines to log.file (or stderr), and serves
+// until SIGINT or SIGTERM.
+import { Command } from 'commander'
+import pino from 'pino'
+import { loadFrontConfig } from '../../config/index.ts'
+import { ConfigError } from '../../errors.ts'
+import { startFrontDoor } from '../../front/index.ts'
+
+function parsePort (text: string): number {
+  if (!/^\d{1,5}$/.test(text) || Number(text) > 65535) throw new ConfigError('--port', `${JSON.stringify(text)} is not a TCP port (0..65535)`)
+  return Number(text)
+}
+
+/** The front command. */
+export const frontCommand = new Command('front')
+  .description('run the OpenAI-compatible front door: route, bridge cold long prompts through the prefill engine, fall back to the decoder, report a verdict')
+  .option('--config <file>', 'the JSON config file (docs/configuration.md); PD_* variables override it')
+  .option('--port <n>', 'listen on this port (overrides listen.port and PD_PORT; 0 for any free one)', parsePort)
+  .option('--host <host>', 'listen on this interface (overrides listen.host and PD_HOST)')
+  .action(async (opts: { config?: string, port?: number, host?: string }) => {
+    const loaded = await loadFrontConfig({ file: opts.config })
+    const config = loaded.config
+    if (opts.port !== undefined) config.listen.port = opts.port
+    if (opts.host !== undefined) config.listen.host = opts.host
+    const destination = config.log.file === undefined ? pino.destination({ fd: 2, sync: true }) : pino.destination({ dest: config.log.file, mkdir: true, sync: true })
+    const logger = pino({ level: config.log.level, base: { pid: process.pid, component: 'front' }, timestamp: pino.stdTimeFunctions.isoTime }, destination)
+    const front = await startFrontDoor({ config, logger })
+    const ready = {
+      event: 'ready',
+      url: front.url,
+      pid: process.pid,
+      config: loaded.file ?? null,
+      env: loaded.env,
+      decoder: config.decoder.url,
+      prefill: config.prefill.url ?? null,
+      share: config.share.url ?? null,
+      capture_dir: config.capture.dir ?? null,
+      block_size: config.decoder.blockSize,
+      routing: config.routing,
+    }
+    logger.info(ready, 'front door ready')
+    process.stdout.write(JSON.stringify(ready) + '\n')
+    await new Promise<void>((resolve) => {
+      const stop = (signal: NodeJS.Signals): void => {
+        process.off('SIGINT', stop)
+        process.off('SIGTERM', stop)
+        // A second signal while closing means "now".
+        process.once('SIGINT', () => process.exit(130))
+        process.once('SIGTERM', () => process.exit(143))
+        logger.info({ event: 'shutdown', signal }, `${signal}, closing`)
+        front.close().then(resolve, (err: unknown) => {
+          logger.error({ err }, 'close failed')
+          resolve()
+        })
+      }
+      process.on('SIGINT', stop)
+      process.on('SIGTERM', stop)
+    })
+    logger.info({ event: 'closed' }, 'front door closed')
+  })

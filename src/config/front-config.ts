@@ -1,0 +1,114 @@
+// The front door's deployment config: where every link lives (decoder, prefill engine, share,
+// store, sidecar, model), the routing thresholds, the bridge queue, the stage deadlines and the
+// log. One JSON file validated with zod (unknown keys refused, so a typo is an error, not a
+// silently ignored setting), then PD_* environment overrides (env.ts).
+import { z } from 'zod'
+
+const int = (min: number) => z.int().min(min).max(Number.MAX_SAFE_INTEGER)
+const ms = int(1)
+const path = z.string().min(1, 'must not be empty')
+const url = z.string().min(1, 'must not be empty').refine((u) => {
+  try {
+    const p = new URL(u)
+    return (p.protocol === 'http:' || p.protocol === 'https:') && p.search === '' && p.hash === ''
+  } catch {
+    return false
+  }
+}, 'must be an http(s) URL without query or fragment, e.g. http://127.0.0.1:8011')
+
+/** Stage deadlines in milliseconds. */
+const deadlinesSchema = z.strictObject({
+  /** Waiting in the bridge queue before the bridge starts. */
+  queueMs: ms.default(600_000),
+  /** POST /v1/prefill until the engine accepts (202). */
+  submitMs: ms.default(10_000),
+  /** From the submit to the last capture layer delivered: the engine's prefill and the transfer. */
+  captureMs: ms.default(1_800_000),
+  /** From the last layer delivered to every block written and verified. */
+  writeMs: ms.default(600_000),
+  /** POST /v1/cache/rescan on the decoder. */
+  rescanMs: ms.default(30_000),
+  /** The whole bridge, queue wait excluded. */
+  bridgeMs: ms.default(3_600_000),
+  /** Forwarded request until the decoder's response headers. */
+  decoderHeadersMs: ms.default(1_800_000),
+  /** Silence allowed between two pieces of a decoder response body. */
+  decoderIdleMs: ms.default(600_000),
+  /** One link check (/health) and one engine status poll. */
+  linkMs: ms.default(3_000),
+  /** Consecutive failed engine status polls (one per pollMs) before the engine counts as down. */
+  engineDownPolls: int(1).default(8),
+  /** Wait between engine status polls and manifest polls while a capture runs. */
+  pollMs: ms.default(250),
+})
+
+/** The front door's config after validation and defaults. */
+export const frontConfigSchema = z.strictObject({
+  listen: z.strictObject({
+    host: z.string().min(1).default('127.0.0.1'),
+    /** 0 picks a free port (the ready line says which). */
+    port: int(0).max(65535).default(8012),
+  }).prefault({}),
+  decoder: z.strictObject({
+    /** The decoder's OpenAI base URL (without /v1). */
+    url,
+    /** The decoder's checkpoint directory: config.json and tokenizer.json (the template prompts are tokenized with). */
+    model: path.optional(),
+    /** The model name in the decoder's block keys and /v1/models; default: asked from the decoder. */
+    modelName: z.string().min(1).optional(),
+    /** The decoder's numerics profile (part of the store geometry). */
+    profile: z.string().min(1).default('decoder'),
+    /** The decoder's block store root (on this machine). */
+    cacheDir: path.optional(),
+    /** Tokens per block; must equal the decoder's and the sidecar's. */
+    blockSize: int(1).default(2048),
+  }),
+  prefill: z.strictObject({
+    /** The prefill engine's base URL; absent: bridging is off. */
+    url: url.optional(),
+    /** Capture memory budget sent with every prefill request; absent: the engine's default. */
+    memoryBudgetBytes: int(1).optional(),
+  }).prefault({}),
+  share: z.strictObject({
+    /** The capture share's base URL; absent: captures are read from capture.dir on this machine. */
+    url: url.optional(),
+  }).prefault({}),
+  capture: z.strictObject({
+    /** The prefill engine's capture root, when it is on this machine's file system (used without a share). */
+    dir: path.optional(),
+    /** Where streamed captures are spooled while blocks are written; default a temporary directory. */
+    spoolDir: path.optional(),
+  }).prefault({}),
+  /** The decoder's sidecar directory (export-weights): its fingerprint and block size are checked. */
+  sidecar: path.optional(),
+  routing: z.strictObject({
+    /** Prompts shorter than this go straight to the decoder. */
+    minTokens: int(1).default(1024),
+    /** Prompts with fewer uncached tokens than this go straight to the decoder. */
+    minTail: int(0).default(256),
+    /** Envelope guard: prompts longer than this are never bridged. */
+    maxBridgeTokens: int(1).default(262_144),
+  }).prefault({}),
+  queue: z.strictObject({
+    /** Bridges that may wait behind the running one. */
+    maxWaiting: int(0).default(4),
+    /** A request that finds the queue full: served natively (`native`) or refused with 429 (`reject`). */
+    whenFull: z.enum(['native', 'reject']).default('native'),
+  }).prefault({}),
+  deadlines: deadlinesSchema.prefault({}),
+  limits: z.strictObject({
+    /** Largest request body; larger is a 413. */
+    maxBodyBytes: int(1).default(4 * 1024 * 1024),
+  }).prefault({}),
+  log: z.strictObject({
+    /** pino JSON lines go here (created with its directory); absent: stderr. */
+    file: path.optional(),
+    level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  }).prefault({}),
+})
+
+/** The validated front door config. */
+export type FrontConfig = z.output<typeof frontConfigSchema>
+
+/** Stage deadlines (FrontConfig['deadlines']). */
+export type FrontDeadlines = FrontConfig['deadlines']

@@ -1,0 +1,87 @@
+// Talking to the links (decoder, prefill engine, share) over HTTP with undici: every call has a
+// deadline, and every failure becomes a sentence that names the link and what went wrong
+// (connection refused, no answer within N ms, a status and its message).
+import { request, type Dispatcher } from 'undici'
+import { PdBridgeError } from '../errors.ts'
+
+/** A link call that failed: `link` names it (`prefill engine`), `problem` says how. */
+export class LinkError extends PdBridgeError {
+  override name = 'LinkError'
+  constructor (readonly link: string, readonly url: string, readonly problem: string, readonly status?: number) {
+    super(`${link} (${url}): ${problem}`)
+  }
+}
+
+/** A JSON answer. */
+export interface JsonAnswer {
+  status: number
+  headers: Record<string, string | string[] | undefined>
+  /** The parsed body, or the text when it is not JSON. */
+  body: unknown
+}
+
+/** Why a request to a link failed, in words. */
+export function describeFailure (e: unknown, timeoutMs: number): string {
+  const err = e as { code?: string, name?: string, message?: string, cause?: { code?: string } }
+  const code = err?.code ?? err?.cause?.code
+  if (code === 'ECONNREFUSED') return 'connection refused (is it running?)'
+  if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET') return 'the connection was reset'
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'the host name does not resolve'
+  if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || err?.name === 'TimeoutError') return `no answer within ${timeoutMs} ms`
+  if (err?.name === 'AbortError') return 'aborted'
+  return err?.message ?? String(e)
+}
+
+/** The `error.message` of an OpenAI-style error body, or a short piece of the text. */
+export function errorMessageOf (body: unknown): string {
+  if (typeof body === 'object' && body !== null) {
+    const error = (body as { error?: unknown }).error
+    if (typeof error === 'object' && error !== null && typeof (error as { message?: unknown }).message === 'string') return (error as { message: string }).message
+    if (typeof error === 'string') return error
+  }
+  const text = typeof body === 'string' ? body : JSON.stringify(body)
+  return text.length > 200 ? text.slice(0, 200) + '...' : text
+}
+
+/** Options of `callJson`. */
+export interface CallOptions {
+  method?: Dispatcher.HttpMethod
+  /** Sent as JSON. */
+  json?: unknown
+  /** The whole call (headers and body) must finish within this. */
+  timeoutMs: number
+  signal?: AbortSignal
+}
+
+/**
+ * One JSON call to `link` at `url`: resolves with any status (the caller judges it), rejects with
+ * LinkError when the link cannot be reached or does not answer within `timeoutMs`.
+ */
+export async function callJson (link: string, url: string, options: CallOptions): Promise<JsonAnswer> {
+  const timeout = AbortSignal.timeout(options.timeoutMs)
+  const signal = options.signal === undefined ? timeout : AbortSignal.any([timeout, options.signal])
+  try {
+    const res = await request(url, {
+      method: options.method ?? 'GET',
+      headers: options.json === undefined ? { accept: 'application/json' } : { accept: 'application/json', 'content-type': 'application/json' },
+      body: options.json === undefined ? undefined : JSON.stringify(options.json),
+      signal,
+    })
+    const text = await res.body.text()
+    let body: unknown = text
+    try {
+      body = JSON.parse(text)
+    } catch {
+      // Not JSON: the caller sees the text.
+    }
+    return { status: res.statusCode, headers: res.headers, body }
+  } catch (e) {
+    if (options.signal?.aborted === true && !timeout.aborted) throw new LinkError(link, url, 'aborted')
+    throw new LinkError(link, url, describeFailure(timeout.aborted ? { name: 'TimeoutError' } : e, options.timeoutMs))
+  }
+}
+
+/** Join a base URL and a path (`/v1/prefill`) without doubling slashes. */
+export function joinUrl (base: string, path: string): string {
+  return base.replace(/\/+$/, '') + path
+}

@@ -1,0 +1,59 @@
+// Checking each link the front door depends on: the decoder, the prefill engine and the share
+// answer /health within the link deadline. What they say about themselves (the decoder's model,
+// block size and geometry; the engine's sidecar fingerprint) is kept for the geometry checks.
+import { callJson, joinUrl, LinkError } from './http.ts'
+
+/** One link's state, as /health shows it. */
+export interface LinkState {
+  ok: boolean
+  url: string
+  /** Round trip in ms. */
+  ms: number
+  error?: string
+  /** The link's /health body when it answered 200 with JSON. */
+  health?: Record<string, unknown>
+}
+
+function isRecord (v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v)
+}
+
+/** GET `<url>/health` of `link`: ok on a 200 (with the body kept when it is a JSON object). */
+export async function checkLink (link: string, url: string, timeoutMs: number): Promise<LinkState> {
+  const t0 = performance.now()
+  try {
+    const a = await callJson(link, joinUrl(url, '/health'), { timeoutMs })
+    const ms = Math.round(performance.now() - t0)
+    if (a.status !== 200) return { ok: false, url, ms, error: `${link} /health answered ${a.status}` }
+    return { ok: true, url, ms, ...(isRecord(a.body) ? { health: a.body } : {}) }
+  } catch (e) {
+    return { ok: false, url, ms: Math.round(performance.now() - t0), error: e instanceof LinkError ? e.message : String(e) }
+  }
+}
+
+/** What the decoder says about itself in /health (fields our embedded decoder reports; others may not). */
+export interface DecoderFacts {
+  model?: string
+  profile?: string
+  blockSize?: number
+  geometryFingerprint?: string
+}
+
+/** Read the decoder's facts from its /health body. */
+export function decoderFacts (health: Record<string, unknown> | undefined): DecoderFacts {
+  if (health === undefined) return {}
+  const cache = isRecord(health.cache) ? health.cache : undefined
+  return {
+    model: typeof health.model === 'string' ? health.model : undefined,
+    profile: typeof health.profile === 'string' ? health.profile : undefined,
+    blockSize: typeof cache?.block_size === 'number' ? cache.block_size : undefined,
+    geometryFingerprint: typeof health.geometry_fingerprint === 'string' ? health.geometry_fingerprint : undefined,
+  }
+}
+
+/** The model ids the decoder lists in /v1/models (empty when it lists none or cannot be asked). */
+export async function decoderModelIds (url: string, timeoutMs: number): Promise<string[]> {
+  const a = await callJson('decoder', joinUrl(url, '/v1/models'), { timeoutMs })
+  if (a.status !== 200 || !isRecord(a.body) || !Array.isArray(a.body.data)) return []
+  return a.body.data.flatMap((m) => isRecord(m) && typeof m.id === 'string' ? [m.id] : [])
+}

@@ -1,0 +1,108 @@
+// The bridge queue: bridge work for one decoder runs one at a time (each bridge writes into the
+// decoder's store and asks the one prefill engine), at most `maxWaiting` wait behind the running
+// one, and a waiter gives up after a deadline or when its client goes away. Requests that are not
+// bridged never enter it, so they are never blocked behind a long bridge.
+import { PdBridgeError } from '../errors.ts'
+
+/** The queue had no room. */
+export class QueueFull extends PdBridgeError {
+  override name = 'QueueFull'
+  constructor (readonly waiting: number) {
+    super(`the bridge queue is full (${waiting} waiting behind the running bridge)`)
+  }
+}
+
+/** A waiter that left before its turn: `why` is 'deadline' or 'aborted'. */
+export class QueueLeft extends PdBridgeError {
+  override name = 'QueueLeft'
+  constructor (readonly why: 'deadline' | 'aborted', readonly waitedMs: number) {
+    super(why === 'deadline' ? `waited ${Math.round(waitedMs)} ms in the bridge queue without getting a turn` : 'the client went away while the bridge was queued')
+  }
+}
+
+/** Counters and the current state. */
+export interface QueueView {
+  running: boolean
+  waiting: number
+  maxWaiting: number
+  /** Bridges run to the end (either way), refused for room, left while waiting. */
+  ran: number
+  full: number
+  left: number
+}
+
+interface Waiter {
+  start: () => void
+  leave: (why: QueueLeft) => void
+}
+
+/** A FIFO of bridge tasks, one running at a time. */
+export class BridgeQueue {
+  private busy = false
+  private readonly waiters: Waiter[] = []
+  private counts = { ran: 0, full: 0, left: 0 }
+
+  constructor (readonly maxWaiting: number) {}
+
+  /** The state, for /health. */
+  get view (): QueueView {
+    return { running: this.busy, waiting: this.waiters.length, maxWaiting: this.maxWaiting, ...this.counts }
+  }
+
+  /**
+   * Run `task` when its turn comes. Throws QueueFull at once when `maxWaiting` already wait, and
+   * QueueLeft when `waitMs` pass or `signal` aborts before the turn. Resolves with the task's
+   * result (waitedMs: the time spent waiting).
+   */
+  async run<T> (task: () => Promise<T>, waitMs: number, signal?: AbortSignal): Promise<{ result: T, waitedMs: number }> {
+    const t0 = performance.now()
+    if (this.busy) {
+      if (this.waiters.length >= this.maxWaiting) {
+        this.counts.full++
+        throw new QueueFull(this.waiters.length)
+      }
+      await this.wait(waitMs, signal, t0)
+    }
+    this.busy = true
+    const waitedMs = performance.now() - t0
+    try {
+      return { result: await task(), waitedMs }
+    } finally {
+      this.counts.ran++
+      this.next()
+    }
+  }
+
+  private wait (waitMs: number, signal: AbortSignal | undefined, t0: number): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const waiter: Waiter = {
+        start: () => {
+          cleanup()
+          resolve()
+        },
+        leave: (why) => {
+          cleanup()
+          const at = this.waiters.indexOf(waiter)
+          if (at >= 0) this.waiters.splice(at, 1)
+          this.counts.left++
+          reject(why)
+        },
+      }
+      const timer = setTimeout(() => waiter.leave(new QueueLeft('deadline', performance.now() - t0)), waitMs)
+      const onAbort = (): void => waiter.leave(new QueueLeft('aborted', performance.now() - t0))
+      const cleanup = (): void => {
+        clearTimeout(timer)
+        signal?.removeEventListener('abort', onAbort)
+      }
+      signal?.addEventListener('abort', onAbort, { once: true })
+      this.waiters.push(waiter)
+      if (signal?.aborted === true) onAbort()
+    })
+  }
+
+  private next (): void {
+    const waiter = this.waiters.shift()
+    if (waiter === undefined) this.busy = false
+    else waiter.start()
+  }
+}

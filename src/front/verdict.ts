@@ -1,0 +1,60 @@
+// The verdict every response through the front door carries: `complete`, `partial B/T` or
+// `declined: <reason>`. A bridged verdict is only ever given after the decoder confirmed it used
+// the bridged blocks (cached_tokens), so a native fallback can never be recorded as bridged.
+
+/** The response header that carries the verdict. */
+export const VERDICT_HEADER = 'x-pd-bridge'
+
+/** What happened to one request. */
+export type Verdict =
+  | { kind: 'complete', bridgedTokens: number, promptTokens: number }
+  | { kind: 'partial', bridgedTokens: number, promptTokens: number }
+  | { kind: 'declined', reason: string }
+
+/** A declined verdict. */
+export function declined (reason: string): Verdict {
+  return { kind: 'declined', reason }
+}
+
+/** The verdict as text: `complete`, `partial B/T` or `declined: <reason>`. */
+export function verdictText (v: Verdict): string {
+  if (v.kind === 'complete') return 'complete'
+  if (v.kind === 'partial') return `partial ${v.bridgedTokens}/${v.promptTokens}`
+  return `declined: ${v.reason}`
+}
+
+/** Longest header value sent; a reason past it is cut (the JSON field keeps it whole). */
+export const MAX_HEADER_CHARS = 400
+
+/**
+ * The verdict as a header value: visible ASCII and spaces only (a reason quoting a file name or a
+ * message with a newline must not break the response), at most MAX_HEADER_CHARS.
+ */
+export function verdictHeader (v: Verdict): string {
+  // eslint-disable-next-line no-control-regex
+  const clean = verdictText(v).replace(/[^\x20-\x7e]/g, '?')
+  return clean.length <= MAX_HEADER_CHARS ? clean : clean.slice(0, MAX_HEADER_CHARS - 3) + '...'
+}
+
+/** What the bridge achieved for a request, before the decoder confirms it. */
+export interface BridgedPlan {
+  /** done: every full block the decoder can use; partial: a memory budget sealed a shorter prefix. */
+  state: 'done' | 'partial'
+  /** Tokens in the bridged blocks (B). */
+  bridgedTokens: number
+  /** The prompt's tokens (T). */
+  promptTokens: number
+}
+
+/**
+ * The final verdict of a bridged request from what the decoder reported: `cached` must cover the
+ * bridged tokens, or the decoder prefilled them itself and the request is declined, whatever the
+ * bridge did. Undefined `cached` (the decoder said nothing) cannot confirm anything either.
+ */
+export function confirmBridge (plan: BridgedPlan, cached: number | undefined): Verdict {
+  if (cached === undefined) return declined(`unconfirmed: the decoder reported no cached_tokens, so the ${plan.bridgedTokens} bridged tokens cannot be shown to have been used`)
+  if (cached < plan.bridgedTokens) return declined(`the decoder reported cached_tokens ${cached}, fewer than the ${plan.bridgedTokens} bridged tokens: it prefilled them itself`)
+  return plan.state === 'done'
+    ? { kind: 'complete', bridgedTokens: plan.bridgedTokens, promptTokens: plan.promptTokens }
+    : { kind: 'partial', bridgedTokens: plan.bridgedTokens, promptTokens: plan.promptTokens }
+}
