@@ -7,6 +7,7 @@ import { diffStateCommand } from './diff-state.ts'
 import { dumpCommand } from './dump.ts'
 import { exportWeightsCommand } from './export-weights.ts'
 import { frontCommand } from './front.ts'
+import { gateCommand } from './gate.ts'
 import { inspectCommand } from './inspect.ts'
 import { makeCheckpointCommand } from './make-checkpoint.ts'
 import { poolCommand } from './pool.ts'
@@ -24,6 +25,7 @@ export const commands: Command[] = [
   shareCommand,
   decoderCommand,
   frontCommand,
+  gateCommand,
   verifyBlocksCommand,
   diffStateCommand,
   cacheCommand,
