@@ -1,0 +1,83 @@
+// `pd-bridge gate`: the window-change gate (docs/window-gate.md). Reads the four places the window
+// lives in, compares their effective rope tables bit for bit, checks every limit sized against the
+// window, the decoder's store and the seed ledger, and runs the hook against the decoder above the
+// native window. Prints the report with a one-line verdict last; exit 0 only when it passes.
+import { Command } from 'commander'
+import { PdBridgeError } from '../../errors.ts'
+import { renderReport, runGate } from '../../gate/index.ts'
+
+interface GateFlags {
+  launch: string
+  prefillConfig: string
+  sidecar?: string
+  decoderConfig?: string
+  config?: string
+  decoderModel?: string
+  store?: string
+  modelName?: string
+  fix?: boolean
+  ledger?: string
+  document?: string[]
+  native: boolean
+  nativeTokens?: string
+  seed?: string
+  angleThreshold?: string
+  reportDir: string
+  report: boolean
+}
+
+function positiveInt (flag: string, text: string | undefined): number | undefined {
+  if (text === undefined) return undefined
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(Number(text)) || Number(text) < 1) throw new PdBridgeError(`${flag} must be a positive integer, got ${JSON.stringify(text)}`)
+  return Number(text)
+}
+
+function positiveNumber (flag: string, text: string | undefined): number | undefined {
+  if (text === undefined) return undefined
+  const n = Number(text)
+  if (text.trim() === '' || !Number.isFinite(n) || n <= 0) throw new PdBridgeError(`${flag} must be a positive number, got ${JSON.stringify(text)}`)
+  return n
+}
+
+/** The gate command. */
+export const gateCommand = new Command('gate')
+  .description('the window-change gate: the four places (launch parameters, prefill config, sidecar, decoder config) must imply bit-identical rope tables; limits sized against the window, the store\'s block geometry and reused seeds are checked; the hook must match the decoder bit for bit above the native window. Exit 0 only when everything passes')
+  .requiredOption('--launch <file>', 'launch parameters: env file (PD_MAX_MODEL_LEN=..., comments allowed) or a JSON object of the same keys')
+  .requiredOption('--prefill-config <file>', 'the prefill node\'s config.json (or its checkpoint directory)')
+  .option('--sidecar <dir>', 'the sidecar directory (sidecar.json + weights.safetensors); default: the --config\'s sidecar')
+  .option('--decoder-config <file>', 'the decoder\'s config.json (or its checkpoint directory); default: the --config\'s decoder.model')
+  .option('--config <file>', 'the front door\'s deployment config (JSON): its bridge cap, block size, profile, capture budget and deadlines are checked too, and its paths fill --sidecar, --decoder-config, --store and --model-name')
+  .option('--decoder-model <dir>', 'the decoder\'s checkpoint for the bridge-vs-native check (default: the directory of --decoder-config)')
+  .option('--store <dir>', 'the decoder\'s block store: blocks of another geometry are counted')
+  .option('--model-name <name>', 'only count store blocks of this model name (a shared store)')
+  .option('--fix', 'move store blocks of another geometry into <store>/_quarantine/ (rename, never delete)')
+  .option('--ledger <file>', 'a seed ledger: documents cached under another geometry')
+  .option('--document <file...>', 'token files (JSON array, or ids separated by blanks/commas) to check against the ledger')
+  .option('--no-native', 'skip the bridge-vs-native check (reported as skipped)')
+  .option('--native-tokens <n>', 'prompt length of the bridge-vs-native check (default: the original window plus max(64, original/16))')
+  .option('--seed <n>', 'its prompt seed (default: a fresh random seed)')
+  .option('--angle-threshold <rad>', 'report where the angle error first exceeds this (radians, default 0.1)')
+  .option('--report-dir <dir>', 'where report.md, report.json and the SVG plots go', 'window-gate-report')
+  .option('--no-report', 'write no report files')
+  .action(async (flags: GateFlags) => {
+    const report = await runGate({
+      launch: flags.launch,
+      prefillConfig: flags.prefillConfig,
+      sidecar: flags.sidecar,
+      decoderConfig: flags.decoderConfig,
+      config: flags.config,
+      decoderModel: flags.decoderModel,
+      store: flags.store,
+      modelName: flags.modelName,
+      fix: flags.fix === true,
+      ledger: flags.ledger,
+      documents: flags.document,
+      native: flags.native,
+      nativeTokens: positiveInt('--native-tokens', flags.nativeTokens),
+      seed: positiveInt('--seed', flags.seed),
+      angleThreshold: positiveNumber('--angle-threshold', flags.angleThreshold),
+      reportDir: flags.report ? flags.reportDir : undefined,
+    })
+    process.stdout.write(renderReport(report))
+    if (!report.verdict.pass) process.exitCode = 1
+  })
