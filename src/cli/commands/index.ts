@@ -3,7 +3,9 @@
 import type { Command } from 'commander'
 import { cacheCommand } from './cache.ts'
 import { decoderCommand } from './decoder.ts'
+import { demoCommand } from './demo.ts'
 import { diffStateCommand } from './diff-state.ts'
+import { doctorCommand } from './doctor.ts'
 import { dumpCommand } from './dump.ts'
 import { exportWeightsCommand } from './export-weights.ts'
 import { frontCommand } from './front.ts'
@@ -12,6 +14,7 @@ import { inspectCommand } from './inspect.ts'
 import { makeCheckpointCommand } from './make-checkpoint.ts'
 import { poolCommand } from './pool.ts'
 import { prefillEngineCommand } from './prefill-engine.ts'
+import { serveCommand } from './serve.ts'
 import { shareCommand } from './share.ts'
 import { verifyBlocksCommand } from './verify-blocks.ts'
 
@@ -25,6 +28,9 @@ export const commands: Command[] = [
   shareCommand,
   decoderCommand,
   frontCommand,
+  serveCommand,
+  demoCommand,
+  doctorCommand,
   gateCommand,
   verifyBlocksCommand,
   diffStateCommand,

@@ -1,0 +1,75 @@
+// `pd-bridge serve`: with no config, the embedded default (checkpoint, sidecar, prefill engine,
+// share, decoder and front door on 127.0.0.1); with --config, the front door alone for a
+// deployment whose engines run elsewhere. Either way every process is a supervised child with its
+// own log, and Ctrl-C stops them all.
+import { Command } from 'commander'
+import pino from 'pino'
+import { ConfigError } from '../../errors.ts'
+import { isPresetName, PRESET_NAMES, type PresetName } from '../../model/checkpoint/index.ts'
+import { describeStackEvent } from '../../stack/describe.ts'
+import { EMBEDDED_DEFAULTS, EMBEDDED_PREFILL_PROFILE, startEmbeddedStack, type StackEvent } from '../../stack/embedded.ts'
+import { startFrontOnly } from '../../stack/front-only.ts'
+import { resolveStateDir } from '../../stack/state-dir.ts'
+import { runUntilStopped } from '../../stack/until-stopped.ts'
+
+/** A decimal integer flag in [min, max]. */
+export function integerOption (flag: string, min: number, max = Number.MAX_SAFE_INTEGER): (text: string) => number {
+  return (text) => {
+    if (!/^\d{1,16}$/.test(text) || Number(text) < min || Number(text) > max) {
+      throw new ConfigError(flag, `${JSON.stringify(text)} is not an integer in [${min}, ${max}]`)
+    }
+    return Number(text)
+  }
+}
+
+/** --preset's value, checked. */
+export function presetOption (text: string): PresetName {
+  if (!isPresetName(text)) throw new ConfigError('--preset', `unknown preset ${JSON.stringify(text)}, expected one of ${PRESET_NAMES.join(', ')}`)
+  return text
+}
+
+interface ServeOptions {
+  config?: string
+  stateDir?: string
+  preset: PresetName
+  seed: number
+  blockSize: number
+  prefillProfile: string
+  host: string
+  port: number
+}
+
+/** The serve command. */
+export const serveCommand = new Command('serve')
+  .description('run the bridge: with no --config the embedded default (makes or reuses the checkpoint and sidecar, starts prefill engine, share, decoder and front door on 127.0.0.1); with --config the front door for that deployment. Ctrl-C stops everything')
+  .option('--config <file>', 'a front door config (docs/configuration.md): serve only the front door, for engines that run elsewhere')
+  .option('--state-dir <dir>', 'checkpoint, sidecar, captures, block store and logs (default $PD_STATE_DIR or ~/.cache/pd-bridge)')
+  .option('--preset <name>', `embedded model: ${PRESET_NAMES.join(' | ')}`, presetOption, EMBEDDED_DEFAULTS.preset)
+  .option('--seed <n>', 'seed of the embedded checkpoint', integerOption('--seed', 0, 2 ** 32 - 1), EMBEDDED_DEFAULTS.seed)
+  .option('--block-size <n>', 'tokens per decoder block (a multiple of 128)', integerOption('--block-size', 1), EMBEDDED_DEFAULTS.blockSize)
+  .option('--prefill-profile <name>', 'numerics profile of the embedded prefill engine (default: the decoder\'s)', EMBEDDED_PREFILL_PROFILE)
+  .option('--host <host>', 'interface of the embedded front door', EMBEDDED_DEFAULTS.host)
+  .option('--port <n>', 'port of the embedded front door, 0 for any free one', integerOption('--port', 0, 65535), EMBEDDED_DEFAULTS.port)
+  .action(async (opts: ServeOptions) => {
+    const stateDir = resolveStateDir(opts.stateDir)
+    const logger = pino({ base: { pid: process.pid, name: 'serve' }, timestamp: pino.stdTimeFunctions.isoTime },
+      pino.destination({ dest: `${stateDir}/logs/serve.log`, mkdir: true, sync: true }))
+    const say = (line: string): void => { process.stderr.write(`pd-bridge serve: ${line}\n`) }
+    const onEvent = (e: StackEvent): void => {
+      logger.info({ event: e }, e.kind)
+      const line = describeStackEvent(e)
+      if (line !== undefined) say(line)
+    }
+    const running = opts.config !== undefined
+      ? await startFrontOnly({ config: opts.config, stateDir, onEvent })
+      : await startEmbeddedStack({ stateDir, preset: opts.preset, seed: opts.seed, blockSize: opts.blockSize, prefillProfile: opts.prefillProfile, host: opts.host, port: opts.port, onEvent })
+    process.stdout.write(JSON.stringify({ event: 'ready', url: running.urls.front, pid: process.pid, state_dir: stateDir, logs: running.logDir, ...running.urls }) + '\n')
+    say(`ready: point any OpenAI client at ${running.urls.front}/v1 (logs in ${running.logDir}); Ctrl-C stops everything`)
+    const reason = await runUntilStopped(running.supervisor, running.stop, (r) => {
+      logger.info({ reason: r }, 'stopping')
+      say(r.kind === 'signal' ? `${r.signal}: stopping every process` : `${r.message}\nstopping every process`)
+    })
+    logger.info({ reason }, 'stopped')
+    say('stopped')
+    if (reason.kind === 'died') process.exitCode = 1
+  })

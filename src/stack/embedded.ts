@@ -1,0 +1,202 @@
+// The embedded default: everything the bridge needs on one machine, each part a child process on
+// 127.0.0.1 with port 0, wired through the URLs their ready lines print. Order: the files
+// (checkpoint, sidecar), then prefill engine, share and decoder together (they need nothing from
+// each other), then the front door, whose config names the other three.
+import { mkdir, rm, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { ENV_OVERRIDES } from '../config/index.ts'
+import { presetConfig, type PresetName } from '../model/checkpoint/index.ts'
+import { ensureCheckpoint, ensureSidecar, type CheckpointAsset, type SidecarAsset } from './assets.ts'
+import { StackError } from './errors.ts'
+import { isAlive, readStackRecord, removeStackRecord, writeStackRecord, type StackRecord } from './record.ts'
+import { cacheDirFor, stackPaths, type StackPaths } from './state-dir.ts'
+import { Supervisor, type SupervisorEvent } from './supervisor.ts'
+
+/** The decoder's numerics profile in the embedded default (the sidecar is exported under it). */
+export const EMBEDDED_DECODER_PROFILE = 'decoder'
+
+/**
+ * The prefill engine's profile in the embedded default: the decoder's own. The capture hook always
+ * pools with the decoder's weights and arithmetic (the sidecar), but the attention inputs it pools
+ * come from the prefill engine's forward; under the same profile they are the decoder's bit for
+ * bit, so the bridged blocks and answers can be checked for identity. Under `prefill` (FP8 block
+ * weights, another matmul order) they differ by rounding from layer 1 on, and so do the blocks.
+ */
+export const EMBEDDED_PREFILL_PROFILE = 'decoder'
+
+/** Defaults of the embedded stack. */
+export const EMBEDDED_DEFAULTS = {
+  preset: 'tiny' as PresetName,
+  seed: 1,
+  /** Small blocks, so a prompt of a couple of thousand tokens on tiny spans several. */
+  blockSize: 256,
+  host: '127.0.0.1',
+  port: 8012,
+  readyTimeoutMs: 180_000,
+  graceMs: 10_000,
+}
+
+/** What the stack reports while it starts: the supervisor's events plus the files it makes or reuses. */
+export type StackEvent =
+  | SupervisorEvent
+  | { kind: 'asset', what: 'checkpoint' | 'sidecar', dir: string, action: 'reusing' | 'making' | 'made' }
+
+/** How to start the embedded stack. */
+export interface EmbeddedStackOptions {
+  stateDir: string
+  preset?: PresetName
+  seed?: number
+  blockSize?: number
+  /** Where the front door listens (default 127.0.0.1:8012; 0 for any free port). */
+  host?: string
+  port?: number
+  readyTimeoutMs?: number
+  graceMs?: number
+  /** The prefill engine's numerics profile (default EMBEDDED_PREFILL_PROFILE). */
+  prefillProfile?: string
+  /** Routing thresholds for the front door (default: 2 blocks minimum, 1 block of uncached tail). */
+  routing?: { minTokens?: number, minTail?: number, maxBridgeTokens?: number }
+  onEvent?: (e: StackEvent) => void
+  /** A child died while the stack was running (the stack is then stopped; see `stopped`). */
+  onDeath?: (message: string) => void
+}
+
+/** A running embedded stack. */
+export interface EmbeddedStack {
+  paths: StackPaths
+  checkpoint: CheckpointAsset
+  sidecar: SidecarAsset
+  /** The decoder's block store root. */
+  cacheDir: string
+  /** Where every child's log file is. */
+  logDir: string
+  /** The model id the decoder serves and hashes into block keys. */
+  modelName: string
+  blockSize: number
+  urls: { prefill: string, share: string, decoder: string, front: string }
+  supervisor: Supervisor
+  record: StackRecord
+  /** The environment children get (PD_* front door overrides removed). */
+  childEnv: NodeJS.ProcessEnv
+  /** Stop every child (front door first) and remove the record. */
+  stop: () => Promise<void>
+}
+
+/**
+ * The environment for children: the user's, without the front door's PD_* overrides (the stack
+ * writes the front door's config itself; a stray PD_PORT or PD_DECODER_URL in the shell must not
+ * point it elsewhere) and without PD_STATE_DIR (children get explicit paths).
+ */
+export function childEnvironment (env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  const out: NodeJS.ProcessEnv = { ...env }
+  for (const o of ENV_OVERRIDES) delete out[o.name]
+  delete out.PD_STATE_DIR
+  return out
+}
+
+/** Refuse to start over a stack that is already running from this state directory. */
+async function refuseIfRunning (recordPath: string, stateDir: string): Promise<void> {
+  const r = await readStackRecord(recordPath)
+  if (r === undefined || r.supervisorPid === process.pid) return
+  // A record whose supervisor is gone (it was killed) describes nothing: drop it.
+  if (!isAlive(r.supervisorPid)) return await rm(recordPath, { force: true })
+  throw new StackError(
+    `a stack is already running from ${stateDir} (pid ${r.supervisorPid}, front door ${r.frontUrl}); ` +
+    'stop it first (Ctrl-C where it runs) or use another --state-dir / PD_STATE_DIR',
+  )
+}
+
+/** Start the embedded stack; on any failure every child already started is stopped before the error is thrown. */
+export async function startEmbeddedStack (options: EmbeddedStackOptions): Promise<EmbeddedStack> {
+  const preset = options.preset ?? EMBEDDED_DEFAULTS.preset
+  const seed = options.seed ?? EMBEDDED_DEFAULTS.seed
+  const blockSize = options.blockSize ?? EMBEDDED_DEFAULTS.blockSize
+  const emit = options.onEvent ?? (() => {})
+  const profile = EMBEDDED_DECODER_PROFILE
+  const paths = stackPaths(options.stateDir, preset, seed, profile, blockSize)
+  const cfg = presetConfig(preset)
+  for (const ratio of new Set(cfg.compressRatios.filter((r) => r > 0))) {
+    if (blockSize % ratio !== 0) throw new StackError(`--block-size ${blockSize}: must be a multiple of every pool ratio of ${preset} (${ratio} does not divide it)`)
+  }
+  await mkdir(paths.stateDir, { recursive: true })
+  await refuseIfRunning(paths.record, paths.stateDir)
+
+  emit({ kind: 'asset', what: 'checkpoint', dir: paths.model, action: 'making' })
+  const checkpoint = await ensureCheckpoint(paths.model, preset, seed)
+  emit({ kind: 'asset', what: 'checkpoint', dir: paths.model, action: checkpoint.made ? 'made' : 'reusing' })
+  emit({ kind: 'asset', what: 'sidecar', dir: paths.sidecar, action: 'making' })
+  const sidecar = await ensureSidecar(paths.sidecar, checkpoint, profile, blockSize)
+  emit({ kind: 'asset', what: 'sidecar', dir: paths.sidecar, action: sidecar.made ? 'made' : 'reusing' })
+
+  const name = `${preset}-seed${seed}`
+  const cacheDir = cacheDirFor(paths, name, checkpoint.digest, profile, blockSize)
+  const modelName = `pd-bridge-${name}`
+  // The share refuses a root that does not exist, and it starts alongside the engine that would make it.
+  await mkdir(paths.captures, { recursive: true })
+  const childEnv = childEnvironment()
+  const readyTimeoutMs = options.readyTimeoutMs ?? EMBEDDED_DEFAULTS.readyTimeoutMs
+  const supervisor = new Supervisor({ logDir: paths.logs, graceMs: options.graceMs ?? EMBEDDED_DEFAULTS.graceMs, onEvent: emit })
+  const common = { readyTimeoutMs, env: childEnv }
+  try {
+    const [prefill, share, decoder] = await allOrFirstFailure([
+      supervisor.start({ ...common, name: 'prefill-engine', args: ['prefill-engine', '--model', checkpoint.dir, '--sidecar', sidecar.dir, '--capture-root', paths.captures, '--profile', options.prefillProfile ?? EMBEDDED_PREFILL_PROFILE, '--port', '0'] }),
+      supervisor.start({ ...common, name: 'share', args: ['share', '--root', paths.captures, '--port', '0'] }),
+      supervisor.start({ ...common, name: 'decoder', args: ['decoder', '--model', checkpoint.dir, '--profile', profile, '--cache-dir', cacheDir, '--block-size', String(blockSize), '--port', '0', '--model-name', modelName] }),
+    ])
+    const frontConfig = {
+      listen: { host: options.host ?? EMBEDDED_DEFAULTS.host, port: options.port ?? EMBEDDED_DEFAULTS.port },
+      decoder: { url: decoder.url, model: checkpoint.dir, modelName, profile, cacheDir, blockSize },
+      prefill: { url: prefill.url },
+      share: { url: share.url },
+      capture: { spoolDir: paths.spool },
+      sidecar: sidecar.dir,
+      routing: {
+        minTokens: options.routing?.minTokens ?? 2 * blockSize,
+        minTail: options.routing?.minTail ?? blockSize,
+        maxBridgeTokens: options.routing?.maxBridgeTokens ?? cfg.maxPositionEmbeddings,
+      },
+    }
+    await writeFile(paths.frontConfig, JSON.stringify(frontConfig, null, 2) + '\n')
+    const front = await supervisor.start({ ...common, name: 'front', args: ['front', '--config', paths.frontConfig] })
+    const record: StackRecord = {
+      format: 'pd-bridge-stack/1',
+      supervisorPid: process.pid,
+      startedAt: new Date().toISOString(),
+      preset,
+      seed,
+      stateDir: paths.stateDir,
+      frontConfig: paths.frontConfig,
+      frontUrl: front.url,
+      processes: supervisor.started.map((c) => ({ name: c.spec.name, pid: c.pid ?? -1, url: c.ready?.url ?? '', log: c.logPath })),
+    }
+    await writeStackRecord(paths.record, record)
+    const stop = async (): Promise<void> => {
+      await supervisor.stopAll()
+      await removeStackRecord(paths.record, process.pid)
+    }
+    supervisor.onDeath((_child, message) => options.onDeath?.(message))
+    return {
+      paths, checkpoint, sidecar, cacheDir, logDir: paths.logs, modelName, blockSize,
+      urls: { prefill: prefill.url, share: share.url, decoder: decoder.url, front: front.url },
+      supervisor, record, childEnv, stop,
+    }
+  }
+  catch (err) {
+    await supervisor.stopAll()
+    throw err
+  }
+}
+
+/**
+ * Promise.all that fails at the first failure without leaving the others' later rejections
+ * unhandled (the caller stops the stack, which makes the other starts fail too).
+ */
+async function allOrFirstFailure<T> (promises: Array<Promise<T>>): Promise<T[]> {
+  for (const p of promises) p.catch(() => {})
+  return await Promise.all(promises)
+}
+
+/** The log file of a named child under `paths`. */
+export function logPathOf (paths: StackPaths, name: string): string {
+  return join(paths.logs, `${name}.log`)
+}
