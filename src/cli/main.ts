@@ -13,19 +13,22 @@ export function buildProgram (): Command {
   return program
 }
 
-/** File-system failures a user causes (a wrong path, a permission) deserve a sentence, not a stack. */
-const USER_FS_ERRORS: Record<string, string> = {
+/** System failures a user causes (a wrong path, a permission, a busy port) deserve a sentence, not a stack. */
+const USER_SYSTEM_ERRORS: Record<string, string> = {
   ENOENT: 'no such file or directory',
   EACCES: 'permission denied',
   EISDIR: 'is a directory, expected a file',
   ENOTDIR: 'not a directory',
+  EADDRINUSE: 'address already in use (another process listens there; pick another --port)',
+  EADDRNOTAVAIL: 'address not available on this machine',
 }
 
 function userMessage (err: unknown): string | undefined {
   if (err instanceof PdBridgeError) return err.message
-  const e = err as NodeJS.ErrnoException
-  if (e && typeof e.code === 'string' && e.code in USER_FS_ERRORS) return `${e.path ?? ''}: ${USER_FS_ERRORS[e.code]}`
-  return undefined
+  const e = err as NodeJS.ErrnoException & { address?: string, port?: number }
+  if (!e || typeof e.code !== 'string' || !(e.code in USER_SYSTEM_ERRORS)) return undefined
+  const where = e.path ?? (e.address !== undefined ? `${e.address}:${e.port ?? ''}` : '')
+  return `${where}: ${USER_SYSTEM_ERRORS[e.code]}`
 }
 
 export async function main (argv: string[]): Promise<void> {
