@@ -221,7 +221,7 @@ describe('a child that dies at start-up', () => {
       expect(r.code).toBe(2)
       expect(r.stderr).toContain(`before it was ready; last lines of ${join(state, 'logs', 'front.log')}:`)
       expect(r.stderr).toMatch(/\npd-bridge: front exited with code \d+ before it was ready/)
-      expect(r.stderr).toContain('EADDRINUSE')
+      expect(r.stderr).toContain('address already in use')
       const started = [...r.stderr.matchAll(/serve: (\S+) +ready +\S+ +pid (\d+)/g)].map((m) => ({ name: m[1], pid: Number(m[2]) }))
       expect(started.map((s) => s.name).sort()).toEqual(['decoder', 'prefill-engine', 'share'])
       for (const s of started) expect(alive(s.pid)).toBe(false)
