@@ -4,6 +4,7 @@ import { Command } from 'commander'
 import pino from 'pino'
 import { DECODER_DEFAULTS, launchDecoder } from '../../engines/decoder/index.ts'
 import { ConfigError } from '../../errors.ts'
+import { closeOnSignal } from '../until-signal.ts'
 
 function integer (flag: string, min: number, max = Number.MAX_SAFE_INTEGER): (text: string) => number {
   return (text) => {
@@ -73,21 +74,6 @@ export const decoderCommand = new Command('decoder')
     }
     logger.info(ready, 'decoder ready')
     process.stdout.write(JSON.stringify(ready) + '\n')
-    await new Promise<void>((resolve) => {
-      const stop = (signal: NodeJS.Signals): void => {
-        process.off('SIGINT', stop)
-        process.off('SIGTERM', stop)
-        // A second signal while closing means "now".
-        process.once('SIGINT', () => process.exit(130))
-        process.once('SIGTERM', () => process.exit(143))
-        logger.info({ event: 'shutdown', signal }, `${signal}, closing`)
-        launched.server.close().then(resolve, (err: unknown) => {
-          logger.error({ err }, 'close failed')
-          resolve()
-        })
-      }
-      process.on('SIGINT', stop)
-      process.on('SIGTERM', stop)
-    })
+    await closeOnSignal(logger, () => launched.server.close())
     logger.info({ event: 'closed' }, 'decoder closed')
   })

@@ -6,6 +6,7 @@ import pino from 'pino'
 import { loadFrontConfig } from '../../config/index.ts'
 import { ConfigError } from '../../errors.ts'
 import { startFrontDoor } from '../../front/index.ts'
+import { closeOnSignal } from '../until-signal.ts'
 
 function parsePort (text: string): number {
   if (!/^\d{1,5}$/.test(text) || Number(text) > 65535) throw new ConfigError('--port', `${JSON.stringify(text)} is not a TCP port (0..65535)`)
@@ -41,21 +42,6 @@ export const frontCommand = new Command('front')
     }
     logger.info(ready, 'front door ready')
     process.stdout.write(JSON.stringify(ready) + '\n')
-    await new Promise<void>((resolve) => {
-      const stop = (signal: NodeJS.Signals): void => {
-        process.off('SIGINT', stop)
-        process.off('SIGTERM', stop)
-        // A second signal while closing means "now".
-        process.once('SIGINT', () => process.exit(130))
-        process.once('SIGTERM', () => process.exit(143))
-        logger.info({ event: 'shutdown', signal }, `${signal}, closing`)
-        front.close().then(resolve, (err: unknown) => {
-          logger.error({ err }, 'close failed')
-          resolve()
-        })
-      }
-      process.on('SIGINT', stop)
-      process.on('SIGTERM', stop)
-    })
+    await closeOnSignal(logger, () => front.close())
     logger.info({ event: 'closed' }, 'front door closed')
   })
