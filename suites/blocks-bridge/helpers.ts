@@ -10,6 +10,7 @@ import type { CaptureManifest } from '../../src/capture/manifest.ts'
 import { DecoderPrefixCache } from '../../src/decode/prefix-cache/index.ts'
 import { loadCheckpoint, makeCheckpoint, type LoadedCheckpoint } from '../../src/model/checkpoint/index.ts'
 import { DeepseekV4Engine, type ModelCache } from '../../src/model/engine/index.ts'
+export { sameBits, cacheDifferences, argmax, greedySteps } from '../blocks/helpers.ts'
 
 /** Tokens per block in these suites: prompts of a few hundred tokens span blocks. */
 export const BS = 256
@@ -75,50 +76,3 @@ export async function capture (b: Bench, tokens: number[], opts: { requestId: st
   return { dir: session.dir, root, manifest, report: session.report() }
 }
 
-/** Whether two float32 arrays hold the same bits. */
-export function sameBits (a: Float32Array, b: Float32Array): boolean {
-  if (a.length !== b.length) return false
-  const x = new Uint32Array(a.buffer, a.byteOffset, a.length)
-  const y = new Uint32Array(b.buffer, b.byteOffset, b.length)
-  for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return false
-  return true
-}
-
-/** Every array of two caches whose shape or bits differ (empty when identical), and the token counts. */
-export function cacheDifferences (a: ModelCache, b: ModelCache): string[] {
-  const out: string[] = []
-  if (a.tokenCount !== b.tokenCount) out.push(`tokenCount ${a.tokenCount} vs ${b.tokenCount}`)
-  const ta = a.tensors('x')
-  const tb = b.tensors('x')
-  for (const name of new Set([...ta.keys(), ...tb.keys()])) {
-    const x = ta.get(name)
-    const y = tb.get(name)
-    if (x === undefined || y === undefined) out.push(`${name} only in one`)
-    else if (x.shape.join(',') !== y.shape.join(',')) out.push(`${name} shape [${x.shape}] vs [${y.shape}]`)
-    else if (x.dtype === 'I64' || y.dtype === 'I64') {
-      if (x.data[0] !== y.data[0]) out.push(`${name} ${x.data[0]} vs ${y.data[0]}`)
-    } else if (!sameBits(x.data, y.data as Float32Array)) out.push(`${name} bits differ`)
-  }
-  return out
-}
-
-/** Argmax (lowest id on ties). */
-export function argmax (v: Float32Array): number {
-  let best = 0
-  for (let i = 1; i < v.length; i++) if (v[i] > v[best]) best = i
-  return best
-}
-
-/** k greedy steps from `logits` on `cache`: the tokens and every step's logits (the first included). */
-export function greedySteps (engine: DeepseekV4Engine, cache: ModelCache, logits: Float32Array, k: number): { tokens: number[], logits: Float32Array[] } {
-  const tokens: number[] = []
-  const all: Float32Array[] = [logits]
-  let current = logits
-  for (let i = 0; i < k; i++) {
-    const next = argmax(current)
-    tokens.push(next)
-    current = engine.decode(next, cache)
-    all.push(current)
-  }
-  return { tokens, logits: all }
-}
