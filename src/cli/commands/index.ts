@@ -14,6 +14,7 @@ import { inspectCommand } from './inspect.ts'
 import { makeCheckpointCommand } from './make-checkpoint.ts'
 import { poolCommand } from './pool.ts'
 import { prefillEngineCommand } from './prefill-engine.ts'
+import { resultsCommand } from './results.ts'
 import { serveCommand } from './serve.ts'
 import { shareCommand } from './share.ts'
 import { verifyBlocksCommand } from './verify-blocks.ts'
@@ -35,4 +36,5 @@ export const commands: Command[] = [
   verifyBlocksCommand,
   diffStateCommand,
   cacheCommand,
+  resultsCommand,
 ]

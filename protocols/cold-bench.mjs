@@ -1,0 +1,286 @@
+#!/usr/bin/env node
+// The cold-prompt benchmark protocol (docs/BENCHMARK-PROTOCOL.md). Against the embedded stack by
+// default, or a deployment with --url (bridged front door) and --native-url (decoder alone).
+// Per run: a fresh seed and a unique document, the bridged leg, then the native leg, one JSON
+// record under results/runs/. At the end it regenerates RESULTS.md (pd-bridge results).
+//
+//   npx zx protocols/cold-bench.mjs --sizes 4096,16384,32768 --repeats 3 [--seed N]
+import { createHash, randomBytes } from 'node:crypto'
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises'
+import os from 'node:os'
+import { join, resolve } from 'node:path'
+import { $, argv } from 'zx'
+import { register } from 'tsx/esm/api'
+
+// The stack and the generator are TypeScript; tsx lets this protocol import them as they are.
+register()
+const { startEmbeddedStack, EMBEDDED_DECODER_PROFILE, EMBEDDED_DEFAULTS, EMBEDDED_PREFILL_PROFILE } = await import('../src/stack/embedded.ts')
+const { buildDemoPrompt } = await import('../src/stack/demo/prompt.ts')
+const { promptBlockKeys, presentKeys } = await import('../src/stack/demo/blocks.ts')
+const { loadTokenizer } = await import('../src/model/tokenizer/index.ts')
+const { resolveStateDir } = await import('../src/stack/state-dir.ts')
+const { generateResults } = await import('../src/results/generate.ts')
+const { RUN_RECORD_SCHEMA, parseRunRecord } = await import('../src/results/record.ts')
+
+$.verbose = false
+
+function fail (message) {
+  process.stderr.write(`cold-bench: ${message}\n`)
+  process.exit(2)
+}
+
+function intList (name, text) {
+  const list = String(text).split(',').map((s) => s.trim())
+  if (list.some((s) => !/^\d+$/.test(s) || Number(s) < 1)) fail(`--${name} must be positive integers separated by commas, got ${JSON.stringify(text)}`)
+  return list.map(Number)
+}
+
+function int (name, text, min) {
+  if (!/^\d+$/.test(String(text)) || Number(text) < min) fail(`--${name} must be an integer >= ${min}, got ${JSON.stringify(text)}`)
+  return Number(text)
+}
+
+const opts = {
+  sizes: intList('sizes', argv.sizes ?? '4096,16384,32768'),
+  repeats: int('repeats', argv.repeats ?? 3, 1),
+  seed: argv.seed === undefined ? randomBytes(4).readUInt32LE(0) : int('seed', argv.seed, 0),
+  maxTokens: int('max-tokens', argv['max-tokens'] ?? 32, 1),
+  url: argv.url,
+  nativeUrl: argv['native-url'],
+  runs: resolve(argv.runs ?? 'results/runs'),
+  out: resolve(argv.out ?? 'results'),
+  generate: argv.generate !== false,
+  preset: argv.preset ?? 'tiny',
+  blockSize: int('block-size', argv['block-size'] ?? 256, 1),
+  stateDir: argv['state-dir'],
+  legTimeoutMs: int('leg-timeout-s', argv['leg-timeout-s'] ?? 1800, 1) * 1000,
+  model: argv.model,
+}
+if ((opts.url === undefined) !== (opts.nativeUrl === undefined) && opts.url === undefined) fail('--native-url needs --url (the bridged front door) too')
+
+/** Progress on stderr: one line per step, numbered by run. */
+function say (line) {
+  process.stderr.write(`[cold-bench ${new Date().toISOString().slice(11, 19)}] ${line}\n`)
+}
+
+/** Seed of run `i`: each run its own, so no two documents share anything (the seed is hashed). */
+function runSeed (i) {
+  return (opts.seed + i * 0x9e3779b1) >>> 0
+}
+
+/** POST a streamed chat completion; the time to the first content token, the answer and pd_bridge. */
+async function streamLeg (name, baseUrl, model, messages) {
+  const body = { model, messages, max_tokens: opts.maxTokens, temperature: 0, stream: true, stream_options: { include_usage: true } }
+  const started = performance.now()
+  let res
+  try {
+    res = await fetch(`${baseUrl}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(opts.legTimeoutMs) })
+  }
+  catch (err) {
+    throw new Error(`${name} leg: ${baseUrl} did not answer: ${err.message}`)
+  }
+  if (res.status !== 200) throw new Error(`${name} leg: ${baseUrl} answered HTTP ${res.status}: ${(await res.text()).slice(0, 300)}`)
+  let ttftMs = null
+  let text = ''
+  let finishReason = ''
+  let usage
+  let bridge
+  let buffer = ''
+  const decoder = new TextDecoder()
+  for await (const chunk of res.body) {
+    buffer += decoder.decode(chunk, { stream: true })
+    let nl
+    while ((nl = buffer.indexOf('\n')) >= 0) {
+      const line = buffer.slice(0, nl).trim()
+      buffer = buffer.slice(nl + 1)
+      if (!line.startsWith('data:')) continue
+      const data = line.slice(5).trim()
+      if (data === '[DONE]') continue
+      const event = JSON.parse(data)
+      const choice = event.choices?.[0]
+      if (typeof choice?.delta?.content === 'string' && choice.delta.content !== '') {
+        ttftMs ??= performance.now() - started
+        text += choice.delta.content
+      }
+      if (choice?.finish_reason) finishReason = choice.finish_reason
+      if (event.usage) usage = event.usage
+      if (event.pd_bridge) bridge = event.pd_bridge
+    }
+  }
+  const totalMs = performance.now() - started
+  if (usage === undefined) throw new Error(`${name} leg: ${baseUrl} sent no usage chunk`)
+  return { totalMs, ttftMs, text, finishReason, usage, bridge, header: res.headers.get('x-pd-bridge') ?? undefined }
+}
+
+function num (v) {
+  return typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : null
+}
+
+function bridgedLeg (leg) {
+  const b = leg.bridge ?? {}
+  const t = b.timings_ms ?? {}
+  const bytes = b.bytes ?? {}
+  return {
+    totalMs: leg.totalMs,
+    ttftMs: leg.ttftMs,
+    promptTokens: leg.usage.prompt_tokens,
+    completionTokens: leg.usage.completion_tokens,
+    finishReason: leg.finishReason,
+    // No verdict at all is not a bridge: record it as declined, never as complete.
+    verdict: b.verdict ?? leg.header ?? 'declined',
+    route: b.route ?? 'unknown',
+    bridgedTokens: b.bridged_tokens ?? 0,
+    stagesMs: { enginePrefill: num(t.engine_prefill), transfer: num(t.transfer), assembly: num(t.assembly), blockWrite: num(t.block_write), decoderTtft: num(t.decoder_ttft), bridgeTotal: num(t.bridge_total) },
+    bytes: { capture: bytes.capture ?? 0, fetched: bytes.fetched ?? 0, blocks: bytes.blocks ?? 0 },
+  }
+}
+
+function nativeLeg (leg) {
+  return { totalMs: leg.totalMs, ttftMs: leg.ttftMs, promptTokens: leg.usage.prompt_tokens, completionTokens: leg.usage.completion_tokens, finishReason: leg.finishReason }
+}
+
+/** Peak RSS of a process (Linux VmHWM), bytes; undefined when it cannot be read. */
+async function peakRss (pid) {
+  try {
+    const m = /VmHWM:\s+(\d+) kB/.exec(await readFile(`/proc/${pid}/status`, 'utf8'))
+    return m ? Number(m[1]) * 1024 : undefined
+  }
+  catch {
+    return undefined
+  }
+}
+
+function sha (text) {
+  return createHash('sha256').update(text).digest('hex').slice(0, 12)
+}
+
+async function environment (configFingerprint, model) {
+  const commit = (await $`git rev-parse --short HEAD`.nothrow()).stdout.trim() || 'unknown'
+  const base = {
+    cpu: os.cpus()[0]?.model ?? 'unknown',
+    cores: os.cpus().length,
+    memoryBytes: os.totalmem(),
+    node: process.version,
+    os: `${os.platform()} ${os.release()} ${os.arch()}`,
+    configFingerprint,
+    model,
+  }
+  return { id: `env-${sha(JSON.stringify(base))}`, ...base, commit }
+}
+
+// An approximate tokenizer for remote deployments (4 characters a token): the record keeps the
+// token counts the servers report, so only the prompt's size is approximate.
+const roughTokenizer = { encode: (text) => ({ length: Math.ceil(text.length / 4) }) }
+
+let stack
+let nativeUrl = opts.nativeUrl
+let frontUrl = opts.url
+let modelName = opts.model ?? 'default'
+let tokenizer = roughTokenizer
+let configFingerprint = 'remote'
+let modelLabel = `remote ${opts.url ?? ''}`
+let nativeCache
+const pids = new Map([['protocol', process.pid]])
+
+const stopAll = async () => { await stack?.stop().catch(() => {}) }
+process.once('SIGINT', () => { void stopAll().finally(() => process.exit(130)) })
+
+try {
+  if (frontUrl === undefined) {
+    const stateDir = resolveStateDir(opts.stateDir)
+    say(`starting the embedded stack (${opts.preset}, blocks of ${opts.blockSize}) in ${stateDir}`)
+    stack = await startEmbeddedStack({
+      stateDir, preset: opts.preset, seed: EMBEDDED_DEFAULTS.seed, blockSize: opts.blockSize, port: 0,
+      onEvent: (e) => { if (e.kind === 'ready') pids.set(e.name, e.pid) },
+      onDeath: (message) => say(`a child died: ${message}`),
+    })
+    nativeCache = join(stateDir, 'runs', `cold-bench-${Date.now()}`, 'native-cache')
+    await mkdir(nativeCache, { recursive: true })
+    say('starting a second decoder with an empty block store (the decoder-alone leg)')
+    const native = await stack.supervisor.start({
+      name: 'decoder-native',
+      args: ['decoder', '--model', stack.checkpoint.dir, '--profile', EMBEDDED_DECODER_PROFILE, '--cache-dir', nativeCache, '--block-size', String(opts.blockSize), '--port', '0', '--model-name', stack.modelName],
+      env: stack.childEnv,
+      readyTimeoutMs: EMBEDDED_DEFAULTS.readyTimeoutMs,
+    })
+    frontUrl = stack.urls.front
+    nativeUrl = native.url
+    modelName = stack.modelName
+    tokenizer = await loadTokenizer(stack.checkpoint.dir)
+    configFingerprint = sha(JSON.stringify({ preset: opts.preset, seed: EMBEDDED_DEFAULTS.seed, blockSize: opts.blockSize, prefillProfile: EMBEDDED_PREFILL_PROFILE, sidecar: stack.sidecar.fingerprint, model: modelName }))
+    modelLabel = `embedded ${opts.preset} (seed ${EMBEDDED_DEFAULTS.seed}, blocks of ${opts.blockSize})`
+  }
+  const env = await environment(configFingerprint, modelLabel)
+
+  // Warm both legs on a prompt of their own, so engines, kernels and connections are hot.
+  const warmPrompt = buildDemoPrompt(tokenizer, Math.min(1024, Math.max(...opts.sizes)), (opts.seed ^ 0x5a5a5a5a) >>> 0)
+  say('warming the bridged leg')
+  await streamLeg('warm-up bridged', frontUrl, modelName, warmPrompt.messages)
+  if (nativeUrl !== undefined) {
+    say('warming the decoder-alone leg')
+    await streamLeg('warm-up native', nativeUrl, modelName, warmPrompt.messages)
+  }
+
+  await mkdir(opts.runs, { recursive: true })
+  const total = opts.sizes.length * opts.repeats
+  let i = 0
+  for (const size of opts.sizes) {
+    for (let repeat = 0; repeat < opts.repeats; repeat++, i++) {
+      const seed = runSeed(i + 1)
+      const startedAt = new Date().toISOString()
+      const prompt = buildDemoPrompt(tokenizer, size, seed)
+      if (stack !== undefined) {
+        const warm = await presentKeys(stack.cacheDir, promptBlockKeys(modelName, prompt.tokens, opts.blockSize))
+        if (warm.length > 0) throw new Error(`run ${i + 1}: the prompt of seed ${seed} already has ${warm.length} blocks in the decoder's store; not a cold prompt`)
+      }
+      say(`[${i + 1}/${total}] ${size} tokens, repeat ${repeat + 1}/${opts.repeats}, seed ${seed}: bridged leg`)
+      const b = await streamLeg('bridged', frontUrl, modelName, prompt.messages)
+      const bridged = bridgedLeg(b)
+      say(`[${i + 1}/${total}]   bridged: ${bridged.verdict} in ${(bridged.totalMs / 1000).toFixed(2)} s`)
+      let native = null
+      let n
+      if (nativeUrl !== undefined) {
+        say(`[${i + 1}/${total}]   decoder-alone leg`)
+        n = await streamLeg('native', nativeUrl, modelName, prompt.messages)
+        native = nativeLeg(n)
+        say(`[${i + 1}/${total}]   decoder alone: ${(native.totalMs / 1000).toFixed(2)} s`)
+      }
+      const peakMemoryBytes = {}
+      for (const [name, pid] of pids) {
+        const peak = await peakRss(pid)
+        if (peak !== undefined) peakMemoryBytes[name] = peak
+      }
+      const record = {
+        schema: RUN_RECORD_SCHEMA,
+        runId: `${startedAt.replace(/[:.]/g, '-')}-${size}-r${repeat}-${seed}`,
+        startedAt,
+        environment: env,
+        targetTokens: size,
+        seed,
+        repeat,
+        answerBudget: opts.maxTokens,
+        native,
+        bridged,
+        peakMemoryBytes,
+        answersAgree: n === undefined ? null : n.text === b.text && n.finishReason === b.finishReason && native.completionTokens === bridged.completionTokens,
+      }
+      const file = join(opts.runs, `${record.runId}.json`)
+      parseRunRecord(record, file)
+      await writeFile(file, JSON.stringify(record, null, 2) + '\n')
+      say(`[${i + 1}/${total}]   wrote ${file}`)
+    }
+  }
+}
+catch (err) {
+  say(`stopped: ${err.message}`)
+  process.exitCode = 1
+}
+finally {
+  await stopAll()
+  if (nativeCache !== undefined) await rm(join(nativeCache, '..'), { recursive: true, force: true })
+}
+
+if (opts.generate) {
+  const r = await generateResults(opts.runs, opts.out)
+  say(`results: ${r.records} records, ${r.environments} environments -> ${r.files.map((f) => join(opts.out, f)).join(', ')}`)
+}

@@ -1,0 +1,126 @@
+// One cold-prompt benchmark run as the protocol writes it under results/runs/: the environment it
+// ran in, both legs' timings and what the bridge reported. The generator trusts nothing else.
+import { readdir, readFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { z } from 'zod'
+import { PdBridgeError } from '../errors.ts'
+
+/** The record's schema tag; a new layout gets a new tag so old records are never misread. */
+export const RUN_RECORD_SCHEMA = 'pd-bridge/cold-run@1'
+
+const ms = z.number().finite().nonnegative()
+const bytes = z.number().int().nonnegative()
+
+/** Where a run ran: records with different `id`s are never compared. */
+export const environmentSchema = z.object({
+  /** Short fingerprint of everything below except `commit` (same machine, same config). */
+  id: z.string().min(1),
+  cpu: z.string(),
+  cores: z.number().int().positive(),
+  memoryBytes: bytes,
+  node: z.string(),
+  os: z.string(),
+  commit: z.string(),
+  configFingerprint: z.string(),
+  /** The model the stack served (e.g. the embedded tiny preset). */
+  model: z.string(),
+}).strict()
+
+/** A leg's answer and its decode timing. */
+const answerSchema = z.object({
+  /** Request wall time, end to end, ms. */
+  totalMs: ms,
+  /** Time to the first answer token as the client saw it, ms (stream); null when the leg could not tell. */
+  ttftMs: ms.nullable(),
+  promptTokens: z.number().int().nonnegative(),
+  completionTokens: z.number().int().nonnegative(),
+  finishReason: z.string(),
+}).strict()
+
+/** The decoder alone: the same prompt to a decoder whose store is empty. */
+export const nativeLegSchema = answerSchema
+
+/** The bridged leg through the front door, with what its `pd_bridge` field said. */
+export const bridgedLegSchema = answerSchema.extend({
+  /** The front door's verdict: complete, partial, declined (or anything else it may say). */
+  verdict: z.string().min(1),
+  route: z.string(),
+  bridgedTokens: z.number().int().nonnegative(),
+  stagesMs: z.object({
+    enginePrefill: ms.nullable(),
+    transfer: ms.nullable(),
+    assembly: ms.nullable(),
+    blockWrite: ms.nullable(),
+    /** The decoder's own time to first token once the blocks were in (pd_bridge decoder_ttft). */
+    decoderTtft: ms.nullable(),
+    bridgeTotal: ms.nullable(),
+  }).strict(),
+  bytes: z.object({ capture: bytes, fetched: bytes, blocks: bytes }).strict(),
+}).strict()
+
+/** One run record. */
+export const runRecordSchema = z.object({
+  schema: z.literal(RUN_RECORD_SCHEMA),
+  runId: z.string().min(1),
+  startedAt: z.string().datetime(),
+  environment: environmentSchema,
+  /** The size asked for (the table's row); `promptTokens` of the legs is what was sent. */
+  targetTokens: z.number().int().positive(),
+  seed: z.number().int().nonnegative(),
+  repeat: z.number().int().nonnegative(),
+  /** max_tokens of both legs: an answer that stops at it is not truncated by accident, it is the budget. */
+  answerBudget: z.number().int().positive(),
+  /** null: the leg was not run. */
+  native: nativeLegSchema.nullable(),
+  bridged: bridgedLegSchema.nullable(),
+  /** Peak resident memory per process, bytes (e.g. decoder, prefill-engine, front, native-decoder). */
+  peakMemoryBytes: z.record(z.string(), bytes),
+  /** Whether the bridged answer equals the native one; null when a leg is missing. */
+  answersAgree: z.boolean().nullable(),
+}).strict()
+
+/** One run record. */
+export type RunRecord = z.infer<typeof runRecordSchema>
+/** Where a run ran. */
+export type RunEnvironment = z.infer<typeof environmentSchema>
+/** The bridged leg of a run. */
+export type BridgedLeg = z.infer<typeof bridgedLegSchema>
+/** The native leg of a run. */
+export type NativeLeg = z.infer<typeof nativeLegSchema>
+
+/** Check parsed JSON against the schema; the error names the file and the first bad field. */
+export function parseRunRecord (json: unknown, file: string): RunRecord {
+  const result = runRecordSchema.safeParse(json)
+  if (!result.success) {
+    const issue = result.error.issues[0]
+    const where = issue.path.length > 0 ? issue.path.join('.') : '(record)'
+    throw new PdBridgeError(`${file}: run record field ${where}: ${issue.message}`)
+  }
+  return result.data
+}
+
+/** Read every `*.json` record in `dir`, sorted by file name; a missing directory holds none. */
+export async function readRunRecords (dir: string): Promise<RunRecord[]> {
+  let names: string[]
+  try {
+    names = (await readdir(dir)).filter((n) => n.endsWith('.json')).sort()
+  }
+  catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return []
+    throw new PdBridgeError(`${dir}: cannot list run records: ${(err as Error).message}`)
+  }
+  const records: RunRecord[] = []
+  for (const name of names) {
+    const file = join(dir, name)
+    const text = await readFile(file, 'utf8')
+    let json: unknown
+    try {
+      json = JSON.parse(text)
+    }
+    catch (err) {
+      throw new PdBridgeError(`${file}: not JSON: ${(err as Error).message}`)
+    }
+    records.push(parseRunRecord(json, file))
+  }
+  return records
+}

@@ -1,0 +1,37 @@
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { execa } from 'execa'
+import { describe, expect, it } from 'vitest'
+import { readRunRecords } from '../../src/results/record.ts'
+
+const ROOT = join(import.meta.dirname, '..', '..')
+
+describe('the cold-bench protocol, smoke run on the embedded stack', () => {
+  // 600 tokens: the smallest prompt that spans the front door's minimum of two 256-token blocks,
+  // so the bridge really runs (a shorter one is routed native and says so).
+  it('writes one valid record per run with both legs and regenerates RESULTS.md', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'pd-cold-bench-'))
+    try {
+      const runs = join(dir, 'runs')
+      const out = join(dir, 'out')
+      const r = await execa('node', ['protocols/cold-bench.mjs', '--sizes', '600', '--repeats', '1', '--seed', '7', '--state-dir', join(dir, 'state'), '--runs', runs, '--out', out], { cwd: ROOT, reject: false, timeout: 240_000 })
+      expect(r.exitCode, r.stderr).toBe(0)
+      const records = await readRunRecords(runs)
+      expect(records).toHaveLength(1)
+      const rec = records[0]
+      expect(rec.targetTokens).toBe(600)
+      expect(rec.native).not.toBeNull()
+      expect(rec.bridged?.verdict).toBe('complete')
+      expect(rec.bridged?.promptTokens).toBe(rec.native?.promptTokens)
+      expect(rec.answersAgree).toBe(true)
+      expect(Object.keys(rec.peakMemoryBytes).sort()).toEqual(['decoder', 'decoder-native', 'front', 'prefill-engine', 'protocol', 'share'])
+      const md = await readFile(join(out, 'RESULTS.md'), 'utf8')
+      expect(md).toContain(`| ${rec.bridged!.promptTokens} | 1 |`)
+      expect((await readdir(out)).filter((f) => f.endsWith('.svg'))).toHaveLength(2)
+    }
+    finally {
+      await rm(dir, { recursive: true, force: true })
+    }
+  }, 300_000)
+})

@@ -1,0 +1,90 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import fc from 'fast-check'
+import { describe, expect, it } from 'vitest'
+import { PdBridgeError } from '../../src/errors.ts'
+import { parseRunRecord, readRunRecords } from '../../src/results/record.ts'
+import { decodeRate, isBridged, median, summarize, verdictKind } from '../../src/results/summary.ts'
+import { readFileSync } from 'node:fs'
+
+const FIXTURE = JSON.parse(readFileSync(join(import.meta.dirname, 'fixtures/runs/a-1024-r0.json'), 'utf8'))
+
+describe('median', () => {
+  it('is null for no values and the middle (or mean of the two middles) otherwise', () => {
+    expect(median([])).toBeNull()
+    expect(median([3, 1, 2])).toBe(2)
+    expect(median([4, 1, 3, 2])).toBe(2.5)
+  })
+
+  it('has as many values at or below it as at or above it', () => {
+    fc.assert(fc.property(fc.array(fc.integer({ min: -1e6, max: 1e6 }), { minLength: 1, maxLength: 41 }), (xs) => {
+      const m = median(xs)!
+      expect(xs.filter((x) => x <= m).length * 2).toBeGreaterThanOrEqual(xs.length)
+      expect(xs.filter((x) => x >= m).length * 2).toBeGreaterThanOrEqual(xs.length)
+    }))
+  })
+})
+
+describe('decode rate', () => {
+  it('counts tokens after the first over the time after the first', () => {
+    expect(decodeRate({ totalMs: 1500, ttftMs: 500, completionTokens: 11 })).toBe(10)
+  })
+
+  it('is null when it cannot be told', () => {
+    expect(decodeRate({ totalMs: 1500, ttftMs: null, completionTokens: 11 })).toBeNull()
+    expect(decodeRate({ totalMs: 1500, ttftMs: 500, completionTokens: 1 })).toBeNull()
+    expect(decodeRate({ totalMs: 500, ttftMs: 500, completionTokens: 11 })).toBeNull()
+  })
+})
+
+describe('a size whose only bridged run was declined', () => {
+  it('has no bridged time and no ratio', () => {
+    const declined = structuredClone(FIXTURE)
+    declined.bridged.verdict = 'declined'
+    const s = summarize([parseRunRecord(declined, 'x.json')])[0].sizes[0]
+    expect(s.bridgedMs).toBeNull()
+    expect(s.ratio).toBeNull()
+    expect(s.pairs).toBe(0)
+    expect(s.nativeMs).toBe(4000)
+  })
+})
+
+describe('run record validation', () => {
+  it('names the file and the field that is wrong', () => {
+    const bad = structuredClone(FIXTURE)
+    bad.bridged.bytes.fetched = -1
+    expect(() => parseRunRecord(bad, 'runs/bad.json')).toThrow(PdBridgeError)
+    expect(() => parseRunRecord(bad, 'runs/bad.json')).toThrow(/runs\/bad\.json: run record field bridged\.bytes\.fetched/)
+  })
+
+  it('rejects another schema tag and unknown fields', () => {
+    expect(() => parseRunRecord({ ...FIXTURE, schema: 'pd-bridge/cold-run@0' }, 'f.json')).toThrow(/field schema/)
+    expect(() => parseRunRecord({ ...FIXTURE, extra: 1 }, 'f.json')).toThrow(/f\.json/)
+  })
+
+  it('reads a directory: none when it is missing, a named error for a file that is not JSON', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'pd-runs-'))
+    try {
+      expect(await readRunRecords(join(dir, 'missing'))).toEqual([])
+      await writeFile(join(dir, 'broken.json'), '{')
+      await expect(readRunRecords(dir)).rejects.toThrow(/broken\.json: not JSON/)
+    }
+    finally {
+      await rm(dir, { recursive: true, force: true })
+    }
+  })
+})
+
+describe('verdict kinds', () => {
+  it('groups verdicts by their first word and counts only an exact complete as bridged', () => {
+    expect(verdictKind('partial 512/1029')).toBe('partial')
+    expect(verdictKind('declined: short prompt (300 tokens < PD_MIN_TOKENS 512)')).toBe('declined')
+    expect(verdictKind('complete')).toBe('complete')
+    const leg = structuredClone(FIXTURE.bridged)
+    expect(isBridged({ ...leg, verdict: 'complete' })).toBe(true)
+    expect(isBridged({ ...leg, verdict: 'completed' })).toBe(false)
+    expect(isBridged({ ...leg, verdict: 'partial 512/1029' })).toBe(false)
+    expect(isBridged(null)).toBe(false)
+  })
+})
