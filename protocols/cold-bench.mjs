@@ -44,7 +44,7 @@ const opts = {
   sizes: intList('sizes', argv.sizes ?? '4096,16384,32768'),
   repeats: int('repeats', argv.repeats ?? 3, 1),
   seed: argv.seed === undefined ? randomBytes(4).readUInt32LE(0) : int('seed', argv.seed, 0),
-  maxTokens: int('max-tokens', argv['max-tokens'] ?? 32, 1),
+  maxTokens: int('max-tokens', argv['max-tokens'] ?? 300, 1),
   url: argv.url,
   nativeUrl: argv['native-url'],
   runs: resolve(argv.runs ?? 'results/runs'),
