@@ -40,8 +40,8 @@ async function writeAtomic (path: string, bytes: Uint8Array): Promise<void> {
   await file.commit()
 }
 
-/** The JSON fields that describe the decoder (everything but the weights' entry and the fingerprint). */
-function geometryJson (cfg: DeepseekV4Config, profile: NumericsProfile, blockSize: number): Omit<SidecarJson, 'weights' | 'fingerprint'> {
+/** The JSON fields that describe the decoder (everything but the weights' entry and the fingerprint); tests build sidecars from it too. */
+export function geometryJson (cfg: DeepseekV4Config, profile: NumericsProfile, blockSize: number): Omit<SidecarJson, 'weights' | 'fingerprint'> {
   const rope = (type: LayerType): RopeParams => ({ ...(type === 'sliding_attention' ? cfg.rope.main : cfg.rope.compress) })
   const ropeParameters = Object.fromEntries(LAYER_TYPES.map((t) => [t, rope(t)])) as Record<LayerType, RopeParams>
   return {

@@ -1,7 +1,7 @@
 // The capture side of the bridge: the sidecar (export and load), the hook that turns attention
 // inputs into the decoder's caches, capture sessions (layer files + manifest, memory budget),
 // reading and mounting a capture, and the payload minimum. docs/capture.md describes all of it.
-export { exportWeights, type ExportWeightsOptions } from './export-weights.ts'
+export { exportWeights, geometryJson, type ExportWeightsOptions } from './export-weights.ts'
 export { loadSidecar, sidecarWeightSpecs, type Sidecar } from './sidecar.ts'
 export {
   SIDECAR_FORMAT, SIDECAR_JSON, SIDECAR_WEIGHTS, parseSidecarJson, sidecarFingerprint, sidecarRope,

@@ -4,10 +4,9 @@
 import { mkdtemp, mkdir, readFile, readdir, rm, symlink, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { exportWeights, sidecarFingerprint, sidecarWeightSpecs, SIDECAR_FORMAT, SIDECAR_WEIGHTS, type SidecarJson } from '../../src/capture/index.ts'
-import { LAYER_TYPES, parseDeepseekV4Config } from '../../src/model/config.ts'
-import { getProfile, profileFingerprint } from '../../src/model/profiles/index.ts'
-import { ropeFingerprint } from '../../src/model/rope.ts'
+import { exportWeights, geometryJson, sidecarFingerprint, sidecarWeightSpecs, SIDECAR_WEIGHTS, type SidecarJson } from '../../src/capture/index.ts'
+import { parseDeepseekV4Config } from '../../src/model/config.ts'
+import { getProfile } from '../../src/model/profiles/index.ts'
 import { makeCheckpoint } from '../../src/model/checkpoint/index.ts'
 import type { GateOptions } from '../../src/gate/index.ts'
 
@@ -120,24 +119,7 @@ export async function makeDeployment (label: string): Promise<Deployment> {
 export function sidecarJsonFor (configJson: Record<string, unknown>, profileName: string, blockSize: number): SidecarJson {
   const cfg = parseDeepseekV4Config(configJson)
   const profile = getProfile(profileName)
-  const ropeParameters = Object.fromEntries(LAYER_TYPES.map((t) => [t, { ...(t === 'sliding_attention' ? cfg.rope.main : cfg.rope.compress) }])) as SidecarJson['ropeParameters']
-  const base = {
-    format: SIDECAR_FORMAT,
-    profile: JSON.parse(JSON.stringify(profile)),
-    profileFingerprint: profileFingerprint(profile),
-    hiddenSize: cfg.hiddenSize,
-    headDim: cfg.headDim,
-    ropeDim: cfg.qkRopeHeadDim,
-    indexHeadDim: cfg.indexHeadDim,
-    rmsNormEps: cfg.rmsNormEps,
-    slidingWindow: cfg.slidingWindow,
-    maxPositionEmbeddings: cfg.maxPositionEmbeddings,
-    blockSize,
-    compressRates: { ...cfg.compressRates },
-    layers: cfg.layerTypes.map((layerType, index) => ({ index, layerType, compressRatio: cfg.compressRatios[index] })),
-    ropeParameters,
-    ropeFingerprints: Object.fromEntries(LAYER_TYPES.map((t) => [t, ropeFingerprint(ropeParameters[t], cfg.maxPositionEmbeddings)])) as SidecarJson['ropeFingerprints'],
-  } as const
+  const base = geometryJson(cfg, profile, blockSize)
   const sha256 = '0'.repeat(64)
   return {
     ...base,
