@@ -4,7 +4,7 @@ import { Command } from 'commander'
 import { EMBEDDED_DEFAULTS, EMBEDDED_PREFILL_PROFILE } from '../../stack/embedded.ts'
 import { DEMO_DEFAULTS, runDemo } from '../../stack/demo/run.ts'
 import { resolveStateDir } from '../../stack/state-dir.ts'
-import type { PresetName } from '../../model/checkpoint/index.ts'
+import { PRESET_NAMES, type PresetName } from '../../model/checkpoint/index.ts'
 import { integerOption, presetOption } from './serve.ts'
 
 interface DemoFlags {
@@ -22,7 +22,7 @@ interface DemoFlags {
 export const demoCommand = new Command('demo')
   .description('run the embedded stack, send a fresh cold long prompt bridged (front door) and native (a decoder with an empty store), compare answers and blocks (verify-blocks), print a table, stop everything; exit 0 only when the verdict is complete, the answers match and the blocks are identical')
   .option('--state-dir <dir>', 'checkpoint, sidecar, stores and logs (default $PD_STATE_DIR or ~/.cache/pd-bridge)')
-  .option('--preset <name>', 'embedded model: tiny | small', presetOption, EMBEDDED_DEFAULTS.preset)
+  .option('--preset <name>', `embedded model: ${PRESET_NAMES.join(' | ')}`, presetOption, EMBEDDED_DEFAULTS.preset)
   .option('--seed <n>', 'seed of the embedded checkpoint', integerOption('--seed', 0, 2 ** 32 - 1), EMBEDDED_DEFAULTS.seed)
   .option('--block-size <n>', 'tokens per decoder block (a multiple of 128)', integerOption('--block-size', 1), EMBEDDED_DEFAULTS.blockSize)
   .option('--prefill-profile <name>', 'numerics profile of the prefill engine; the default, the decoder\'s, makes bridged blocks comparable bit for bit', EMBEDDED_PREFILL_PROFILE)

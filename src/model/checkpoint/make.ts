@@ -10,6 +10,8 @@ import { initialValues } from './init.ts'
 import { expectedParameters } from './params.ts'
 import { presetConfig } from './presets.ts'
 import { assertSeed } from './random.ts'
+import { needleTensors } from './needle/circuit.ts'
+import { needleVocabulary } from '../../needle/words.ts'
 
 
 /** What to make. */
@@ -101,7 +103,8 @@ export async function makeCheckpoint (opts: MakeCheckpointOptions): Promise<Made
   }
   await prepareOutDir(opts.out, opts.force === true)
 
-  const tensors = makeTensors(cfg, opts.seed)
+  const needle = opts.preset === 'needle'
+  const tensors = needle ? needleTensors(cfg, opts.seed) : makeTensors(cfg, opts.seed)
   let parameterCount = 0
   for (const t of tensors.values()) parameterCount += t.shape.reduce((a, b) => a * b, 1)
   const { files: weightFiles } = await writeShardedCheckpoint(opts.out, tensors, {
@@ -113,7 +116,7 @@ export async function makeCheckpoint (opts: MakeCheckpointOptions): Promise<Made
   const side: Record<string, string> = {
     'config.json': checkpointConfigJson(cfg),
     'generation_config.json': generationConfigJson(cfg),
-    ...buildTokenizerFiles(cfg.vocabSize, cfg.maxPositionEmbeddings),
+    ...buildTokenizerFiles(cfg.vocabSize, cfg.maxPositionEmbeddings, needle ? needleVocabulary() : []),
   }
   for (const [name, text] of Object.entries(side)) await writeFile(join(opts.out, name), text)
 

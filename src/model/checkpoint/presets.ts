@@ -116,7 +116,16 @@ function smallJson (): Record<string, unknown> {
   }
 }
 
-const PRESETS = { tiny: tinyJson, small: smallJson } as const
+/**
+ * `needle`: the tiny architecture with handcrafted weights that retrieve a needle through the
+ * compressed caches (src/model/checkpoint/needle, docs/needle-checkpoint.md); its tokenizer has
+ * the needle protocol's phrases as tokens.
+ */
+function needleJson (): Record<string, unknown> {
+  return tinyJson()
+}
+
+const PRESETS = { tiny: tinyJson, small: smallJson, needle: needleJson } as const
 
 /** A preset's name. */
 export type PresetName = keyof typeof PRESETS

@@ -23,30 +23,42 @@ export interface VocabLayout {
   tokens: string[]
   /** Ids that are special tokens (named ones, then reserved fillers). */
   specialIds: number[]
+  /** Ids of the added tokens that are not special (matched verbatim in text, kept when decoding). */
+  addedIds: number[]
   merges: Merge[]
 }
 
 /**
  * Ids: the named special tokens (0..4), the 256 byte tokens in byte order, one token per learned
- * merge in merge order, then `<｜reserved_N｜>` special tokens (N from 0) up to `vocabSize`.
+ * merge in merge order, then the `added` texts as ordinary (non-special) added tokens, then
+ * `<｜reserved_N｜>` special tokens (N from 0) up to `vocabSize`. Merges are learned for the room
+ * the added texts leave, so the vocabulary size stays `vocabSize`.
  */
-export function vocabLayout (vocabSize: number): VocabLayout {
-  if (!Number.isInteger(vocabSize) || vocabSize < MIN_VOCAB_SIZE) {
-    throw new ConfigError('vocab_size', `must be an integer >= ${MIN_VOCAB_SIZE} (5 special + 256 byte tokens), got ${vocabSize}`)
+export function vocabLayout (vocabSize: number, added: readonly string[] = []): VocabLayout {
+  if (!Number.isInteger(vocabSize) || vocabSize < MIN_VOCAB_SIZE + added.length) {
+    throw new ConfigError('vocab_size', `must be an integer >= ${MIN_VOCAB_SIZE + added.length} (5 special + 256 byte tokens + ${added.length} added), got ${vocabSize}`)
   }
   const tokens = [...NAMED_SPECIAL_TOKENS, ...BYTE_TO_CHAR]
-  const merges = trainMerges(TRAINING_TEXT, vocabSize - tokens.length)
+  const merges = trainMerges(TRAINING_TEXT, vocabSize - tokens.length - added.length)
   for (const [a, b] of merges) tokens.push(a + b)
+  const addedIds: number[] = []
+  for (const text of added) {
+    if (text === '' || tokens.includes(text) || added.indexOf(text) !== added.lastIndexOf(text)) {
+      throw new ConfigError('added tokens', `${JSON.stringify(text)} is empty, repeated or already a token`)
+    }
+    addedIds.push(tokens.length)
+    tokens.push(text)
+  }
   const specialIds = NAMED_SPECIAL_TOKENS.map((_, i) => i)
   for (let n = 0; tokens.length < vocabSize; n++) {
     specialIds.push(tokens.length)
     tokens.push(reservedToken(n))
   }
-  return { tokens, specialIds, merges }
+  return { tokens, specialIds, addedIds, merges }
 }
 
-function addedToken (id: number, content: string) {
-  return { id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true }
+function addedToken (id: number, content: string, special: boolean) {
+  return { id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special }
 }
 
 function specialTokenEntry (content: string) {
@@ -66,7 +78,8 @@ function tokenizerJson (layout: VocabLayout): string {
     version: '1.0',
     truncation: null,
     padding: null,
-    added_tokens: layout.specialIds.map((id) => addedToken(id, layout.tokens[id])),
+    added_tokens: [...layout.specialIds, ...layout.addedIds].sort((a, b) => a - b)
+      .map((id) => addedToken(id, layout.tokens[id], layout.specialIds.includes(id))),
     normalizer: null,
     pre_tokenizer: { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true },
     post_processor: {
@@ -98,9 +111,9 @@ function tokenizerJson (layout: VocabLayout): string {
     .replace('"@MERGES@"', () => layout.merges.length ? `[\n${merges}\n    ]` : '[]') + '\n'
 }
 
-/** All three files for a vocabulary of `vocabSize` tokens and a context of `modelMaxLength`. */
-export function buildTokenizerFiles (vocabSize: number, modelMaxLength: number): TokenizerFiles {
-  const layout = vocabLayout(vocabSize)
+/** All three files for a vocabulary of `vocabSize` tokens (with `added` ordinary added tokens) and a context of `modelMaxLength`. */
+export function buildTokenizerFiles (vocabSize: number, modelMaxLength: number, added: readonly string[] = []): TokenizerFiles {
+  const layout = vocabLayout(vocabSize, added)
   const config = {
     add_bos_token: true,
     add_eos_token: false,

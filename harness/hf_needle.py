@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""Needle retrieval by transformers' own DeepSeek-V4 forward, for the `needle` preset.
+
+Runs on a CUDA machine with transformers 5.17 (never in CI):
+
+  hf_needle.py --model DIR --cases CASES.json --out PROOF.json
+
+DIR is `pd-bridge make-checkpoint --preset needle --seed 0 --out DIR`; CASES.json is
+`npx tsx harness/make-needle-cases.ts CASES.json`. For each case: the tokenizer's ids for the case's
+text (must equal ours), and in float32 and in bfloat16 (the fp32 model cast, see hf_reference.load)
+the greedy continuation of two tokens, which must be the expected value (or " unknown") then EOS,
+with the margin of the answer's logit over the runner-up at the question. Also the loading report
+(no missing/unexpected/mismatched keys, every value equal to the file). TF32 is off.
+"""
+import argparse
+import json
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hf_reference import DEVICE, checkpoint_digest, file_tensors, load  # noqa: E402
+
+import transformers  # noqa: E402
+from transformers import AutoTokenizer  # noqa: E402
+
+
+@torch.no_grad()
+def answer(model, ids, steps):
+    x = torch.tensor([ids], device=DEVICE)
+    out = model(x, use_cache=True)
+    logits = out.logits[0, -1].float()
+    top = torch.topk(logits, 2)
+    cache = out.past_key_values
+    tokens = []
+    nxt = logits.argmax().view(1, 1)
+    for _ in range(steps):
+        tokens.append(int(nxt))
+        out = model(nxt, past_key_values=cache, use_cache=True)
+        cache = out.past_key_values
+        nxt = out.logits[:, -1].argmax(-1, keepdim=True)
+    return tokens, float(top.values[0] - top.values[1])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--model', required=True)
+    ap.add_argument('--cases', required=True)
+    ap.add_argument('--out', required=True)
+    args = ap.parse_args()
+    with open(args.cases) as f:
+        cases = json.load(f)['cases']
+    tok = AutoTokenizer.from_pretrained(args.model)
+    eos = tok.eos_token_id
+    unknown = tok.convert_tokens_to_ids(' unknown')
+    report = {'transformers': transformers.__version__, 'torch': torch.__version__, 'device': torch.cuda.get_device_name(0) if DEVICE == 'cuda' else 'cpu',
+              'checkpoint_sha256': checkpoint_digest(args.model), 'tf32': 'off', 'cases': []}
+    files = file_tensors(args.model)
+    models = {}
+    for dtype in (torch.float32, torch.bfloat16):
+        model, info = load(args.model, dtype)
+        models[str(dtype).replace('torch.', '')] = model
+        if dtype == torch.float32:
+            report['loading_info'] = {k: sorted(map(str, v)) for k, v in info.items()}
+            state = model.state_dict()
+            differ = [k for k, v in files.items() if k not in state or not torch.equal(state[k].cpu().to(v.dtype), v)]
+            report['values_differing_from_file'] = differ
+    for c in cases:
+        hf_ids = tok.encode(c['text'], add_special_tokens=False)
+        asked = [n for n in c['needles'] if n['key'] == c['ask']]
+        # The asked needle's value token as it sits in the document (our ids), or " unknown".
+        expected_token = c['ids'][asked[0]['position']] if asked else unknown
+        row = {'name': c['name'], 'digest': c['digest'], 'tokens': len(c['ids']), 'tokenizer_ids_equal': hf_ids == c['ids'],
+               'expected': [expected_token, eos], 'needle_positions': [n['position'] for n in c['needles']]}
+        for name, model in models.items():
+            tokens, margin = answer(model, c['ids'], 2)
+            row[name] = {'greedy': tokens, 'text': tok.decode(tokens), 'margin': round(margin, 4), 'pass': tokens == [expected_token, eos]}
+        report['cases'].append(row)
+        print(row['name'], row['tokens'], {k: (row[k]['text'], row[k]['margin'], row[k]['pass']) for k in models}, 'tokenizer', row['tokenizer_ids_equal'], flush=True)
+    report['all_pass'] = all(r[k]['pass'] and r['tokenizer_ids_equal'] for r in report['cases'] for k in models)
+    with open(args.out, 'w') as f:
+        json.dump(report, f, indent=1)
+        f.write('\n')
+    print('all pass' if report['all_pass'] else 'NOT all pass')
+
+
+if __name__ == '__main__':
+    main()
