@@ -1,23 +1,34 @@
-// Kernel speed next to this machine's measured peaks. Run: npx tsx protocols/bench-kernels.ts
-// Prints a table and writes results/bench/kernels-<date>.json. Nothing here is asserted:
-// speeds depend on the machine and on whatever else it is running.
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
-import { cpus } from 'node:os'
-import { fileURLToPath } from 'node:url'
+// Kernel speed next to this machine's measured peaks, as a micro-benchmark record
+// (pd-bridge/micro-bench@1, docs/BENCHMARK-PROTOCOL.md) under results/micro/. Run:
+//   npx tsx protocols/bench-kernels.ts [--preset tiny] [--block-size 256] [--note TEXT] [--micro DIR] [--time-ms 400]
+// The record is filed under the environment of the embedded stack's configuration (default: the
+// embedded default, as cold-bench runs it), so it sits next to those runs in RESULTS.md. Nothing
+// here is asserted: speeds depend on the machine and on whatever else it is running.
+import { mkdtempSync, rmSync } from 'node:fs'
+import { loadavg, tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { Bench } from 'tinybench'
 import {
-  attentionMqa, fmathArray, getKernelThreads, indexerScores, kernelParallelThreshold, matmulBf16, matmulF32, measurePeakGflops,
-  measureStreamGbps, reference, rmsNorm, softmaxPool,
+  attentionMqa, fmathArray, getKernelThreads, indexerScores, kernelParallelThreshold, matmulBf16, matmulF32,
+  reference, rmsNorm, softmaxPool,
 } from '../src/kernels/index.ts'
+import { PdBridgeError } from '../src/errors.ts'
 import { f32ToBf16 } from '../src/numerics/bf16.ts'
+import { benchConfig, extraInt, parseBenchOptions } from '../src/results/bench-options.ts'
+import { prepareBench } from '../src/results/bench-setup.ts'
+import { MICRO_RECORD_SCHEMA, microRunId, writeMicroRecord, type KernelRow, type MicroRecord } from '../src/results/micro-record.ts'
+import { bestCopyGbps, bestOfPeaks, gflopsPeakFor, measureMachinePeaks, nativeInfo } from '../src/results/peaks.ts'
+import { formatBytes } from '../src/results/tables.ts'
 
-const TIME_MS = Number(process.env.PDB_BENCH_TIME_MS ?? 400)
+const options = parseBenchOptions(process.argv.slice(2), ['tiny'], ['time-ms'])
+if (options.presets.length !== 1) throw new PdBridgeError('--preset: the kernel benchmark files its record under one configuration')
+const TIME_MS = extraInt(options, 'time-ms', Number(process.env.PDB_BENCH_TIME_MS ?? 400))
+const WARMUP_MS = 100
 
-/** One measured kernel call: its work, the rate it reached and the matching machine peak. */
-interface Row {
+/** What one row measured, before the peak it is compared to is known. */
+interface Measured {
   kernel: string
   shape: string
-  /** Threads the call really used (calls below the parallel threshold stay on one). */
   threads: number
   meanMs: number
   p50Ms: number
@@ -29,30 +40,8 @@ interface Row {
   /** The rate that matters: GFLOP/s for matmul, attention and indexer; GB/s for the rest. */
   unit: 'GFLOP/s' | 'GB/s'
   rate: number
-  peak: number
-  percentOfPeak: number
-}
-
-// Peaks are the best of several short runs: on a shared machine a single run mostly measures the
-// neighbours, and the best run is the closest to what the hardware can do.
-const PEAK_RUNS = 5
-const gflopsPeaks = new Map<number, number>()
-function peakGflops (threads: number, remeasure = false): number {
-  let best = gflopsPeaks.get(threads)
-  if (best === undefined || remeasure) {
-    best = best ?? 0
-    for (let r = 0; r < PEAK_RUNS; r++) best = Math.max(best, measurePeakGflops(threads, 100))
-    gflopsPeaks.set(threads, best)
-  }
-  return best
-}
-
-/** Best streaming-copy rate over the same number of bytes the kernel reads and writes. */
-function peakCopyGbps (threads: number, bytes: number): number {
-  const repeats = Math.max(1, Math.min(100000, Math.ceil((64 << 20) / bytes)))
-  let best = 0
-  for (let r = 0; r < PEAK_RUNS; r++) best = Math.max(best, measureStreamGbps(threads, Math.max(32, bytes), repeats))
-  return best
+  /** GB/s rows: a copy moving the same bytes on the same threads, measured right after the kernel. */
+  copyPeak?: number
 }
 
 function filled (n: number, seed: number, scale = 1): Float32Array {
@@ -66,7 +55,7 @@ function filled (n: number, seed: number, scale = 1): Float32Array {
 }
 
 async function measure (name: string, fn: () => void): Promise<{ meanMs: number, p50Ms: number, samples: number }> {
-  const bench = new Bench({ time: TIME_MS, warmupTime: 100 })
+  const bench = new Bench({ time: TIME_MS, warmupTime: WARMUP_MS })
   bench.add(name, fn)
   await bench.run()
   const r = bench.tasks[0].result
@@ -74,25 +63,23 @@ async function measure (name: string, fn: () => void): Promise<{ meanMs: number,
   return { meanMs: r.latency.mean, p50Ms: r.latency.p50, samples: r.latency.samplesCount }
 }
 
-function effectiveFlags (): string[] {
-  const mk = fileURLToPath(new URL('../native/build/pdb_kernels.target.mk', import.meta.url))
-  const text = readFileSync(mk, 'utf8')
-  const block = text.split('CFLAGS_CC_Release := \\\n')[1]?.split('\n\n')[0] ?? ''
-  const common = text.split('CFLAGS_Release := \\\n')[1]?.split('\n\n')[0] ?? ''
-  const flags = (s: string) => s.split('\n').map((l) => l.replace(/\\$/, '').trim()).filter(Boolean)
-  return [...flags(common), ...flags(block)]
+/** A copy moving `traffic` bytes (read + write) on `threads`: buffers of half that each. */
+function peakCopyGbps (threads: number, traffic: number): number {
+  return bestCopyGbps(threads, Math.ceil(traffic / 2))
 }
 
 async function main (): Promise<void> {
+  const startedAt = new Date().toISOString()
+  const loadBefore = loadavg() as [number, number, number]
+  // The checkpoint and sidecar are made only for their fingerprint (the environment id).
+  const scratch = mkdtempSync(join(tmpdir(), 'pd-bridge-bench-kernels-'))
+  const setup = await prepareBench(benchConfig(options, options.presets[0]), scratch).finally(() => rmSync(scratch, { recursive: true, force: true }))
   const threads = getKernelThreads()
   const threshold = kernelParallelThreshold()
   const threadsFor = (work: number) => (work < threshold ? 1 : threads)
-  console.log(`measuring peaks (${threads} thread(s) configured)...`)
-  let peak1 = peakGflops(1)
-  let peakAll = peakGflops(threads)
-  const stream1 = peakCopyGbps(1, 256 << 20)
-  const streamAll = peakCopyGbps(threads, 256 << 20)
-  const rows: Row[] = []
+  console.log(`environment ${setup.environment.id} (${setup.environment.model}); measuring peaks (${threads} thread(s) configured)...`)
+  const startPeaks = measureMachinePeaks()
+  const rows: Measured[] = []
 
   const matmulShapes: Array<[number, number, number]> = []
   for (const m of [1, 128]) {
@@ -113,8 +100,7 @@ async function main (): Promise<void> {
       const seconds = t.p50Ms / 1000
       const bytes = 4 * m * k + weightBytes * n * k + 4 * m * n
       const gflops = flops / seconds / 1e9
-      const peak = peakGflops(used)
-      rows.push({ kernel, shape: `m=${m} k=${k} n=${n}`, threads: used, ...t, flops, bytes, gflops, gbps: bytes / seconds / 1e9, unit: 'GFLOP/s', rate: gflops, peak, percentOfPeak: 100 * gflops / peak })
+      rows.push({ kernel, shape: `m=${m} k=${k} n=${n}`, threads: used, ...t, flops, bytes, gflops, gbps: bytes / seconds / 1e9, unit: 'GFLOP/s', rate: gflops })
     }
   }
 
@@ -128,7 +114,7 @@ async function main (): Promise<void> {
     const flops = 2 * m * n * k
     const bytes = 4 * (m * k + n * k + m * n)
     const gflops = flops / seconds / 1e9
-    rows.push({ kernel: 'reference.matmulF32', shape: `m=${m} k=${k} n=${n}`, threads: 1, ...t, flops, bytes, gflops, gbps: bytes / seconds / 1e9, unit: 'GFLOP/s', rate: gflops, peak: peak1, percentOfPeak: 100 * gflops / peak1 })
+    rows.push({ kernel: 'reference.matmulF32', shape: `m=${m} k=${k} n=${n}`, threads: 1, ...t, flops, bytes, gflops, gbps: bytes / seconds / 1e9, unit: 'GFLOP/s', rate: gflops })
   }
 
   for (const rowsN of [1, 128]) {
@@ -142,8 +128,8 @@ async function main (): Promise<void> {
       const t = await measure('rmsNorm', () => { rmsNorm(x, rowsN, d, weight, 1e-6, out) })
       const seconds = t.p50Ms / 1000
       const gbps = bytes / seconds / 1e9
-      const peak = peakCopyGbps(used, 2 * rowsN * d * 4)
-      rows.push({ kernel: 'rmsNorm', shape: `rows=${rowsN} d=${d}`, threads: used, ...t, flops, bytes, gflops: flops / seconds / 1e9, gbps, unit: 'GB/s', rate: gbps, peak, percentOfPeak: 100 * gbps / peak })
+      const copyPeak = peakCopyGbps(used, bytes)
+      rows.push({ kernel: 'rmsNorm', shape: `rows=${rowsN} d=${d}`, threads: used, ...t, flops, bytes, gflops: flops / seconds / 1e9, gbps, unit: 'GB/s', rate: gbps, copyPeak })
     }
   }
 
@@ -172,8 +158,7 @@ async function main (): Promise<void> {
       const seconds = r.p50Ms / 1000
       const bytes = 4 * (2 * t * h * d + keys.length * d)
       const gflops = flops / seconds / 1e9
-      const peak = peakGflops(used)
-      rows.push({ kernel: 'attentionMqa', shape: `${label} T=${t} H=${h} D=${d} keys/query=${keysPer}`, threads: used, ...r, flops, bytes, gflops, gbps: bytes / seconds / 1e9, unit: 'GFLOP/s', rate: gflops, peak, percentOfPeak: 100 * gflops / peak })
+      rows.push({ kernel: 'attentionMqa', shape: `${label} T=${t} H=${h} D=${d} keys/query=${keysPer}`, threads: used, ...r, flops, bytes, gflops, gbps: bytes / seconds / 1e9, unit: 'GFLOP/s', rate: gflops })
     }
   }
 
@@ -193,8 +178,7 @@ async function main (): Promise<void> {
     const seconds = r.p50Ms / 1000
     const bytes = 4 * (t * h * d + n * d + t * n)
     const gflops = flops / seconds / 1e9
-    const peak = peakGflops(used)
-    rows.push({ kernel: 'indexerScores', shape: `T=${t} N=${n} Hi=${h} Di=${d}`, threads: used, ...r, flops, bytes, gflops, gbps: bytes / seconds / 1e9, unit: 'GFLOP/s', rate: gflops, peak, percentOfPeak: 100 * gflops / peak })
+    rows.push({ kernel: 'indexerScores', shape: `T=${t} N=${n} Hi=${h} Di=${d}`, threads: used, ...r, flops, bytes, gflops, gbps: bytes / seconds / 1e9, unit: 'GFLOP/s', rate: gflops })
   }
 
   // Pooling (one exp per input element) and the bulk exp / silu: GB/s of inputs read and outputs
@@ -208,8 +192,8 @@ async function main (): Promise<void> {
     const seconds = t.p50Ms / 1000
     const bytes = 4 * (2 * w * r * d + w * d)
     const gbps = bytes / seconds / 1e9
-    const peak = peakCopyGbps(used, bytes)
-    rows.push({ kernel: 'softmaxPool', shape: `W=${w} rows=${r} d=${d}`, threads: used, ...t, flops: 0, bytes, gflops: 0, gbps, unit: 'GB/s', rate: gbps, peak, percentOfPeak: 100 * gbps / peak })
+    const copyPeak = peakCopyGbps(used, bytes)
+    rows.push({ kernel: 'softmaxPool', shape: `W=${w} rows=${r} d=${d}`, threads: used, ...t, flops: 0, bytes, gflops: 0, gbps, unit: 'GB/s', rate: gbps, copyPeak })
   }
   for (const name of ['exp', 'silu'] as const) {
     const x = filled(1 << 22, 15, 30)
@@ -219,8 +203,8 @@ async function main (): Promise<void> {
     const seconds = t.p50Ms / 1000
     const bytes = 8 * x.length
     const gbps = bytes / seconds / 1e9
-    const peak = peakCopyGbps(used, bytes)
-    rows.push({ kernel: `fmathArray ${name}`, shape: `n=${x.length}`, threads: used, ...t, flops: 0, bytes, gflops: 0, gbps, unit: 'GB/s', rate: gbps, peak, percentOfPeak: 100 * gbps / peak })
+    const copyPeak = peakCopyGbps(used, bytes)
+    rows.push({ kernel: `fmathArray ${name}`, shape: `n=${x.length}`, threads: used, ...t, flops: 0, bytes, gflops: 0, gbps, unit: 'GB/s', rate: gbps, copyPeak })
   }
 
   { // The blocks128 accumulation order at one prefill shape, next to the lanes8 rows above.
@@ -234,51 +218,62 @@ async function main (): Promise<void> {
     const seconds = t.p50Ms / 1000
     const bytes = 4 * (m * k + n * k + m * n)
     const gflops = flops / seconds / 1e9
-    const peak = peakGflops(used)
-    rows.push({ kernel: 'matmulF32 blocks128', shape: `m=${m} k=${k} n=${n}`, threads: used, ...t, flops, bytes, gflops, gbps: bytes / seconds / 1e9, unit: 'GFLOP/s', rate: gflops, peak, percentOfPeak: 100 * gflops / peak })
+    rows.push({ kernel: 'matmulF32 blocks128', shape: `m=${m} k=${k} n=${n}`, threads: used, ...t, flops, bytes, gflops, gbps: bytes / seconds / 1e9, unit: 'GFLOP/s', rate: gflops })
   }
 
-  // Measure the compute peaks again at the end and keep the best of both ends of the run.
-  peak1 = peakGflops(1, true)
-  peakAll = peakGflops(threads, true)
-  for (const r of rows) {
-    if (r.unit === 'GFLOP/s') {
-      r.peak = peakGflops(r.threads)
-      r.percentOfPeak = 100 * r.rate / r.peak
+  // Measure the peaks again at the end and keep the best of both ends of the run: a compute rate
+  // is compared to the mul+add peak of this record for its thread count.
+  const peaks = bestOfPeaks(startPeaks, measureMachinePeaks())
+  const loadAfter = loadavg() as [number, number, number]
+  const out: KernelRow[] = rows.map((r) => {
+    const peak = r.unit === 'GFLOP/s' ? gflopsPeakFor(peaks, r.threads) : r.copyPeak!
+    const peakOf = r.unit === 'GFLOP/s'
+      ? `mul+add, ${r.threads} thread${r.threads === 1 ? '' : 's'}`
+      : `copy moving the same ${formatBytes(r.bytes)}, ${r.threads} thread${r.threads === 1 ? '' : 's'}`
+    return {
+      suite: 'kernels',
+      name: r.kernel,
+      shape: r.shape,
+      threads: r.threads,
+      rate: r.rate,
+      unit: r.unit,
+      peak,
+      peakOf,
+      percentOfPeak: 100 * r.rate / peak,
+      samples: r.samples,
+      method: 'tinybench-p50',
+      kernel: { p50Ms: r.p50Ms, meanMs: r.meanMs, flops: r.flops, bytes: r.bytes, gflops: r.gflops, gbps: r.gbps },
     }
-  }
+  })
 
-  console.log(`\npeak AVX2 mul+add (no FMA), best of ${2 * PEAK_RUNS} (start and end): ${peak1.toFixed(1)} GFLOP/s on 1 thread, ${peakAll.toFixed(1)} GFLOP/s on ${threads}`)
-  console.log(`streaming copy of 256 MiB (read + write), best of ${PEAK_RUNS}: ${stream1.toFixed(1)} GB/s on 1 thread, ${streamAll.toFixed(1)} GB/s on ${threads}`)
-  console.log('GFLOP/s rows: the mul+add peak for the threads used; GB/s rows: a copy of the same bytes on the same threads\n')
-  console.table(rows.map((r) => ({
-    kernel: r.kernel,
+  console.log(`\npeak AVX2 mul+add (no FMA), best of ${peaks.bestOf} (start and end): ${peaks.gflops1Thread.toFixed(1)} GFLOP/s on 1 thread, ${peaks.gflopsAllThreads.toFixed(1)} GFLOP/s on ${threads}`)
+  console.log(`streaming copy of ${formatBytes(peaks.copyBytes)}, best of ${peaks.bestOf}: ${peaks.copyGbps1Thread.toFixed(1)} GB/s on 1 thread, ${peaks.copyGbpsAllThreads.toFixed(1)} GB/s on ${threads}`)
+  console.log('GFLOP/s rows: the mul+add peak for the threads used; GB/s rows: a copy moving the same bytes on the same threads\n')
+  console.table(out.map((r) => ({
+    kernel: r.name,
     shape: r.shape,
     threads: r.threads,
-    'p50 ms': Number(r.p50Ms.toFixed(4)),
+    'p50 ms': Number(r.kernel.p50Ms.toFixed(4)),
     rate: `${r.rate.toFixed(2)} ${r.unit}`,
-    'GB/s moved': Number(r.gbps.toFixed(1)),
+    'GB/s moved': Number(r.kernel.gbps.toFixed(1)),
     peak: `${r.peak.toFixed(1)} ${r.unit}`,
     '% peak': Number(r.percentOfPeak.toFixed(1)),
   })))
 
-  const date = new Date().toISOString().slice(0, 10)
-  const dir = fileURLToPath(new URL('../results/bench/', import.meta.url))
-  mkdirSync(dir, { recursive: true })
-  const file = `${dir}kernels-${date}.json`
-  const record = {
-    protocol: 'bench-kernels',
-    date: new Date().toISOString(),
-    machine: { cpu: cpus()[0]?.model ?? 'unknown', logicalCpus: cpus().length, node: process.version, note: process.env.PDB_BENCH_NOTE ?? null },
-    flags: effectiveFlags(),
-    rateFrom: 'p50 latency of tinybench samples',
-    timePerTaskMs: TIME_MS,
-    parallelThreshold: threshold,
-    peaks: { runs: 2 * PEAK_RUNS, gflops1: peak1, gflopsAll: peakAll, copyGbps256MiB1: stream1, copyGbps256MiBAll: streamAll, threads },
-    rows,
+  const record: MicroRecord = {
+    schema: MICRO_RECORD_SCHEMA,
+    runId: microRunId(startedAt, 'kernels'),
+    startedAt,
+    suite: 'kernels',
+    environment: setup.environment,
+    load: { before: loadBefore, after: loadAfter },
+    note: options.note,
+    native: nativeInfo(),
+    settings: { timePerTaskMs: TIME_MS, warmupMs: WARMUP_MS, rateFrom: 'p50 latency of tinybench samples' },
+    peaks,
+    rows: out,
   }
-  writeFileSync(file, JSON.stringify(record, null, 2) + '\n')
-  console.log(`\nwrote ${file}`)
+  console.log(`\nwrote ${await writeMicroRecord(options.microDir, record)}`)
 }
 
 await main()

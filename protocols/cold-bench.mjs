@@ -2,14 +2,14 @@
 // The cold-prompt benchmark protocol (docs/BENCHMARK-PROTOCOL.md). Against the embedded stack by
 // default, or a deployment with --url (bridged front door) and --native-url (decoder alone).
 // Per run: a fresh seed and a unique document, the bridged leg, then the native leg, one JSON
-// record under results/runs/. At the end it regenerates RESULTS.md (pd-bridge results).
+// record under results/runs/. At the end it regenerates RESULTS.md (pd-bridge results) from those
+// records and the micro-benchmark records in results/micro/ (--micro; default: micro/ next to --runs).
 //
 //   npx zx protocols/cold-bench.mjs --sizes 4096,16384,32768 --repeats 3 [--seed N]
-import { createHash, randomBytes } from 'node:crypto'
+import { randomBytes } from 'node:crypto'
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises'
-import os from 'node:os'
 import { join, resolve } from 'node:path'
-import { $, argv } from 'zx'
+import { argv } from 'zx'
 import { register } from 'tsx/esm/api'
 
 // The stack and the generator are TypeScript; tsx lets this protocol import them as they are.
@@ -20,9 +20,8 @@ const { promptBlockKeys, presentKeys } = await import('../src/stack/demo/blocks.
 const { loadTokenizer } = await import('../src/model/tokenizer/index.ts')
 const { resolveStateDir } = await import('../src/stack/state-dir.ts')
 const { generateResults } = await import('../src/results/generate.ts')
+const { embeddedEnvironment, embeddedModelName, remoteEnvironment } = await import('../src/results/environment.ts')
 const { RUN_RECORD_SCHEMA, parseRunRecord } = await import('../src/results/record.ts')
-
-$.verbose = false
 
 function fail (message) {
   process.stderr.write(`cold-bench: ${message}\n`)
@@ -48,6 +47,7 @@ const opts = {
   url: argv.url,
   nativeUrl: argv['native-url'],
   runs: resolve(argv.runs ?? 'results/runs'),
+  micro: argv.micro,
   out: resolve(argv.out ?? 'results'),
   generate: argv.generate !== false,
   preset: argv.preset ?? 'tiny',
@@ -150,24 +150,6 @@ async function peakRss (pid) {
   }
 }
 
-function sha (text) {
-  return createHash('sha256').update(text).digest('hex').slice(0, 12)
-}
-
-async function environment (configFingerprint, model) {
-  const commit = (await $`git rev-parse --short HEAD`.nothrow()).stdout.trim() || 'unknown'
-  const base = {
-    cpu: os.cpus()[0]?.model ?? 'unknown',
-    cores: os.cpus().length,
-    memoryBytes: os.totalmem(),
-    node: process.version,
-    os: `${os.platform()} ${os.release()} ${os.arch()}`,
-    configFingerprint,
-    model,
-  }
-  return { id: `env-${sha(JSON.stringify(base))}`, ...base, commit }
-}
-
 // An approximate tokenizer for remote deployments (4 characters a token): the record keeps the
 // token counts the servers report, so only the prompt's size is approximate.
 const roughTokenizer = { encode: (text) => ({ length: Math.ceil(text.length / 4) }) }
@@ -177,8 +159,8 @@ let nativeUrl = opts.nativeUrl
 let frontUrl = opts.url
 let modelName = opts.model ?? 'default'
 let tokenizer = roughTokenizer
-let configFingerprint = 'remote'
-let modelLabel = `remote ${opts.url ?? ''}`
+// The environment block (src/results/environment.ts, shared with the micro benchmarks).
+let env = remoteEnvironment(opts.url ?? '')
 let nativeCache
 const pids = new Map([['protocol', process.pid]])
 
@@ -207,10 +189,10 @@ try {
     nativeUrl = native.url
     modelName = stack.modelName
     tokenizer = await loadTokenizer(stack.checkpoint.dir)
-    configFingerprint = sha(JSON.stringify({ preset: opts.preset, seed: EMBEDDED_DEFAULTS.seed, blockSize: opts.blockSize, prefillProfile: EMBEDDED_PREFILL_PROFILE, sidecar: stack.sidecar.fingerprint, model: modelName }))
-    modelLabel = `embedded ${opts.preset} (seed ${EMBEDDED_DEFAULTS.seed}, blocks of ${opts.blockSize})`
+    // The micro benchmarks derive the model name from preset and seed; it must be the stack's.
+    if (modelName !== embeddedModelName(opts.preset, EMBEDDED_DEFAULTS.seed)) throw new Error(`the stack serves ${modelName}, but src/results/environment.ts names it ${embeddedModelName(opts.preset, EMBEDDED_DEFAULTS.seed)}; fix embeddedModelName`)
+    env = embeddedEnvironment({ preset: opts.preset, seed: EMBEDDED_DEFAULTS.seed, blockSize: opts.blockSize, prefillProfile: EMBEDDED_PREFILL_PROFILE, sidecarFingerprint: stack.sidecar.fingerprint })
   }
-  const env = await environment(configFingerprint, modelLabel)
 
   // Warm both legs on a prompt of their own, so engines, kernels and connections are hot.
   const warmPrompt = buildDemoPrompt(tokenizer, Math.min(1024, Math.max(...opts.sizes)), (opts.seed ^ 0x5a5a5a5a) >>> 0)
@@ -281,6 +263,7 @@ finally {
 }
 
 if (opts.generate) {
-  const r = await generateResults(opts.runs, opts.out)
-  say(`results: ${r.records} records, ${r.environments} environments -> ${r.files.map((f) => join(opts.out, f)).join(', ')}`)
+  // Micro-benchmark records (protocols/bench-kernels.ts, bench-capture.ts) go into the same report.
+  const r = await generateResults(opts.runs, opts.out, opts.micro === undefined ? undefined : resolve(opts.micro))
+  say(`results: ${r.records} run records, ${r.microRecords} micro-benchmark records, ${r.environments} environments -> ${r.files.map((f) => join(opts.out, f)).join(', ')}`)
 }

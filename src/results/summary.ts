@@ -1,6 +1,8 @@
 // Turn run records into per-environment, per-size numbers. The protocol's counting rules live
 // here: only a `complete` verdict is bridged, ratios are medians of paired runs, environments
 // are never mixed.
+import type { MicroRecord } from './micro-record.ts'
+import { summarizeMicro, type MicroSummary } from './micro-summary.ts'
 import type { BridgedLeg, RunEnvironment, RunRecord } from './record.ts'
 
 /** The one verdict that counts a run as bridged. */
@@ -66,6 +68,8 @@ export interface EnvironmentSummary {
   sizes: SizeSummary[]
   /** Highest peak RSS per process over all its runs, bytes. */
   peakMemoryBytes: Record<string, number>
+  /** Its micro benchmarks (none when no micro record has its id). */
+  micro: MicroSummary
 }
 
 function medianOf<T> (items: T[], pick: (item: T) => number | null): number | null {
@@ -108,27 +112,34 @@ function summarizeSize (targetTokens: number, runs: RunRecord[]): SizeSummary {
   }
 }
 
-/** Group records by environment id (sorted), then by target size (ascending). */
-export function summarize (records: RunRecord[]): EnvironmentSummary[] {
-  const byEnv = new Map<string, RunRecord[]>()
-  for (const r of records) {
-    const list = byEnv.get(r.environment.id) ?? []
-    list.push(r)
-    byEnv.set(r.environment.id, list)
+/**
+ * Group cold-prompt runs and micro-benchmark records by environment id (sorted), runs then by
+ * target size (ascending). An environment with only micro records has no sizes.
+ */
+export function summarize (records: RunRecord[], micro: MicroRecord[] = []): EnvironmentSummary[] {
+  const byEnv = new Map<string, { runs: RunRecord[], micro: MicroRecord[] }>()
+  const group = (id: string) => {
+    let g = byEnv.get(id)
+    if (g === undefined) byEnv.set(id, g = { runs: [], micro: [] })
+    return g
   }
+  for (const r of records) group(r.environment.id).runs.push(r)
+  for (const m of micro) group(m.environment.id).micro.push(m)
   return [...byEnv.keys()].sort().map((id) => {
-    const runs = byEnv.get(id)!
+    const { runs, micro: benches } = byEnv.get(id)!
     const sizes = [...new Set(runs.map((r) => r.targetTokens))].sort((a, b) => a - b)
     const peak: Record<string, number> = {}
     for (const r of runs) {
       for (const [proc, b] of Object.entries(r.peakMemoryBytes)) peak[proc] = Math.max(peak[proc] ?? 0, b)
     }
+    // The latest record's description of the environment (they share the id, so they agree).
+    const described = [...runs, ...benches].sort((a, b) => a.startedAt.localeCompare(b.startedAt)).at(-1)!
     return {
-      // The latest run's description of the environment (they share the id, so they agree).
-      environment: [...runs].sort((a, b) => a.startedAt.localeCompare(b.startedAt)).at(-1)!.environment,
-      commits: [...new Set(runs.map((r) => r.environment.commit))].sort(),
+      environment: described.environment,
+      commits: [...new Set([...runs, ...benches].map((r) => r.environment.commit))].sort(),
       sizes: sizes.map((t) => summarizeSize(t, runs.filter((r) => r.targetTokens === t))),
       peakMemoryBytes: Object.fromEntries(Object.entries(peak).sort(([a], [b]) => a.localeCompare(b))),
+      micro: summarizeMicro(benches),
     }
   })
 }

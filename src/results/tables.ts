@@ -50,9 +50,9 @@ function ratioCell (s: SizeSummary): string {
   return s.ratio === null ? NOT_RUN : `${s.ratio.toFixed(2)}× (${s.pairs} paired)`
 }
 
-/** Every table of one environment, in report order. */
-export function environmentTables (env: EnvironmentSummary): Table[] {
-  const e = env.environment
+/** The cold-prompt tables of one environment, in report order (none when it has no runs). */
+export function coldTables (env: EnvironmentSummary): Table[] {
+  if (env.sizes.length === 0) return []
   return [
     {
       title: 'Cold prompts: decoder alone vs bridged',
@@ -84,20 +84,30 @@ export function environmentTables (env: EnvironmentSummary): Table[] {
       headers: ['process', 'peak RSS'],
       rows: Object.entries(env.peakMemoryBytes).map(([p, b]) => [p, formatBytes(b)]),
     },
-    {
-      title: 'Environment',
-      headers: ['field', 'value'],
-      rows: [
-        ['id', e.id],
-        ['CPU', e.cpu],
-        ['cores', String(e.cores)],
-        ['memory', formatBytes(e.memoryBytes)],
-        ['Node', e.node],
-        ['OS', e.os],
-        ['model', e.model],
-        ['config fingerprint', e.configFingerprint],
-        ['commits', env.commits.join(', ')],
-      ],
-    },
   ]
+}
+
+/** What the environment is: machine, Node, OS, model, config fingerprint, and the commits its records came from. */
+export function environmentTable (env: EnvironmentSummary): Table {
+  const e = env.environment
+  return {
+    title: 'Environment',
+    headers: ['field', 'value'],
+    rows: [
+      ['id', e.id],
+      ['CPU', e.cpu],
+      ['cores', String(e.cores)],
+      ['memory', formatBytes(e.memoryBytes)],
+      ['Node', e.node],
+      ['OS', e.os],
+      ['model', e.model],
+      ['config fingerprint', e.configFingerprint],
+      ['commits', env.commits.join(', ')],
+    ],
+  }
+}
+
+/** Every table of one environment but the micro benchmarks, in report order: the cold-prompt tables, then the environment. */
+export function environmentTables (env: EnvironmentSummary): Table[] {
+  return [...coldTables(env), environmentTable(env)]
 }

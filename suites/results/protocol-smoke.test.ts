@@ -1,8 +1,9 @@
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises'
+import { copyFile, mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { execa } from 'execa'
 import { describe, expect, it } from 'vitest'
+import { prepareBench } from '../../src/results/bench-setup.ts'
 import { readRunRecords } from '../../src/results/record.ts'
 
 const ROOT = join(import.meta.dirname, '..', '..')
@@ -10,12 +11,16 @@ const ROOT = join(import.meta.dirname, '..', '..')
 describe('the cold-bench protocol, smoke run on the embedded stack', () => {
   // 600 tokens: the smallest prompt that spans the front door's minimum of two 256-token blocks,
   // so the bridge really runs (a shorter one is routed native and says so).
-  it('writes one valid record per run with both legs and regenerates RESULTS.md', async () => {
+  it('writes one valid record per run with both legs and regenerates RESULTS.md with the micro records', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'pd-cold-bench-'))
     try {
       const runs = join(dir, 'runs')
       const out = join(dir, 'out')
-      const r = await execa('node', ['protocols/cold-bench.mjs', '--sizes', '600', '--repeats', '1', '--seed', '7', '--state-dir', join(dir, 'state'), '--runs', runs, '--out', out], { cwd: ROOT, reject: false, timeout: 240_000 })
+      // A micro record (of another environment) in the directory given with --micro.
+      const micro = join(dir, 'micro-elsewhere')
+      await mkdir(micro)
+      await copyFile(join(import.meta.dirname, 'fixtures', 'micro', 'c-kernels.json'), join(micro, 'c-kernels.json'))
+      const r = await execa('node', ['protocols/cold-bench.mjs', '--sizes', '600', '--repeats', '1', '--seed', '7', '--state-dir', join(dir, 'state'), '--runs', runs, '--out', out, '--micro', micro], { cwd: ROOT, reject: false, timeout: 240_000 })
       expect(r.exitCode, r.stderr).toBe(0)
       const records = await readRunRecords(runs)
       expect(records).toHaveLength(1)
@@ -29,6 +34,11 @@ describe('the cold-bench protocol, smoke run on the embedded stack', () => {
       const md = await readFile(join(out, 'RESULTS.md'), 'utf8')
       expect(md).toContain(`| ${rec.bridged!.promptTokens} | 1 |`)
       expect((await readdir(out)).filter((f) => f.endsWith('.svg'))).toHaveLength(2)
+      expect(md.match(/^## Environment .*/gm)).toEqual([`## Environment ${rec.environment.id}`, '## Environment env-c7d8e9'].sort())
+      expect(md).toContain('| matmulF32 | m=1 k=1024 n=1024 | 8 | 100.00 GFLOP/s | 500.00 GFLOP/s |')
+      // A micro benchmark of the same configuration on this machine files its record under the run's environment.
+      const setup = await prepareBench({ preset: 'tiny', seed: 1, blockSize: 256, prefillProfile: 'decoder' }, join(dir, 'bench'))
+      expect({ ...setup.environment, commit: '' }).toEqual({ ...rec.environment, commit: '' })
     }
     finally {
       await rm(dir, { recursive: true, force: true })

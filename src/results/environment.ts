@@ -1,0 +1,91 @@
+// The `environment` block every record carries (cold-prompt runs and micro benchmarks alike). One
+// builder for both, so a run and a micro benchmark on the same machine and config get the same id,
+// and the report can put them in one section without ever comparing across machines.
+import { execFileSync } from 'node:child_process'
+import { createHash } from 'node:crypto'
+import os from 'node:os'
+import type { RunEnvironment } from './record.ts'
+
+/** The first 12 hex digits of SHA-256 of `text`: the fingerprints in the environment block. */
+export function shortSha (text: string): string {
+  return createHash('sha256').update(text).digest('hex').slice(0, 12)
+}
+
+/** What describes an environment besides the machine: the config and the model it served. */
+export interface EnvironmentConfig {
+  configFingerprint: string
+  model: string
+  /** The source commit; left out of the id (a new commit on the same machine and config is the same environment). */
+  commit: string
+}
+
+/**
+ * This machine plus `config`. The id hashes every field but the commit, in this order (the order
+ * is part of the id: records written before this module existed keep theirs).
+ */
+export function describeEnvironment (config: EnvironmentConfig): RunEnvironment {
+  const base = {
+    cpu: os.cpus()[0]?.model ?? 'unknown',
+    cores: os.cpus().length,
+    memoryBytes: os.totalmem(),
+    node: process.version,
+    os: `${os.platform()} ${os.release()} ${os.arch()}`,
+    configFingerprint: config.configFingerprint,
+    model: config.model,
+  }
+  return { id: `env-${shortSha(JSON.stringify(base))}`, ...base, commit: config.commit }
+}
+
+/** `git rev-parse --short HEAD` in `cwd` (a read-only query), or `unknown` outside a repository. */
+export function gitCommit (cwd: string = process.cwd()): string {
+  try {
+    return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim() || 'unknown'
+  }
+  catch {
+    return 'unknown'
+  }
+}
+
+/** The parts of the embedded stack's configuration that its fingerprint covers. */
+export interface EmbeddedConfig {
+  preset: string
+  /** The checkpoint's seed. */
+  seed: number
+  blockSize: number
+  /** The prefill engine's numerics profile. */
+  prefillProfile: string
+  /** The decoder's sidecar fingerprint (geometry and weights). */
+  sidecarFingerprint: string
+}
+
+/** The model id the embedded decoder serves (src/stack/embedded.ts names it the same way; cold-bench checks). */
+export function embeddedModelName (preset: string, seed: number): string {
+  return `pd-bridge-${preset}-seed${seed}`
+}
+
+/** The environment's `model` text for the embedded stack. */
+export function embeddedModelLabel (config: Pick<EmbeddedConfig, 'preset' | 'seed' | 'blockSize'>): string {
+  return `embedded ${config.preset} (seed ${config.seed}, blocks of ${config.blockSize})`
+}
+
+/** The embedded stack's config fingerprint: preset, seed, block size, prefill profile, sidecar and model name. */
+export function embeddedConfigFingerprint (config: EmbeddedConfig): string {
+  return shortSha(JSON.stringify({
+    preset: config.preset,
+    seed: config.seed,
+    blockSize: config.blockSize,
+    prefillProfile: config.prefillProfile,
+    sidecar: config.sidecarFingerprint,
+    model: embeddedModelName(config.preset, config.seed),
+  }))
+}
+
+/** The environment of the embedded stack under `config` on this machine. */
+export function embeddedEnvironment (config: EmbeddedConfig, commit: string = gitCommit()): RunEnvironment {
+  return describeEnvironment({ configFingerprint: embeddedConfigFingerprint(config), model: embeddedModelLabel(config), commit })
+}
+
+/** The environment of a deployment reached over HTTP: nothing is known of its config. */
+export function remoteEnvironment (url: string, commit: string = gitCommit()): RunEnvironment {
+  return describeEnvironment({ configFingerprint: 'remote', model: `remote ${url}`, commit })
+}

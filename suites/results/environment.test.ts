@@ -1,0 +1,50 @@
+import { createHash } from 'node:crypto'
+import os from 'node:os'
+import { describe, expect, it } from 'vitest'
+import { describeEnvironment, embeddedConfigFingerprint, embeddedEnvironment, embeddedModelLabel, embeddedModelName, gitCommit } from '../../src/results/environment.ts'
+
+describe('the environment id', () => {
+  it('is what cold-bench computed before the builder was shared (committed records keep their id)', () => {
+    // The formula cold-bench.mjs used inline, written out: sha256 of the machine and config fields in this order.
+    const base = {
+      cpu: os.cpus()[0]?.model ?? 'unknown',
+      cores: os.cpus().length,
+      memoryBytes: os.totalmem(),
+      node: process.version,
+      os: `${os.platform()} ${os.release()} ${os.arch()}`,
+      configFingerprint: 'cfg-x',
+      model: 'embedded tiny (seed 1, blocks of 256)',
+    }
+    const legacy = `env-${createHash('sha256').update(JSON.stringify(base)).digest('hex').slice(0, 12)}`
+    const env = describeEnvironment({ configFingerprint: 'cfg-x', model: 'embedded tiny (seed 1, blocks of 256)', commit: 'abc1234' })
+    expect(env).toEqual({ id: legacy, ...base, commit: 'abc1234' })
+  })
+
+  it('leaves the commit out and takes the config and model in', () => {
+    const id = (configFingerprint: string, model: string, commit: string) => describeEnvironment({ configFingerprint, model, commit }).id
+    expect(id('c', 'm', 'one')).toBe(id('c', 'm', 'two'))
+    expect(id('c', 'm', 'one')).not.toBe(id('d', 'm', 'one'))
+    expect(id('c', 'm', 'one')).not.toBe(id('c', 'n', 'one'))
+  })
+})
+
+describe('the embedded configuration', () => {
+  it('fingerprints to the value of the committed cold-prompt runs (tiny, seed 1, blocks of 256, decoder prefill)', () => {
+    // results/runs/*.json record configFingerprint 8081639d600a for this sidecar (export-weights of
+    // the tiny seed-1 checkpoint under `decoder` with 256-token blocks).
+    const config = { preset: 'tiny', seed: 1, blockSize: 256, prefillProfile: 'decoder', sidecarFingerprint: '17100c534c07c99d5066695323ed21add54893078a4fb189a6155425772bee33' }
+    expect(embeddedConfigFingerprint(config)).toBe('8081639d600a')
+    expect(embeddedConfigFingerprint({ ...config, prefillProfile: 'prefill' })).not.toBe('8081639d600a')
+    expect(embeddedModelName('tiny', 1)).toBe('pd-bridge-tiny-seed1')
+    expect(embeddedModelLabel(config)).toBe('embedded tiny (seed 1, blocks of 256)')
+    const env = embeddedEnvironment(config, 'c0ffee0')
+    expect([env.configFingerprint, env.model, env.commit]).toEqual(['8081639d600a', 'embedded tiny (seed 1, blocks of 256)', 'c0ffee0'])
+  })
+})
+
+describe('the commit', () => {
+  it('is a short hash inside this repository and `unknown` outside any', () => {
+    expect(gitCommit(import.meta.dirname)).toMatch(/^[0-9a-f]{7,}$/)
+    expect(gitCommit(os.tmpdir())).toBe('unknown')
+  })
+})
