@@ -1,0 +1,187 @@
+#!/usr/bin/env node
+// The needle protocol (docs/NEEDLE-PROTOCOL.md). Against the embedded stack by default (preset
+// `needle`), or any OpenAI-compatible deployment with --url (the bridged front door) and
+// --native-url (the decoder alone). For every cell of the depth x length grid: a fresh seed, a
+// document with its needles, the seed ledger checked, the bridged leg, then the native leg, one
+// JSON record under results/needle/runs/. At the end it prints the depth x length table.
+//
+//   npx zx protocols/needle.mjs [--lengths 512,2048,4096,8192] [--depths 0,0.25,0.5,0.75,1] [--needles N] [--seed N]
+//   npx zx protocols/needle.mjs --url http://front:8012 --native-url http://decoder-alone:8000 --model NAME
+import { mkdir, rm } from 'node:fs/promises'
+import { join, resolve } from 'node:path'
+import { argv } from 'zx'
+import { register } from 'tsx/esm/api'
+
+// The stack and the protocol's parts are TypeScript; tsx lets this script import them as they are.
+register()
+const {
+  answerBudget, buildNeedleDocument, discoverGeometry, freshInvocationSeed, needleGrid, needleMarkdown, runNeedle, writeNeedleRecord,
+  DEFAULT_ANSWER_BUDGET, DEFAULT_CHARS_PER_TOKEN, DEFAULT_DEPTHS, DEFAULT_LENGTHS, DEFAULT_MIN_DISTANCE,
+} = await import('../src/needle/index.ts')
+const { SeedLedger } = await import('../src/gate/seed-ledger.ts')
+const { embeddedEnvironment, remoteEnvironment } = await import('../src/results/environment.ts')
+const { loadTokenizer } = await import('../src/model/tokenizer/index.ts')
+const { isPresetName, PRESET_NAMES } = await import('../src/model/checkpoint/index.ts')
+
+function fail (message) {
+  process.stderr.write(`needle: ${message}\n`)
+  process.exit(2)
+}
+
+function numberList (name, text, integer) {
+  const list = String(text).split(',').map((s) => s.trim())
+  const pattern = integer ? /^\d+$/ : /^\d+(\.\d+)?$/
+  if (list.some((s) => !pattern.test(s))) fail(`--${name} must be ${integer ? 'positive integers' : 'numbers'} separated by commas, got ${JSON.stringify(text)}`)
+  return list.map(Number)
+}
+
+function int (name, text, min) {
+  if (!/^\d+$/.test(String(text)) || Number(text) < min) fail(`--${name} must be an integer >= ${min}, got ${JSON.stringify(text)}`)
+  return Number(text)
+}
+
+function positive (name, text) {
+  if (!/^\d+(\.\d+)?$/.test(String(text)) || !(Number(text) > 0)) fail(`--${name} must be a positive number, got ${JSON.stringify(text)}`)
+  return Number(text)
+}
+
+const opts = {
+  preset: String(argv.preset ?? 'needle'),
+  lengths: numberList('lengths', argv.lengths ?? DEFAULT_LENGTHS.join(','), true),
+  depths: numberList('depths', argv.depths ?? DEFAULT_DEPTHS.join(','), false),
+  needles: int('needles', argv.needles ?? 1, 1),
+  repeats: int('repeats', argv.repeats ?? 1, 1),
+  seed: argv.seed === undefined ? undefined : int('seed', argv.seed, 0),
+  maxTokens: int('max-tokens', argv['max-tokens'] ?? DEFAULT_ANSWER_BUDGET, 1),
+  allowShortBudget: argv['allow-short-budget'] === true,
+  minDistance: argv['min-distance'] === undefined ? undefined : int('min-distance', argv['min-distance'], 1),
+  charsPerToken: positive('chars-per-token', argv['chars-per-token'] ?? DEFAULT_CHARS_PER_TOKEN),
+  url: argv.url === undefined ? undefined : String(argv.url),
+  nativeUrl: argv['native-url'] === undefined ? undefined : String(argv['native-url']),
+  model: argv.model === undefined ? undefined : String(argv.model),
+  tokenizer: argv.tokenizer === undefined ? undefined : String(argv.tokenizer),
+  ledger: resolve(argv.ledger ?? 'results/needle/ledger.json'),
+  runs: resolve(argv.runs ?? 'results/needle/runs'),
+  geometry: argv.geometry === undefined ? undefined : String(argv.geometry),
+  blockSize: argv['block-size'] === undefined ? undefined : int('block-size', argv['block-size'], 1),
+  stateDir: argv['state-dir'],
+  legTimeoutMs: int('leg-timeout-s', argv['leg-timeout-s'] ?? 1800, 1) * 1000,
+}
+const remote = opts.url !== undefined || opts.nativeUrl !== undefined
+if (!remote && !isPresetName(opts.preset)) fail(`--preset ${opts.preset}: not a preset (${PRESET_NAMES.join(', ')})`)
+let budget
+try {
+  budget = answerBudget(opts.maxTokens, opts.allowShortBudget)
+}
+catch (e) {
+  fail(e.message)
+}
+const invocationSeed = opts.seed ?? freshInvocationSeed()
+let grid
+try {
+  grid = needleGrid({ lengths: opts.lengths, depths: opts.depths, needles: opts.needles, repeats: opts.repeats, seed: invocationSeed })
+}
+catch (e) {
+  fail(e.message)
+}
+
+/** Progress on stderr: one line per step. */
+function say (line) {
+  process.stderr.write(`[needle ${new Date().toISOString().slice(11, 19)}] ${line}\n`)
+}
+
+/** The first model a server lists, for deployments where --model is not given. */
+async function firstModel (url) {
+  try {
+    const res = await fetch(`${url.replace(/\/+$/, '')}/v1/models`, { signal: AbortSignal.timeout(10_000) })
+    const json = await res.json()
+    return typeof json?.data?.[0]?.id === 'string' ? json.data[0].id : undefined
+  }
+  catch {
+    return undefined
+  }
+}
+
+let stack
+let nativeCache
+const records = []
+const stopAll = async () => { await stack?.stop().catch(() => {}) }
+process.once('SIGINT', () => { void stopAll().finally(() => process.exit(130)) })
+
+try {
+  let frontUrl = opts.url
+  let nativeUrl = opts.nativeUrl
+  let model = opts.model
+  let tokenizer
+  let environment
+  if (!remote) {
+    const { startEmbeddedStack, EMBEDDED_DECODER_PROFILE, EMBEDDED_DEFAULTS, EMBEDDED_PREFILL_PROFILE } = await import('../src/stack/embedded.ts')
+    const { resolveStateDir } = await import('../src/stack/state-dir.ts')
+    const stateDir = resolveStateDir(opts.stateDir)
+    const blockSize = opts.blockSize ?? EMBEDDED_DEFAULTS.blockSize
+    say(`starting the embedded stack (${opts.preset}, blocks of ${blockSize}) in ${stateDir}`)
+    // Bridge every prompt with a usable block, so the shortest documents go through the bridge too.
+    stack = await startEmbeddedStack({
+      stateDir, preset: opts.preset, seed: EMBEDDED_DEFAULTS.seed, blockSize, port: 0, routing: { minTokens: blockSize + 1 },
+      onDeath: (message) => say(`a child died: ${message}`),
+    })
+    nativeCache = join(stateDir, 'runs', `needle-${Date.now()}`, 'native-cache')
+    await mkdir(nativeCache, { recursive: true })
+    say('starting a second decoder with an empty block store (the decoder-alone leg)')
+    const native = await stack.supervisor.start({
+      name: 'decoder-native',
+      args: ['decoder', '--model', stack.checkpoint.dir, '--profile', EMBEDDED_DECODER_PROFILE, '--cache-dir', nativeCache, '--block-size', String(blockSize), '--port', '0', '--model-name', stack.modelName],
+      env: stack.childEnv,
+      readyTimeoutMs: EMBEDDED_DEFAULTS.readyTimeoutMs,
+    })
+    frontUrl = stack.urls.front
+    nativeUrl = native.url
+    model = stack.modelName
+    tokenizer = await loadTokenizer(stack.checkpoint.dir)
+    environment = embeddedEnvironment({ preset: opts.preset, seed: EMBEDDED_DEFAULTS.seed, blockSize, prefillProfile: EMBEDDED_PREFILL_PROFILE, sidecarFingerprint: stack.sidecar.fingerprint })
+  }
+  else {
+    model ??= (await firstModel(frontUrl ?? nativeUrl)) ?? 'default'
+    if (opts.tokenizer !== undefined) tokenizer = await loadTokenizer(resolve(opts.tokenizer))
+    environment = remoteEnvironment(frontUrl ?? nativeUrl)
+  }
+
+  const geometry = await discoverGeometry({ frontUrl, nativeUrl: frontUrl === undefined ? nativeUrl : undefined, flag: opts.geometry })
+  if (opts.blockSize !== undefined && geometry.blockSize !== null && opts.blockSize !== geometry.blockSize) {
+    throw new Error(`--block-size ${opts.blockSize} disagrees with the deployment, which reports blocks of ${geometry.blockSize}`)
+  }
+  const blockSize = geometry.blockSize ?? opts.blockSize
+  if (blockSize === undefined) throw new Error('the deployment does not report its block size; pass --block-size')
+  // Keep the asked value inside the bridged blocks: the prompt's last partial block (up to a whole
+  // block) is prefilled by the decoder itself, so a needle there would not test the bridge.
+  const minDistance = opts.minDistance ?? Math.max(DEFAULT_MIN_DISTANCE, blockSize + 1)
+  const ledger = await SeedLedger.open(opts.ledger)
+  say(`invocation seed ${invocationSeed}; geometry ${geometry.fingerprint.slice(0, 16)} (${geometry.source}), blocks of ${blockSize}; ledger ${opts.ledger} (${ledger.entries.length} documents)`)
+  say(`${grid.length} runs: lengths ${opts.lengths.join(', ')} x depths ${opts.depths.join(', ')}${opts.repeats > 1 ? ` x ${opts.repeats} repeats` : ''}, ${opts.needles} needle(s) each, answer budget ${budget.maxTokens}, values at least ${minDistance} tokens from the end${tokenizer === undefined ? `, positions estimated at ${opts.charsPerToken} characters a token` : ''}`)
+
+  for (const run of grid) {
+    const tag = `[${run.index + 1}/${grid.length}] ${run.targetTokens} tokens, depth ${run.depth}, seed ${run.seed}`
+    const document = buildNeedleDocument({ seed: run.seed, targetTokens: run.targetTokens, needles: run.needles, ask: run.ask, tokenizer, minDistance, charsPerToken: opts.charsPerToken })
+    const asked = document.needles.find((n) => n.key === run.ask)
+    say(`${tag}: ${document.promptTokens} prompt tokens, the asked value at ${asked.position} (${asked.distance} from the end)`)
+    const record = await runNeedle({
+      document, cell: run, invocationSeed, environment, model, frontUrl, nativeUrl, budget, ledger, geometry, blockSize,
+      legTimeoutMs: opts.legTimeoutMs, onStep: (line) => say(`${tag}:   ${line}`),
+    })
+    const file = await writeNeedleRecord(opts.runs, record)
+    records.push(record)
+    const b = record.bridged === null ? (record.refused !== null ? 'refused' : 'not run') : `${record.bridged.verdict} -> ${record.bridged.outcome}`
+    const n = record.native === null ? 'not run' : record.native.outcome
+    say(`${tag}: bridged ${b}; native ${n}; expected ${JSON.stringify(record.expected)}; wrote ${file}`)
+  }
+}
+catch (err) {
+  say(`stopped: ${err.message}`)
+  process.exitCode = 1
+}
+finally {
+  await stopAll()
+  if (nativeCache !== undefined) await rm(join(nativeCache, '..'), { recursive: true, force: true })
+}
+
+if (records.length > 0) process.stdout.write(needleMarkdown(records))
