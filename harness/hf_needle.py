@@ -5,7 +5,7 @@ Runs on a CUDA machine with transformers 5.17 (never in CI):
 
   hf_needle.py --model DIR --cases CASES.json --out PROOF.json
 
-DIR is `pd-bridge make-checkpoint --preset needle --seed 0 --out DIR`; CASES.json is
+DIR is `pd-bridge make-checkpoint --preset needle --seed 1 --out DIR`; CASES.json is
 `npx tsx harness/make-needle-cases.ts CASES.json`. For each case: the tokenizer's ids for the case's
 text (must equal ours), and in float32 and in bfloat16 (the fp32 model cast, see hf_reference.load)
 the greedy continuation of two tokens, which must be the expected value (or " unknown") then EOS,

@@ -22,19 +22,19 @@ export function removeDir (dir: string): void {
 
 const SIDE_FILES = ['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json']
 
-/** The needle checkpoint (seed 0) with `change` applied to its tensors, written next to `base`'s side files. */
+/** The needle checkpoint (seed 1, the embedded default's) with `change` applied to its tensors, written next to `base`'s side files. */
 export async function variant (base: string, out: string, change: (t: Map<string, Tensor>) => void): Promise<string> {
   mkdirSync(out, { recursive: true })
   for (const f of SIDE_FILES) copyFileSync(join(base, f), join(out, f))
-  const tensors = needleTensors(presetConfig('needle'), 0)
+  const tensors = needleTensors(presetConfig('needle'), 1)
   change(tensors)
   await writeShardedCheckpoint(out, tensors, { metadata: { format: 'pt' } })
   return out
 }
 
-/** Make the seed-0 needle checkpoint. */
+/** Make the seed-1 needle checkpoint (the embedded default's seed). */
 export async function makeNeedle (dir: string): Promise<string> {
-  await makeCheckpoint({ preset: 'needle', seed: 0, out: dir, force: true })
+  await makeCheckpoint({ preset: 'needle', seed: 1, out: dir, force: true })
   return dir
 }
 
