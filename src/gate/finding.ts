@@ -5,7 +5,7 @@ export type FindingStatus = 'pass' | 'fail' | 'warn' | 'skip'
 
 /** What the gate found, with the file and field to fix when there is one. */
 export interface Finding {
-  /** The check: 'places', 'rope', 'structure', 'sidecar', 'limits', 'store', 'seeds', 'native'. */
+  /** The check: 'places', 'rope', 'structure', 'sidecar', 'limits', 'store', 'seeds', 'native', 'needle'. */
   check: string
   /** A short rule id inside the check (e.g. 'answer-budget'). */
   rule: string

@@ -1,7 +1,9 @@
 // The window-change gate: read the four places, compare the effective rope tables they imply, check
-// every limit sized against the window, the decoder's store and the seed ledger, and run the hook
-// against the decoder above the native window. Nothing here throws for a bad deployment: each
-// problem is a finding naming its file and field, and the verdict is pass only without failures.
+// every limit sized against the window, the decoder's store and the seed ledger, run the hook
+// against the decoder above the native window, and require a needle retrieved through the bridge
+// above the native window with a fresh seed (the needle law). Nothing here throws for a bad
+// deployment: each problem is a finding naming its file and field, and the verdict is pass only
+// without failures.
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { PdBridgeError, ConfigError } from '../errors.ts'
@@ -10,6 +12,7 @@ import { parseTokenText } from '../decode/prefix-cache/index.ts'
 import type { LayerType } from '../model/config.ts'
 import type { NumericsProfile } from '../model/profiles/index.ts'
 import { bridgeVsNative, type NativeCheckResult } from './native-check.ts'
+import { checkNeedleLaw, needleAnswerBudget, needleGeometry, type NeedleGeometry, type NeedleJudgement, type NeedleLawSetup } from './needle-check.ts'
 import { fmt, type Finding } from './finding.ts'
 import { readFrontConfigForGate, mergeFrontConfig } from './front-config.ts'
 import { loadLaunchParams, type LaunchParams } from './launch.ts'
@@ -57,6 +60,18 @@ export interface GateOptions {
   nativeTokens?: number
   /** Its prompt seed; default a fresh random seed. */
   seed?: number
+  /** The bridged front door for a live needle run (the needle law). */
+  needleUrl?: string
+  /** The decoder alone, asked the same needle for context only (never evidence). */
+  needleNativeUrl?: string
+  /** The live needle document's seed; default a fresh random seed. A given seed needs --ledger. */
+  needleSeed?: number
+  /** The live needle document's length; default original + 2 * block size + 256. */
+  needleTokens?: number
+  /** Needle run records (files or directories) from protocols/needle.mjs. */
+  needleRecords?: string[]
+  /** Each live needle leg's time limit (default 600 s). */
+  needleTimeoutMs?: number
   /** Angle error (radians) whose first crossing is reported; default 0.1. */
   angleThreshold?: number
   /** Where report.md, report.json and the SVG plots go; none are written when absent. */
@@ -70,6 +85,10 @@ export interface GateReport {
   findings: Finding[]
   native?: NativeCheckResult
   store?: StoreSurvey
+  /** The needle runs judged (records and the live run). */
+  needle: NeedleJudgement[]
+  /** The geometry needle runs and ledger entries must carry (when the gate could compute it). */
+  needleGeometry?: NeedleGeometry
   /** Plot file per outlier, keyed `${layerType}/${place}` (only with reportDir). */
   plots: Map<string, string>
   /** Files written (report.md, report.json, plots). */
@@ -160,6 +179,24 @@ async function readDocument (file: string): Promise<number[]> {
   return parseTokenText(text, file)
 }
 
+// What the needle check judges with: the native window, the gate's geometry key, the decoder's
+// tokenizer, block size, answer budget and the shortest table; or why it cannot know them.
+function needleSetup (decoder: ConfigPlace | undefined, sidecar: SidecarPlace | undefined, launch: LaunchParams | undefined, geometry: NeedleGeometry | undefined, decoderModel: string | undefined): NeedleLawSetup {
+  if (decoder === undefined || sidecar === undefined || geometry === undefined) {
+    return { ok: false, why: 'the decoder\'s geometry (its config.json and profile) and the sidecar\'s fingerprint are needed, and one of them could not be read' }
+  }
+  const original = decoder.config.rope.compress.originalMaxPositionEmbeddings ?? launch?.originalMaxPos
+  if (original === undefined) return { ok: false, why: 'the decoder runs no YaRN and PD_ORIGINAL_MAX_POS is unknown: no native window to go past' }
+  return {
+    ok: true,
+    ctx: { geometry, original },
+    tokenizerDir: resolve(decoderModel ?? decoder.dir),
+    blockSize: launch?.blockSize ?? sidecar.json.blockSize,
+    budget: needleAnswerBudget(launch?.minAnswerTokens),
+    limit: Math.min(decoder.config.maxPositionEmbeddings, launch?.maxModelLen ?? Infinity, sidecar.json.maxPositionEmbeddings),
+  }
+}
+
 /** Run the whole gate. Deployment problems are findings; only programming errors throw. */
 export async function runGate (given: GateOptions): Promise<GateReport> {
   const findings: Finding[] = []
@@ -215,8 +252,11 @@ export async function runGate (given: GateOptions): Promise<GateReport> {
     findings.push(...checkLimits({ launch, prefill, decoder, sidecar, bytesPerValue }))
   }
 
-  // 3. Cache geometry and reused seeds.
+  // 3. Cache geometry and reused seeds. The store holds blocks under the decoder's geometry; the
+  // ledger (like the needle protocol's) files documents under that and the sidecar's fingerprint,
+  // because bridged blocks carry rows the sidecar's rope computed.
   const geometry = decoder !== undefined && profile !== null ? deepseekV4GeometryFingerprint(decoder.config, profile as unknown as JsonValue) : undefined
+  const ledgerGeometry = geometry !== undefined && sidecar !== undefined ? needleGeometry(geometry, sidecar.json.fingerprint) : undefined
   let store: StoreSurvey | undefined
   if (opts.store !== undefined) {
     if (geometry === undefined) {
@@ -233,12 +273,13 @@ export async function runGate (given: GateOptions): Promise<GateReport> {
     await attempt('seeds', opts.ledger, findings, async () => {
       const ledger = await SeedLedger.open(resolve(opts.ledger!))
       const docs = opts.documents ?? []
-      if (geometry === undefined) throw new PdBridgeError('the seed ledger cannot be checked without the decoder\'s geometry (its config.json and profile)')
-      const stale = ledger.entries.filter((e) => e.geometry !== geometry)
+      if (ledgerGeometry === undefined) throw new PdBridgeError('the seed ledger cannot be checked without the decoder\'s geometry (its config.json and profile) and the sidecar\'s fingerprint')
+      const key = ledgerGeometry.key
+      const stale = ledger.entries.filter((e) => e.geometry !== key)
       findings.push({ check: 'seeds', rule: 'ledger', status: 'pass', file: ledger.file, message: `${ledger.entries.length} document(s) recorded; ${stale.length} cached under another geometry${stale.length > 0 ? ` (${stale.slice(0, 5).map((e) => JSON.stringify(e.label)).join(', ')}${stale.length > 5 ? ', ...' : ''}): never reuse their prefixes as needles or benchmarks` : ''}` })
       for (const doc of docs) {
         const tokens = await readDocument(doc)
-        const reuses = ledger.reuses(tokens, geometry)
+        const reuses = ledger.reuses(tokens, key)
         const foreign = reuses.filter((r) => !r.sameGeometry)
         const same = reuses.filter((r) => r.sameGeometry)
         for (const r of foreign) {
@@ -286,6 +327,19 @@ export async function runGate (given: GateOptions): Promise<GateReport> {
     }
   }
 
+  // 5. The needle law: a needle retrieved through the bridge, above the native window, with a fresh seed.
+  const needle = await checkNeedleLaw({
+    url: opts.needleUrl,
+    nativeUrl: opts.needleNativeUrl,
+    seed: opts.needleSeed,
+    tokens: opts.needleTokens,
+    records: opts.needleRecords,
+    ledger: opts.ledger,
+    legTimeoutMs: opts.needleTimeoutMs,
+    recordDir: opts.reportDir === undefined ? undefined : join(resolve(opts.reportDir), 'needle-runs'),
+  }, needleSetup(decoder, sidecar, launch, ledgerGeometry, opts.decoderModel))
+  findings.push(...needle.findings)
+
   const failures = findings.filter((f) => f.status === 'fail')
   const warnings = findings.filter((f) => f.status === 'warn').length
   const skipped = findings.filter((f) => f.status === 'skip').length
@@ -295,7 +349,7 @@ export async function runGate (given: GateOptions): Promise<GateReport> {
   const line = pass
     ? `gate: PASS (${findings.filter((f) => f.status === 'pass').length} checks passed, ${warnings} warning(s), ${skipped} skipped)`
     : `gate: FAIL (${failures.length} failure(s); first: ${firstWhere})`
-  const report: GateReport = { places, rope, findings, native, store, plots: new Map(), written: [], threshold, verdict: { pass, failures: failures.length, warnings, skipped, line } }
+  const report: GateReport = { places, rope, findings, native, store, needle: needle.runs, needleGeometry: ledgerGeometry, plots: new Map(), written: [...needle.written], threshold, verdict: { pass, failures: failures.length, warnings, skipped, line } }
 
   if (opts.reportDir !== undefined) {
     const dir = resolve(opts.reportDir)
@@ -323,6 +377,7 @@ export async function runGate (given: GateOptions): Promise<GateReport> {
       verdict: report.verdict,
       findings,
       native: native === undefined ? null : { ...native },
+      needle: { geometry: ledgerGeometry ?? null, runs: needle.runs },
       plots: Object.fromEntries(report.plots),
     }, null, 2) + '\n')
   }

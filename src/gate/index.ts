@@ -1,6 +1,6 @@
 // The window-change gate (docs/window-gate.md): the four places the window lives in, their
 // effective rope tables compared bit for bit, stale limits, cache geometry, reused seeds, and the
-// hook against the decoder above the native window.
+// hook against the decoder above the native window, and the needle law.
 export { runGate, defaultNativeTokens, type GateOptions, type GateReport } from './gate.ts'
 export { renderReport, angleTable } from './report.ts'
 export type { Finding, FindingStatus } from './finding.ts'
@@ -20,5 +20,9 @@ export { blockDataBytes, blockHeaderAllowance, windowStoreBytes, HEADER_ALLOWANC
 export { checkStore, surveyStore, type StoreCheckOptions, type StoreSurvey } from './store-check.ts'
 export { SeedLedger, SEED_LEDGER_FORMAT, documentBlockHashes, type LedgerEntry, type SeedReuse } from './seed-ledger.ts'
 export { bridgeVsNative, compareCacheDumps, freshSeed, seededPrompt, type ArrayDifference, type NativeCheckOptions, type NativeCheckResult } from './native-check.ts'
+export {
+  checkNeedleLaw, defaultNeedleTokens, judgeNeedleRun, needleAnswerBudget, needleGeometry, needleMinDistance, readNeedleEvidence, runLiveNeedle, NO_NEEDLE_EVIDENCE,
+  type LiveNeedleOptions, type LiveNeedleOutcome, type NeedleEvidenceFile, type NeedleGeometry, type NeedleJudgement, type NeedleLawContext, type NeedleLawOptions, type NeedleLawResult, type NeedleLawSetup, type NeedleRunStatus,
+} from './needle-check.ts'
 export { angleErrorSvg, type AnglePlot } from './svg-plot.ts'
 export { mergeFrontConfig, readFrontConfigForGate, type FrontConfigForGate, type FrontConfigPaths } from './front-config.ts'

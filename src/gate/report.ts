@@ -1,10 +1,11 @@
 // The gate's report as text: the places read, each layer type's tables (with the angle error by
-// position for every outlier), every finding, and the one-line verdict last. The same text is
-// printed by `pd-bridge gate` and written to report.md.
+// position for every outlier), the needle runs judged, every finding, and the one-line verdict
+// last. The same text is printed by `pd-bridge gate` and written to report.md.
 import type { AngleErrorPoint } from './angle-error.ts'
 import { fmt, type Finding } from './finding.ts'
 import { showValue, type GateReport } from './gate.ts'
 import { PLACE_NAMES, PLACE_TITLES } from './places.ts'
+import type { NeedleJudgement } from './needle-check.ts'
 import type { LayerTypeVerdict } from './rope-check.ts'
 
 const STATUS: Record<Finding['status'], string> = { pass: 'ok  ', fail: 'FAIL', warn: 'warn', skip: 'skip' }
@@ -53,6 +54,25 @@ function findingLine (f: Finding): string {
   return `  ${STATUS[f.status]} ${f.check.padEnd(9)} ${where === '' ? '' : `${where}: `}${f.message}`
 }
 
+const RUN_STATUS: Record<NeedleJudgement['status'], string> = { pass: 'PASS', fail: 'FAIL', 'not-evidence': 'none' }
+
+// The needle law's runs: which geometry they must carry, and each run's status and source.
+function needleSection (report: GateReport): string[] {
+  const g = report.needleGeometry
+  const lines = ['needle law (a needle retrieved through the bridge, above the native window, with a fresh seed):']
+  if (g !== undefined) lines.push(`  runs count under geometry ${g.key.slice(0, 16)} (decoder store ${g.store.slice(0, 16)} + sidecar ${g.sidecar.slice(0, 16)})`)
+  if (report.needle.length === 0) lines.push('  no run judged')
+  for (const r of report.needle) {
+    const rec = r.record
+    const b = rec?.bridged
+    // The verdict's reason can be long; the finding below has it whole.
+    const verdict = b === null || b === undefined ? '' : b.verdict.length > 72 ? `${b.verdict.slice(0, 69)}...` : b.verdict
+    const what = rec === null ? '' : ` seed ${rec.seed}, ${b === null || b === undefined ? 'no bridged leg' : `verdict "${verdict}", answered ${JSON.stringify(b.answer)}`}`
+    lines.push(`  ${RUN_STATUS[r.status]} ${r.source}:${what}`)
+  }
+  return lines
+}
+
 /** The full report text, ending with the verdict line. */
 export function renderReport (report: GateReport): string {
   const lines: string[] = ['pd-bridge window gate', 'places:']
@@ -68,6 +88,7 @@ export function renderReport (report: GateReport): string {
     lines.push(`bridge vs native: ${report.native.summary}`)
     for (const d of report.native.differing) lines.push(`  ${d.name}: ${d.detail}`)
   }
+  lines.push(...needleSection(report))
   lines.push('findings:')
   const order: Finding['status'][] = ['fail', 'warn', 'skip', 'pass']
   for (const status of order) for (const f of report.findings) if (f.status === status) lines.push(findingLine(f))

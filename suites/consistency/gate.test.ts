@@ -4,7 +4,7 @@
 import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { renderReport, runGate, type GateReport } from '../../src/gate/index.ts'
+import { NO_NEEDLE_EVIDENCE, renderReport, runGate, type GateReport } from '../../src/gate/index.ts'
 import { makeDeployment, type Deployment } from './helpers.ts'
 
 let d: Deployment
@@ -32,6 +32,7 @@ describe('a consistent deployment', () => {
     expect(r.verdict.pass).toBe(true)
     for (const v of r.rope) expect(v.consensus).toEqual(['launch', 'prefill', 'sidecar', 'decoder'])
     expect(r.native).toMatchObject({ tokens: 1088, total: 32, identical: 32, summary: '32/32 bit-exact' })
+    expect(r.findings.filter((f) => f.check === 'needle').map((f) => f.status)).toEqual(['pass'])
     const text = renderReport(r)
     expect(text).toMatch(/ok {3}native {4}32\/32 bit-exact on a 1,088-token prompt \(seed \d+\), past the native window 1,024/)
     expect(text.trimEnd().split('\n').at(-1)).toMatch(/^gate: PASS \(\d+ checks passed, 0 warning\(s\), 0 skipped\)$/)
@@ -42,6 +43,22 @@ describe('a consistent deployment', () => {
     const b = await runGate(d.options({ native: true, nativeTokens: 1030, seed: 7 }))
     expect(a.native!.seed).not.toBe(7)
     expect(b.native).toMatchObject({ seed: 7, tokens: 1030, summary: '32/32 bit-exact' })
+  })
+})
+
+describe('the needle law', () => {
+  it('fails a deployment that passes every other check when no needle evidence is given', async () => {
+    const r = await runGate(d.options({ native: true, nativeTokens: 1030, needleRecords: undefined }))
+    expect(r.findings.filter((f) => f.status === 'fail')).toEqual([{ check: 'needle', rule: 'needle-law', status: 'fail', message: NO_NEEDLE_EVIDENCE }])
+    expect(NO_NEEDLE_EVIDENCE).toBe('no needle pass through the bridge above the native window; give --needle-url or --needle-record')
+    expect(r.native!.summary).toBe('32/32 bit-exact')
+    expect(r.verdict.line).toBe('gate: FAIL (1 failure(s); first: needle)')
+    expect(renderReport(r)).toContain(`FAIL needle    ${NO_NEEDLE_EVIDENCE}`)
+  })
+
+  it('does not take the decoder alone as evidence', async () => {
+    const r = await runGate(d.options({ needleRecords: undefined, needleNativeUrl: 'http://127.0.0.1:9' }))
+    expect(failMessages(r)).toEqual([`${NO_NEEDLE_EVIDENCE} (--needle-native-url alone asks the decoder, not the bridge)`])
   })
 })
 
@@ -217,8 +234,11 @@ describe('places that cannot be read', () => {
       expect(f.map((x) => [x.check, x.file, x.field])).toEqual([
         ['places', d.prefillConfig, 'hidden_size'],
         ['places', join(d.root, 'no-such-sidecar', 'sidecar.json'), '(file)'],
+        ['needle', undefined, undefined],
       ])
       expect(f[1].message).toBe('cannot be read: ENOENT')
+      // Without the sidecar's fingerprint no needle run can be tied to this deployment's geometry.
+      expect(f[2].message).toBe('cannot be judged: the decoder\'s geometry (its config.json and profile) and the sidecar\'s fingerprint are needed, and one of them could not be read')
       // The launch parameters inherit from the decoder's config when the prefill node's is unreadable.
       expect(r.rope.map((v) => v.consensus)).toEqual([['launch', 'decoder'], ['launch', 'decoder'], ['launch', 'decoder']])
     }

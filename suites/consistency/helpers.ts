@@ -1,14 +1,20 @@
 // A real deployment of the tiny model in a temporary directory: the decoder's checkpoint, a prefill
 // node's config.json, a sidecar exported from the decoder under the decoder profile, a launch env
 // file, and a block store. Mutations edit exactly one place, as an operator would.
+//
+// The gate fails without needle evidence (the needle law). Tests about other checks get a needle
+// record that passes under the deployment's geometry as it is when options() is called, so each
+// keeps failing on exactly its own file and field; the law itself is tested in needle-*.test.ts.
+import { mkdirSync, writeFileSync } from 'node:fs'
 import { mkdtemp, mkdir, readFile, readdir, rm, symlink, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { exportWeights, geometryJson, sidecarFingerprint, sidecarWeightSpecs, SIDECAR_WEIGHTS, type SidecarJson } from '../../src/capture/index.ts'
 import { parseDeepseekV4Config } from '../../src/model/config.ts'
 import { getProfile } from '../../src/model/profiles/index.ts'
-import { makeCheckpoint } from '../../src/model/checkpoint/index.ts'
+import { makeCheckpoint, type PresetName } from '../../src/model/checkpoint/index.ts'
 import type { GateOptions } from '../../src/gate/index.ts'
+import { deploymentNeedleGeometry, needleRecord } from './needle-records.ts'
 
 /** The tiny model's launch parameters, consistent with its config (window 32768 = 32 x 1024). */
 export const TINY_LAUNCH: Record<string, string> = {
@@ -45,14 +51,22 @@ export interface Deployment {
   sidecarDir: string
   launchFile: string
   storeDir: string
-  /** Gate options for this deployment (no report files, native check off unless asked). */
+  /**
+   * Gate options for this deployment (no report files, native check off unless asked, needle
+   * evidence from needleEvidence() unless `extra` sets needleRecords).
+   */
   options: (extra?: Partial<GateOptions>) => GateOptions
+  /** Write a needle record that passes under the deployment's current geometry; [] when it cannot be computed. */
+  needleEvidence: () => string[]
   /** A config.json object of the decoder (fresh copy). */
   configJson: () => Promise<Record<string, any>>
   /** Write launch parameters (the base ones with `changes` applied; undefined deletes a key). */
   writeLaunch: (changes?: Record<string, string | undefined>) => Promise<void>
-  /** Re-export the sidecar from a copy of the checkpoint whose config.json is edited by `edit`. */
-  exportSidecarFrom: (edit: (json: Record<string, any>) => void) => Promise<void>
+  /**
+   * Re-export the sidecar from a copy of the checkpoint whose config.json is edited by `edit` (the
+   * other files linked); returns that copy (a prefill node launched with the edited config).
+   */
+  exportSidecarFrom: (edit: (json: Record<string, any>) => void) => Promise<string>
   cleanup: () => Promise<void>
 }
 
@@ -60,11 +74,11 @@ async function writeJson (file: string, json: unknown): Promise<void> {
   await writeFile(file, JSON.stringify(json, null, 2) + '\n')
 }
 
-/** Make the tiny seed-1 deployment: every place consistent. */
-export async function makeDeployment (label: string): Promise<Deployment> {
+/** Make the seed-1 deployment of `preset` (tiny, or needle: the same geometry): every place consistent. */
+export async function makeDeployment (label: string, preset: PresetName = 'tiny'): Promise<Deployment> {
   const root = await mkdtemp(join(tmpdir(), `pd-bridge-gate-${label}-`))
   const modelDir = join(root, 'decoder')
-  await makeCheckpoint({ preset: 'tiny', seed: 1, out: modelDir, force: true })
+  await makeCheckpoint({ preset, seed: 1, out: modelDir, force: true })
   const prefillDir = join(root, 'prefill')
   await mkdir(prefillDir)
   const prefillConfig = join(prefillDir, 'config.json')
@@ -83,7 +97,20 @@ export async function makeDeployment (label: string): Promise<Deployment> {
     sidecarDir,
     launchFile,
     storeDir,
-    options: (extra = {}) => ({ launch: launchFile, prefillConfig, sidecar: sidecarDir, decoderConfig: join(modelDir, 'config.json'), native: false, ...extra }),
+    options: (extra = {}) => ({
+      launch: launchFile, prefillConfig, sidecar: sidecarDir, decoderConfig: join(modelDir, 'config.json'), native: false,
+      ...('needleRecords' in extra ? {} : { needleRecords: d.needleEvidence() }),
+      ...extra,
+    }),
+    needleEvidence: () => {
+      const geometry = deploymentNeedleGeometry(join(modelDir, 'config.json'), sidecarDir)
+      if (geometry === undefined) return []
+      const dir = join(root, 'needle-evidence')
+      mkdirSync(dir, { recursive: true })
+      const file = join(dir, `pass-${geometry.key.slice(0, 16)}.json`)
+      writeFileSync(file, JSON.stringify(needleRecord(geometry), null, 2) + '\n')
+      return [file]
+    },
     configJson: async () => JSON.parse(await readFile(join(modelDir, 'config.json'), 'utf8')) as Record<string, any>,
     writeLaunch: async (changes = {}) => {
       const values: Record<string, string> = { ...TINY_LAUNCH }
@@ -97,13 +124,14 @@ export async function makeDeployment (label: string): Promise<Deployment> {
       const dir = join(root, `variant-${variants++}`)
       await mkdir(dir)
       for (const name of await readdir(modelDir)) {
-        if (name.endsWith('.safetensors') || name.endsWith('.index.json')) await symlink(join(modelDir, name), join(dir, name))
+        if (name !== 'config.json') await symlink(join(modelDir, name), join(dir, name))
       }
       const json = await d.configJson()
       edit(json)
       await writeJson(join(dir, 'config.json'), json)
       await rm(sidecarDir, { recursive: true, force: true })
       await exportWeights({ model: dir, profile: 'decoder', out: sidecarDir, blockSize: 256 })
+      return dir
     },
     cleanup: async () => await rm(root, { recursive: true, force: true }),
   }

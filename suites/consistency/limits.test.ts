@@ -154,7 +154,7 @@ describe('the front door\'s deployment config (--config)', () => {
     }))
     await d.writeLaunch({ PD_MAX_BRIDGE_TOKENS: undefined, PD_DEADLINE_CAPTURE_MS: undefined })
     try {
-      const r = await runGate({ launch: d.launchFile, prefillConfig: d.prefillConfig, config, native: false })
+      const r = await runGate({ launch: d.launchFile, prefillConfig: d.prefillConfig, config, native: false, needleRecords: d.needleEvidence() })
       expect(r.places.sidecar?.file).toBe(join(d.sidecarDir, 'sidecar.json'))
       expect(r.places.decoder?.file).toBe(d.decoderConfig)
       expect(r.findings.filter((f) => f.check === 'store').map((f) => f.status)).toEqual(['pass'])
@@ -162,7 +162,7 @@ describe('the front door\'s deployment config (--config)', () => {
       expect(failing(r).map((f) => f.slice(0, 2))).toEqual([[config, 'deadlines.captureMs']])
       expect(r.findings.find((f) => f.rule === 'bridge-cap')).toMatchObject({ file: config, field: 'routing.maxBridgeTokens', status: 'warn' })
       await d.writeLaunch({ PD_DEADLINE_CAPTURE_MS: undefined })
-      const clash = await runGate({ launch: d.launchFile, prefillConfig: d.prefillConfig, config, native: false })
+      const clash = await runGate({ launch: d.launchFile, prefillConfig: d.prefillConfig, config, native: false, needleRecords: d.needleEvidence() })
       expect(failing(clash)[0]).toEqual([config, 'routing.maxBridgeTokens', `is 20000, but PD_MAX_BRIDGE_TOKENS is 32000 in ${d.launchFile}: the deployment config and the launch parameters disagree`])
     }
     finally {

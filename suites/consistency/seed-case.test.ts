@@ -2,7 +2,8 @@
 // 65,536). The launch parameters, the prefill node's config.json and the decoder's config.json say
 // YaRN factor 32 and 2,097,152 positions; the sidecar kept factor 16 and 1,048,576. The gate must
 // name the sidecar's two fields, show the angle error by position and say where it first passes the
-// threshold; docs/window-gate.md must show the same numbers.
+// threshold; docs/window-gate.md must show the same numbers. The seed's needle run (a miss above the
+// native window with every verdict `complete`) is given as a record and fails the needle law.
 import { mkdtemp, mkdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -10,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { deepseekV4FlashConfigJson } from '../../src/model/config.ts'
 import { angleTable, renderReport, runGate, type GateReport } from '../../src/gate/index.ts'
 import { envText, sidecarJsonFor } from './helpers.ts'
+import { deploymentNeedleGeometry, needleRecord } from './needle-records.ts'
 
 let root: string
 let report: GateReport
@@ -31,12 +33,24 @@ beforeAll(async () => {
   await writeFile(join(root, 'launch.env'), envText({
     PD_MAX_MODEL_LEN: '2097152', PD_ROPE_FACTOR: '32', PD_ORIGINAL_MAX_POS: '65536', PD_DECODER_PROFILE: 'decoder', PD_MAX_BRIDGE_TOKENS: '2000000',
   }))
+  // The seed's needle run on this deployment: 120K tokens, the needle at 98,779, bridged, missed.
+  const geometry = deploymentNeedleGeometry(join(root, 'decoder', 'config.json'), join(root, 'sidecar'))!
+  const missed = needleRecord(geometry, (r) => {
+    r.targetTokens = 120_000
+    r.document = { ...r.document, promptTokens: 119_990, minDistance: 2049, questionPosition: 119_986 }
+    r.needles = [{ ...r.needles[0], depth: 0.82, position: 98_779, distance: 119_990 - 98_779 }]
+    r.geometry.blockSize = 2048
+    r.bridged = { ...r.bridged!, bridgedTokens: 118_784, promptTokens: 119_990, answer: ' There is no secret word in the text.', hit: false, outcome: 'miss' }
+    r.native = { ...r.native!, promptTokens: 119_990 }
+  })
+  await writeFile(join(root, 'seed-needle.json'), JSON.stringify(missed))
   report = await runGate({
     launch: join(root, 'launch.env'),
     prefillConfig: join(root, 'prefill', 'config.json'),
     sidecar: join(root, 'sidecar'),
     decoderConfig: join(root, 'decoder', 'config.json'),
     native: false,
+    needleRecords: [join(root, 'seed-needle.json')],
     reportDir: join(root, 'report'),
   })
   text = renderReport(report)
@@ -51,11 +65,19 @@ describe('the seed\'s stale sidecar (factor 16 / 1,048,576 while the rest says 3
       [sidecarFile, 'maxPositionEmbeddings'],
       [sidecarFile, 'ropeParameters.compressed_sparse_attention.factor'],
       [sidecarFile, 'ropeParameters.heavily_compressed_attention.factor'],
+      [join(root, 'seed-needle.json'), undefined],
     ])
     expect(report.verdict.pass).toBe(false)
-    expect(text.trimEnd().split('\n').at(-1)).toBe(`gate: FAIL (3 failure(s); first: ${sidecarFile} maxPositionEmbeddings)`)
+    expect(text.trimEnd().split('\n').at(-1)).toBe(`gate: FAIL (4 failure(s); first: ${sidecarFile} maxPositionEmbeddings)`)
     // The launch parameters, the prefill node and the decoder agree: the sidecar is the one place out.
     for (const v of report.rope) expect([v.consensus, v.outliers.map((o) => o.place)]).toEqual([['launch', 'prefill', 'decoder'], ['sidecar']])
+  })
+
+  it('fails the needle law on the seed\'s miss: complete verdict, needle past the native window, wrong answer', () => {
+    const needle = report.findings.filter((f) => f.check === 'needle')
+    expect(needle.map((f) => f.status)).toEqual(['fail'])
+    expect(needle[0].message).toBe('not a bridged pass above the native window: seed 4242, 119,990-token prompt, the asked needle "amber" at position 98,779: MISS through the bridge (verdict complete, 118,784 tokens bridged): answered " There is no secret word in the text.", expected "amber"; native leg: pass (answered " amber")')
+    expect(text).toContain(`  FAIL ${join(root, 'seed-needle.json')}: seed 4242, verdict "complete", answered " There is no secret word in the text."`)
   })
 
   it('names the first differing entry and the angle error by position, with its first crossing of 0.1 rad', () => {

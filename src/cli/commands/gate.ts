@@ -1,7 +1,9 @@
 // `pd-bridge gate`: the window-change gate (docs/window-gate.md). Reads the four places the window
 // lives in, compares their effective rope tables bit for bit, checks every limit sized against the
-// window, the decoder's store and the seed ledger, and runs the hook against the decoder above the
-// native window. Prints the report with a one-line verdict last; exit 0 only when it passes.
+// window, the decoder's store and the seed ledger, runs the hook against the decoder above the
+// native window, and requires a needle retrieved through the bridge above the native window with a
+// fresh seed (live with --needle-url, or from --needle-record files). Prints the report with a
+// one-line verdict last; exit 0 only when it passes.
 import { Command } from 'commander'
 import { PdBridgeError } from '../../errors.ts'
 import { renderReport, runGate } from '../../gate/index.ts'
@@ -21,6 +23,11 @@ interface GateFlags {
   native: boolean
   nativeTokens?: string
   seed?: string
+  needleUrl?: string
+  needleNativeUrl?: string
+  needleSeed?: string
+  needleTokens?: string
+  needleRecord?: string[]
   angleThreshold?: string
   reportDir: string
   report: boolean
@@ -29,6 +36,12 @@ interface GateFlags {
 function positiveInt (flag: string, text: string | undefined): number | undefined {
   if (text === undefined) return undefined
   if (!/^\d+$/.test(text) || !Number.isSafeInteger(Number(text)) || Number(text) < 1) throw new PdBridgeError(`${flag} must be a positive integer, got ${JSON.stringify(text)}`)
+  return Number(text)
+}
+
+function nonNegativeInt (flag: string, text: string | undefined): number | undefined {
+  if (text === undefined) return undefined
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(Number(text))) throw new PdBridgeError(`${flag} must be a non-negative integer, got ${JSON.stringify(text)}`)
   return Number(text)
 }
 
@@ -41,7 +54,7 @@ function positiveNumber (flag: string, text: string | undefined): number | undef
 
 /** The gate command. */
 export const gateCommand = new Command('gate')
-  .description('the window-change gate: the four places (launch parameters, prefill config, sidecar, decoder config) must imply bit-identical rope tables; limits sized against the window, the store\'s block geometry and reused seeds are checked; the hook must match the decoder bit for bit above the native window. Exit 0 only when everything passes')
+  .description('the window-change gate: the four places (launch parameters, prefill config, sidecar, decoder config) must imply bit-identical rope tables; limits sized against the window, the store\'s block geometry and reused seeds are checked; the hook must match the decoder bit for bit above the native window; a needle must be retrieved through the bridge above the native window with a fresh seed (--needle-url or --needle-record). Exit 0 only when everything passes')
   .requiredOption('--launch <file>', 'launch parameters: env file (PD_MAX_MODEL_LEN=..., comments allowed) or a JSON object of the same keys')
   .requiredOption('--prefill-config <file>', 'the prefill node\'s config.json (or its checkpoint directory)')
   .option('--sidecar <dir>', 'the sidecar directory (sidecar.json + weights.safetensors); default: the --config\'s sidecar')
@@ -56,6 +69,11 @@ export const gateCommand = new Command('gate')
   .option('--no-native', 'skip the bridge-vs-native check (reported as skipped)')
   .option('--native-tokens <n>', 'prompt length of the bridge-vs-native check (default: the original window plus max(64, original/16))')
   .option('--seed <n>', 'its prompt seed (default: a fresh random seed)')
+  .option('--needle-url <url>', 'the bridged front door: run one needle document (built with the decoder\'s tokenizer, the needle at depth 1) through it')
+  .option('--needle-native-url <url>', 'the decoder alone: asked the same needle, for context only')
+  .option('--needle-seed <n>', 'the needle document\'s seed (default: a fresh random seed; a given seed needs --ledger)')
+  .option('--needle-tokens <n>', 'the needle document\'s length (default: the original window + 2 blocks + 256)')
+  .option('--needle-record <file|dir...>', 'needle run records from protocols/needle.mjs (files, or directories of *.json)')
   .option('--angle-threshold <rad>', 'report where the angle error first exceeds this (radians, default 0.1)')
   .option('--report-dir <dir>', 'where report.md, report.json and the SVG plots go', 'window-gate-report')
   .option('--no-report', 'write no report files')
@@ -75,6 +93,11 @@ export const gateCommand = new Command('gate')
       native: flags.native,
       nativeTokens: positiveInt('--native-tokens', flags.nativeTokens),
       seed: positiveInt('--seed', flags.seed),
+      needleUrl: flags.needleUrl,
+      needleNativeUrl: flags.needleNativeUrl,
+      needleSeed: nonNegativeInt('--needle-seed', flags.needleSeed),
+      needleTokens: positiveInt('--needle-tokens', flags.needleTokens),
+      needleRecords: flags.needleRecord,
       angleThreshold: positiveNumber('--angle-threshold', flags.angleThreshold),
       reportDir: flags.report ? flags.reportDir : undefined,
     })
