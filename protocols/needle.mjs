@@ -3,9 +3,11 @@
 // `needle`), or any OpenAI-compatible deployment with --url (the bridged front door) and
 // --native-url (the decoder alone). For every cell of the depth x length grid: a fresh seed, a
 // document with its needles, the seed ledger checked, the bridged leg, then the native leg, one
-// JSON record under results/needle/runs/. At the end it prints the depth x length table.
+// JSON record under results/needle/runs/. At the end it prints the depth x length table and
+// regenerates RESULTS.md (pd-bridge results) with the needle records next to the cold runs.
 //
 //   npx zx protocols/needle.mjs [--lengths 512,2048,4096,8192] [--depths 0,0.25,0.5,0.75,1] [--needles N] [--seed N]
+//     [--out results] [--cold-runs results/runs] [--micro results/micro] [--no-generate]
 //   npx zx protocols/needle.mjs --url http://front:8012 --native-url http://decoder-alone:8000 --model NAME
 import { mkdir, rm } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
@@ -185,3 +187,26 @@ finally {
 }
 
 if (records.length > 0) process.stdout.write(needleMarkdown(records))
+
+// Regenerate RESULTS.md as cold-bench does (pd-bridge results): the cold-prompt runs (--cold-runs,
+// default runs/ in --out), the micro benchmarks (--micro, default micro/ next to them) and the
+// needle records in --runs. A --runs of its own without --out is a trial run (the suites' smoke
+// run is one): it leaves the committed report alone.
+if (argv.generate !== false) {
+  if (argv.runs !== undefined && argv.out === undefined) {
+    say('RESULTS.md not regenerated: --runs was given without --out (pass --out DIR to write a report with these records)')
+  }
+  else {
+    const { generateResults } = await import('../src/results/generate.ts')
+    const out = resolve(argv.out ?? 'results')
+    const coldRuns = resolve(argv['cold-runs'] ?? join(out, 'runs'))
+    try {
+      const r = await generateResults(coldRuns, out, argv.micro === undefined ? undefined : resolve(argv.micro), opts.runs)
+      say(`results: ${r.records} run records, ${r.microRecords} micro-benchmark records, ${r.needleRecords} needle records, ${r.environments} environments -> ${r.files.map((f) => join(out, f)).join(', ')}`)
+    }
+    catch (err) {
+      say(`results not regenerated: ${err.message}`)
+      process.exitCode = 1
+    }
+  }
+}

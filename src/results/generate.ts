@@ -1,16 +1,19 @@
-// `pd-bridge results`: records in, RESULTS.md + charts + report.html out.
+// `pd-bridge results`: records in, RESULTS.md + charts + heatmaps + report.html out.
 import { mkdir, writeFile } from 'node:fs/promises'
 import { dirname, join, resolve } from 'node:path'
+import { needleHeatmapSvg } from '../needle/heatmap.ts'
+import { readNeedleRecords } from '../needle/record.ts'
 import { stageChart, timeChart } from './charts.ts'
 import { readMicroRecords } from './micro-record.ts'
 import { readRunRecords } from './record.ts'
-import { chartFiles, renderHtml, renderMarkdown } from './render.ts'
+import { chartFiles, needleHeatmapFile, renderHtml, renderMarkdown } from './render.ts'
 import { summarize } from './summary.ts'
 
 /** What the generator wrote. */
 export interface GenerateResult {
   records: number
   microRecords: number
+  needleRecords: number
   environments: number
   /** Paths written, relative to the output directory. */
   files: string[]
@@ -21,22 +24,31 @@ export function defaultMicroDir (runsDir: string): string {
   return join(dirname(resolve(runsDir)), 'micro')
 }
 
+/** Where needle run records live by default: `needle/runs/` next to the run records' directory (protocols/needle.mjs's default). */
+export function defaultNeedleDir (runsDir: string): string {
+  return join(dirname(resolve(runsDir)), 'needle', 'runs')
+}
+
 /**
- * Read every run record under `runsDir` and every micro-benchmark record under `microDir`, and
- * regenerate the report files under `outDir`. Charts exist only for environments with runs.
+ * Read every run record under `runsDir`, every micro-benchmark record under `microDir` and every
+ * needle run record under `needleDir`, and regenerate the report files under `outDir`. Charts
+ * exist only for environments with runs, a heatmap only for those with needle records.
  */
-export async function generateResults (runsDir: string, outDir: string, microDir: string = defaultMicroDir(runsDir)): Promise<GenerateResult> {
+export async function generateResults (runsDir: string, outDir: string, microDir: string = defaultMicroDir(runsDir), needleDir: string = defaultNeedleDir(runsDir)): Promise<GenerateResult> {
   const records = await readRunRecords(runsDir)
   const micro = await readMicroRecords(microDir)
-  const envs = summarize(records, micro)
+  const needle = await readNeedleRecords(needleDir)
+  const envs = summarize(records, micro, needle)
   const files = new Map<string, string>([['RESULTS.md', renderMarkdown(envs)], ['report.html', renderHtml(envs)]])
   for (const env of envs) {
-    if (env.sizes.length === 0) continue
-    const names = chartFiles(env)
-    files.set(names.time, timeChart(env))
-    files.set(names.stages, stageChart(env))
+    if (env.sizes.length > 0) {
+      const names = chartFiles(env)
+      files.set(names.time, timeChart(env))
+      files.set(names.stages, stageChart(env))
+    }
+    if (env.needle !== null) files.set(needleHeatmapFile(env), needleHeatmapSvg(env.needle))
   }
   await mkdir(outDir, { recursive: true })
   for (const [name, text] of files) await writeFile(join(outDir, name), text)
-  return { records: records.length, microRecords: micro.length, environments: envs.length, files: [...files.keys()] }
+  return { records: records.length, microRecords: micro.length, needleRecords: needle.length, environments: envs.length, files: [...files.keys()] }
 }

@@ -1,7 +1,7 @@
 // Benchmark results: the cold-prompt run record, the micro-benchmark record, the shared
-// environment block and the generator (docs/BENCHMARK-PROTOCOL.md). The micro benchmarks' own
-// setup (bench-setup.ts, peaks.ts) loads the model and the native kernels, so it is imported
-// directly by the protocols, not from here.
+// environment block and the generator (docs/BENCHMARK-PROTOCOL.md), which also reads the needle
+// run records of src/needle. The micro benchmarks' own setup (bench-setup.ts, peaks.ts) loads the
+// model and the native kernels, so it is imported directly by the protocols, not from here.
 export * from './record.ts'
 export * from './environment.ts'
 export * from './micro-record.ts'
@@ -9,6 +9,7 @@ export * from './micro-summary.ts'
 export * from './summary.ts'
 export * from './tables.ts'
 export * from './micro-tables.ts'
+export * from './needle-section.ts'
 export * from './charts.ts'
 export * from './render.ts'
 export * from './generate.ts'

@@ -1,6 +1,8 @@
 // Turn run records into per-environment, per-size numbers. The protocol's counting rules live
 // here: only a `complete` verdict is bridged, ratios are medians of paired runs, environments
-// are never mixed.
+// are never mixed. Needle runs are grouped the same way and counted by src/needle/heatmap.ts.
+import { needleGrids, type NeedleGrid } from '../needle/heatmap.ts'
+import type { NeedleRunRecord } from '../needle/record.ts'
 import type { MicroRecord } from './micro-record.ts'
 import { summarizeMicro, type MicroSummary } from './micro-summary.ts'
 import type { BridgedLeg, RunEnvironment, RunRecord } from './record.ts'
@@ -70,6 +72,8 @@ export interface EnvironmentSummary {
   peakMemoryBytes: Record<string, number>
   /** Its micro benchmarks (none when no micro record has its id). */
   micro: MicroSummary
+  /** Its needle runs as a depth x length grid; null when no needle record has its id. */
+  needle: NeedleGrid | null
 }
 
 function medianOf<T> (items: T[], pick: (item: T) => number | null): number | null {
@@ -113,33 +117,38 @@ function summarizeSize (targetTokens: number, runs: RunRecord[]): SizeSummary {
 }
 
 /**
- * Group cold-prompt runs and micro-benchmark records by environment id (sorted), runs then by
- * target size (ascending). An environment with only micro records has no sizes.
+ * Group cold-prompt runs, micro-benchmark records and needle run records by environment id
+ * (sorted), runs then by target size (ascending). An environment with only micro or needle
+ * records has no sizes.
  */
-export function summarize (records: RunRecord[], micro: MicroRecord[] = []): EnvironmentSummary[] {
-  const byEnv = new Map<string, { runs: RunRecord[], micro: MicroRecord[] }>()
+export function summarize (records: RunRecord[], micro: MicroRecord[] = [], needle: NeedleRunRecord[] = []): EnvironmentSummary[] {
+  const byEnv = new Map<string, { runs: RunRecord[], micro: MicroRecord[], needle: NeedleRunRecord[] }>()
   const group = (id: string) => {
     let g = byEnv.get(id)
-    if (g === undefined) byEnv.set(id, g = { runs: [], micro: [] })
+    if (g === undefined) byEnv.set(id, g = { runs: [], micro: [], needle: [] })
     return g
   }
   for (const r of records) group(r.environment.id).runs.push(r)
   for (const m of micro) group(m.environment.id).micro.push(m)
+  for (const n of needle) group(n.environment.id).needle.push(n)
   return [...byEnv.keys()].sort().map((id) => {
-    const { runs, micro: benches } = byEnv.get(id)!
+    const { runs, micro: benches, needle: needles } = byEnv.get(id)!
     const sizes = [...new Set(runs.map((r) => r.targetTokens))].sort((a, b) => a - b)
     const peak: Record<string, number> = {}
     for (const r of runs) {
       for (const [proc, b] of Object.entries(r.peakMemoryBytes)) peak[proc] = Math.max(peak[proc] ?? 0, b)
     }
+    const all = [...runs, ...benches, ...needles]
     // The latest record's description of the environment (they share the id, so they agree).
-    const described = [...runs, ...benches].sort((a, b) => a.startedAt.localeCompare(b.startedAt)).at(-1)!
+    const described = [...all].sort((a, b) => a.startedAt.localeCompare(b.startedAt)).at(-1)!
     return {
       environment: described.environment,
-      commits: [...new Set([...runs, ...benches].map((r) => r.environment.commit))].sort(),
+      commits: [...new Set(all.map((r) => r.environment.commit))].sort(),
       sizes: sizes.map((t) => summarizeSize(t, runs.filter((r) => r.targetTokens === t))),
       peakMemoryBytes: Object.fromEntries(Object.entries(peak).sort(([a], [b]) => a.localeCompare(b))),
       micro: summarizeMicro(benches),
+      // Only this environment's records go in, so needleGrids makes exactly one grid.
+      needle: needles.length === 0 ? null : needleGrids(needles)[0],
     }
   })
 }

@@ -2,18 +2,23 @@ import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { needleGrids, needleHeatmapSvg } from '../../src/needle/heatmap.ts'
+import { readNeedleRecords } from '../../src/needle/record.ts'
 import { generateResults } from '../../src/results/generate.ts'
+import { readMicroRecords } from '../../src/results/micro-record.ts'
 import { readRunRecords } from '../../src/results/record.ts'
 import { summarize } from '../../src/results/summary.ts'
 import { parseMarkup } from './xml.ts'
 
 const FIXTURES = join(import.meta.dirname, 'fixtures')
 const RUNS = join(FIXTURES, 'runs')
+const NEEDLE = join(FIXTURES, 'needle', 'runs')
 let out: string
 
 beforeAll(async () => {
   out = await mkdtemp(join(tmpdir(), 'pd-results-'))
-  // The micro records come from fixtures/micro, the default next to fixtures/runs.
+  // The micro records come from fixtures/micro and the needle records from fixtures/needle/runs,
+  // the defaults next to fixtures/runs.
   await generateResults(RUNS, out)
 })
 afterAll(async () => {
@@ -56,11 +61,14 @@ describe('a partial run is recorded as partial', () => {
 })
 
 describe('environments are kept apart', () => {
-  it('each environment gets its own section; only those with runs get charts', async () => {
+  it('each environment gets its own section; only those with runs get charts, only those with needle runs a heatmap', async () => {
     const md = await readFile(join(out, 'RESULTS.md'), 'utf8')
-    expect(md.match(/^## Environment .*/gm)).toEqual(['## Environment env-a1b2c3', '## Environment env-c7d8e9', '## Environment env-d4e5f6'])
+    expect(md.match(/^## Environment .*/gm)).toEqual(['## Environment env-a1b2c3', '## Environment env-c7d8e9', '## Environment env-d4e5f6', '## Environment env-f1e2d3'])
     const files = (await readdir(out)).sort()
-    expect(files).toEqual(['RESULTS.md', 'report.html', 'stages-env-a1b2c3.svg', 'stages-env-d4e5f6.svg', 'time-env-a1b2c3.svg', 'time-env-d4e5f6.svg'])
+    expect(files).toEqual([
+      'RESULTS.md', 'needle-env-a1b2c3.svg', 'needle-env-f1e2d3.svg', 'report.html',
+      'stages-env-a1b2c3.svg', 'stages-env-d4e5f6.svg', 'time-env-a1b2c3.svg', 'time-env-d4e5f6.svg',
+    ])
   })
 
   it('the same size in two environments is not merged', async () => {
@@ -85,19 +93,19 @@ describe('the SVG charts', () => {
   })
 })
 
-describe('micro benchmarks in RESULTS.md', () => {
-  /** The lines of environment `id`'s section. */
-  async function section (id: string): Promise<string[]> {
-    const md = await readFile(join(out, 'RESULTS.md'), 'utf8')
-    const part = md.split(/^(?=## Environment )/m).find((p) => p.startsWith(`## Environment ${id}\n`))
-    return part!.split('\n')
-  }
+/** The lines of environment `id`'s section of the generated RESULTS.md. */
+async function section (id: string): Promise<string[]> {
+  const md = await readFile(join(out, 'RESULTS.md'), 'utf8')
+  const part = md.split(/^(?=## Environment )/m).find((p) => p.startsWith(`## Environment ${id}\n`))
+  return part!.split('\n')
+}
 
+describe('micro benchmarks in RESULTS.md', () => {
   it('the environment with runs and micro records has both; the one without micro records has no micro section', async () => {
     expect((await section('env-a1b2c3')).filter((l) => l.startsWith('##'))).toEqual([
       '## Environment env-a1b2c3', '### Cold prompts: decoder alone vs bridged', '### Stage breakdown (medians over complete runs)', '### Payload bytes per bridged token',
       '### Decode rate (tokens/s after the first, medians)', '### Peak memory (highest RSS over all runs)', '### Environment',
-      '### Micro benchmarks', '#### Measured peaks (of the records shown)', '#### Kernels', '#### Capture hook',
+      '### Needle retrieval', '### Micro benchmarks', '#### Measured peaks (of the records shown)', '#### Kernels', '#### Capture hook',
     ])
     expect((await section('env-d4e5f6')).some((l) => l.includes('Micro benchmarks'))).toBe(false)
   })
@@ -130,8 +138,9 @@ describe('report.html', () => {
     const html = await readFile(join(out, 'report.html'), 'utf8')
     const els = parseMarkup(html)
     expect(els[0].name).toBe('html')
-    expect(els.filter((e) => e.name === 'section').length).toBe(3)
-    expect(els.filter((e) => e.name === 'svg').length).toBe(4)
+    expect(els.filter((e) => e.name === 'section').length).toBe(4)
+    // 2 charts each in the two environments with runs, a heatmap each in the two with needle runs.
+    expect(els.filter((e) => e.name === 'svg').length).toBe(6)
     expect(els.filter((e) => e.attrs.class === 'point').length).toBe(7)
     // Self-contained: nothing is loaded from elsewhere.
     expect(els.filter((e) => 'src' in e.attrs || 'href' in e.attrs)).toEqual([])
@@ -147,6 +156,83 @@ describe('report.html', () => {
     const els = parseMarkup(html)
     expect(els.filter((e) => e.name === 'table' && e.attrs.class?.startsWith('micro-')).map((e) => e.attrs.class)).toEqual(['micro-peaks', 'micro-kernels', 'micro-hook', 'micro-peaks', 'micro-kernels'])
     expect(html).toContain('<td>matmulF32</td><td>m=1 k=1024 n=1024</td><td>2</td><td>40.00 GFLOP/s</td><td>160.00 GFLOP/s</td><td>25.0%</td>')
+  })
+})
+
+describe('needle retrieval in RESULTS.md', () => {
+  /** The lines of `id`'s needle section, from its heading up to the next heading. */
+  async function needleLines (id: string): Promise<string[]> {
+    const lines = await section(id)
+    const from = lines.indexOf('### Needle retrieval')
+    expect(from).toBeGreaterThan(0)
+    const to = lines.findIndex((l, i) => i > from && l.startsWith('#'))
+    return lines.slice(from, to === -1 ? undefined : to)
+  }
+
+  it('the environment with cold runs has its depth x length grid, a declined and a partial run never as bridged passes', async () => {
+    const a = await needleLines('env-a1b2c3')
+    expect(a).toContain('| depth \\ tokens | 512 | 2048 |')
+    expect(a).toContain('| 0 | bridged 1 pass · native 1 pass | bridged 1 miss · native 1 pass |')
+    // Both runs at depth 1 hit the needle, but their verdicts were not complete.
+    expect(a).toContain('| 1 | bridged 1 not bridged (partial 256/507) · native 1 pass | bridged 1 not bridged (declined [1]) · native 1 pass |')
+    expect(a).toContain('Bridged: 1 pass, 1 miss (of 2 complete), 2 not bridged, 0 refused. Native: 4 pass, 0 miss.')
+    expect(a).toContain('- [1] declined: prefill engine unreachable (connect ECONNREFUSED 127.0.0.1:8011)')
+    expect(a).toContain('4 runs in 4 cells (2 lengths x 2 depths). Through the bridge (complete verdicts only), 1 of 2 retrieved the needle and 1 missed. 2 runs were not bridged (partial or declined) and count as neither pass nor miss. The decoder alone retrieved 4 of 4.')
+    expect(a).toContain('![needle retrieval heatmap, depth x prompt tokens](needle-env-a1b2c3.svg)')
+  })
+
+  it('an environment with only needle runs gets a section with its grid; the refused run is counted as refused, not run', async () => {
+    const f = await section('env-f1e2d3')
+    expect(f).toContain('No cold-prompt runs in this environment.')
+    expect(f.filter((l) => l.startsWith('##'))).toEqual(['## Environment env-f1e2d3', '### Environment', '### Needle retrieval'])
+    expect(f).toContain('| 0.5 | bridged 1 pass · native 1 pass | bridged 1 pass, 1 refused (reused seed) · native 1 pass, 1 refused |')
+    expect(f).toContain('| 1 | — | bridged 1 not run · native 1 miss |')
+    expect(f).toContain('Bridged: 2 pass, 0 miss (of 2 complete), 0 not bridged, 1 refused. Native: 2 pass, 1 miss.')
+    expect(f.join('\n')).toContain('1 run was refused before running (a reused seed); 1 run had no bridged leg. The decoder alone retrieved 2 of 3.')
+  })
+
+  it('records are never compared across environments: each grid has only its own lengths and runs', async () => {
+    expect((await needleLines('env-a1b2c3')).join('\n')).not.toContain('4096')
+    expect((await needleLines('env-f1e2d3')).join('\n')).not.toContain('2048')
+    const envs = summarize(await readRunRecords(RUNS), await readMicroRecords(join(FIXTURES, 'micro')), await readNeedleRecords(NEEDLE))
+    expect(envs.map((e) => e.needle?.lengths ?? null)).toEqual([[512, 2048], null, null, [512, 4096]])
+    // The needle runs' commit joins the environment's commits; the needle-only one has no sizes.
+    expect(envs[0].commits).toEqual(['1111111', '3333333', '5555555'])
+    expect(envs[3].sizes).toEqual([])
+  })
+
+  it('each heatmap file is the needle renderer\'s SVG of its own environment\'s records, one cell rect per recorded cell', async () => {
+    const grids = needleGrids(await readNeedleRecords(NEEDLE))
+    expect(grids.map((g) => g.environment.id)).toEqual(['env-a1b2c3', 'env-f1e2d3'])
+    for (const [grid, cells] of [[grids[0], 4], [grids[1], 3]] as const) {
+      const svg = await readFile(join(out, `needle-${grid.environment.id}.svg`), 'utf8')
+      expect(svg).toBe(needleHeatmapSvg(grid))
+      const els = parseMarkup(svg)
+      // Cell rects sit in a <g> with a <title>; the legend's rects do not.
+      const groups = els.filter((e) => e.name === 'g').length
+      expect(groups).toBe(cells)
+      expect(grid.cells.flat().filter((c) => c !== null).length).toBe(cells)
+    }
+  })
+})
+
+describe('needle retrieval in report.html', () => {
+  it('has the same cells, words, tally and footnotes as RESULTS.md, and the heatmap inlined', async () => {
+    const html = await readFile(join(out, 'report.html'), 'utf8')
+    const md = await readFile(join(out, 'RESULTS.md'), 'utf8')
+    const els = parseMarkup(html)
+    const grids = els.filter((e) => e.name === 'table' && e.attrs.class === 'needle-grid')
+    expect(grids.length).toBe(2)
+    expect(html).toContain('<tr><td>1</td><td>bridged 1 not bridged (partial 256/507) · native 1 pass</td><td>bridged 1 not bridged (declined [1]) · native 1 pass</td></tr>')
+    expect(html).toContain('<tr><td>1</td><td>—</td><td>bridged 1 not run · native 1 miss</td></tr>')
+    const tallies = els.filter((e) => e.name === 'p' && e.attrs.class === 'needle-tally').map((e) => e.text)
+    expect(tallies).toEqual(md.split('\n').filter((l) => l.startsWith('Bridged: ')))
+    const words = els.filter((e) => e.name === 'p' && e.attrs.class === 'needle-words').map((e) => e.text)
+    expect(words.length).toBe(2)
+    for (const w of words) expect(md.split('\n')).toContain(w)
+    expect(els.filter((e) => e.name === 'li' && e.text.startsWith('[1] declined: prefill engine unreachable')).length).toBe(1)
+    const svg = await readFile(join(out, 'needle-env-f1e2d3.svg'), 'utf8')
+    expect(html).toContain(svg)
   })
 })
 
