@@ -1,11 +1,10 @@
 // One needle run as the protocol writes it under results/needle/runs/: where it ran, the document
 // (seed, sizes, needles and their positions), the ledger's word on it, and both legs' answers with
 // their scores. The schema also holds the scoring rule: a bridged pass needs a complete verdict.
-import { readdir, readFile } from 'node:fs/promises'
-import { join } from 'node:path'
 import { z } from 'zod'
 import { PdBridgeError } from '../errors.ts'
 import { environmentSchema } from '../results/record.ts'
+import { parseRecordJson, readRecordDir } from '../results/record-files.ts'
 
 /** The record's schema tag; a new layout gets a new tag so old records are never misread. */
 export const NEEDLE_RECORD_SCHEMA = 'pd-bridge/needle-run@1'
@@ -135,36 +134,10 @@ export function askedNeedleBridged (record: NeedleRunRecord): boolean | null {
 
 /** Check parsed JSON against the schema; the error names the file and the first bad field. */
 export function parseNeedleRecord (json: unknown, file: string): NeedleRunRecord {
-  const result = needleRecordSchema.safeParse(json)
-  if (!result.success) {
-    const issue = result.error.issues[0]
-    const where = issue.path.length > 0 ? issue.path.join('.') : '(record)'
-    throw new PdBridgeError(`${file}: needle record field ${where}: ${issue.message}`)
-  }
-  return result.data
+  return parseRecordJson(needleRecordSchema, json, file, 'needle record')
 }
 
 /** Read every `*.json` record in `dir`, sorted by file name; a missing directory holds none. */
 export async function readNeedleRecords (dir: string): Promise<NeedleRunRecord[]> {
-  let names: string[]
-  try {
-    names = (await readdir(dir)).filter((n) => n.endsWith('.json')).sort()
-  }
-  catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return []
-    throw new PdBridgeError(`${dir}: cannot list needle records: ${(err as Error).message}`)
-  }
-  const records: NeedleRunRecord[] = []
-  for (const name of names) {
-    const file = join(dir, name)
-    let json: unknown
-    try {
-      json = JSON.parse(await readFile(file, 'utf8'))
-    }
-    catch (err) {
-      throw new PdBridgeError(`${file}: not a readable JSON needle record: ${(err as Error).message}`)
-    }
-    records.push(parseNeedleRecord(json, file))
-  }
-  return records
+  return (await readRecordDir(dir, { plural: 'needle records', notJson: 'not a readable JSON needle record' }, parseNeedleRecord)).map((r) => r.record)
 }

@@ -1,11 +1,12 @@
 // One micro-benchmark run as protocols/bench-kernels.ts or protocols/bench-capture.ts writes it
 // under results/micro/: the same environment block as a cold-prompt run, the machine's peaks
 // measured in the same process, and one row per measured case, each next to its peak.
-import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises'
+import { mkdir, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { z } from 'zod'
 import { PdBridgeError } from '../errors.ts'
 import { environmentSchema } from './record.ts'
+import { parseRecordJson, readRecordDir } from './record-files.ts'
 
 /** The micro-benchmark record's schema tag. */
 export const MICRO_RECORD_SCHEMA = 'pd-bridge/micro-bench@1'
@@ -186,44 +187,20 @@ export function microRowKey (row: Pick<MicroRow, 'suite' | 'name' | 'shape' | 't
 
 /** Check parsed JSON against the schema; the error names the file and the first bad field. */
 export function parseMicroRecord (json: unknown, file: string): MicroRecord {
-  const result = microRecordSchema.safeParse(json)
-  if (!result.success) {
-    const issue = result.error.issues[0]
-    const where = issue.path.length > 0 ? issue.path.join('.') : '(record)'
-    throw new PdBridgeError(`${file}: micro-benchmark record field ${where}: ${issue.message}`)
-  }
-  return result.data
+  return parseRecordJson(microRecordSchema, json, file, 'micro-benchmark record')
 }
 
 /** Read every `*.json` record in `dir`, sorted by file name; a missing directory holds none. */
 export async function readMicroRecords (dir: string): Promise<MicroRecord[]> {
-  let names: string[]
-  try {
-    names = (await readdir(dir)).filter((n) => n.endsWith('.json')).sort()
-  }
-  catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return []
-    throw new PdBridgeError(`${dir}: cannot list micro-benchmark records: ${(err as Error).message}`)
-  }
-  const records: MicroRecord[] = []
+  const read = await readRecordDir(dir, { plural: 'micro-benchmark records', notJson: 'not JSON' }, parseMicroRecord)
   // The report refers to a record by its run id, so two files must not share one.
   const fileOf = new Map<string, string>()
-  for (const name of names) {
-    const file = join(dir, name)
-    let json: unknown
-    try {
-      json = JSON.parse(await readFile(file, 'utf8'))
-    }
-    catch (err) {
-      throw new PdBridgeError(`${file}: not JSON: ${(err as Error).message}`)
-    }
-    const record = parseMicroRecord(json, file)
+  for (const { file, record } of read) {
     const other = fileOf.get(record.runId)
     if (other !== undefined) throw new PdBridgeError(`${file}: micro-benchmark record field runId: ${record.runId} is also the run id of ${other}`)
     fileOf.set(record.runId, file)
-    records.push(record)
   }
-  return records
+  return read.map((r) => r.record)
 }
 
 /** The record's file name: its start time and suite (and `tag`, e.g. the preset), so runs never overwrite each other. */

@@ -1,9 +1,7 @@
 // One cold-prompt benchmark run as the protocol writes it under results/runs/: the environment it
 // ran in, both legs' timings and what the bridge reported. The generator trusts nothing else.
-import { readdir, readFile } from 'node:fs/promises'
-import { join } from 'node:path'
 import { z } from 'zod'
-import { PdBridgeError } from '../errors.ts'
+import { parseRecordJson, readRecordDir } from './record-files.ts'
 
 /** The record's schema tag; a new layout gets a new tag so old records are never misread. */
 export const RUN_RECORD_SCHEMA = 'pd-bridge/cold-run@1'
@@ -90,37 +88,10 @@ export type NativeLeg = z.infer<typeof nativeLegSchema>
 
 /** Check parsed JSON against the schema; the error names the file and the first bad field. */
 export function parseRunRecord (json: unknown, file: string): RunRecord {
-  const result = runRecordSchema.safeParse(json)
-  if (!result.success) {
-    const issue = result.error.issues[0]
-    const where = issue.path.length > 0 ? issue.path.join('.') : '(record)'
-    throw new PdBridgeError(`${file}: run record field ${where}: ${issue.message}`)
-  }
-  return result.data
+  return parseRecordJson(runRecordSchema, json, file, 'run record')
 }
 
 /** Read every `*.json` record in `dir`, sorted by file name; a missing directory holds none. */
 export async function readRunRecords (dir: string): Promise<RunRecord[]> {
-  let names: string[]
-  try {
-    names = (await readdir(dir)).filter((n) => n.endsWith('.json')).sort()
-  }
-  catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return []
-    throw new PdBridgeError(`${dir}: cannot list run records: ${(err as Error).message}`)
-  }
-  const records: RunRecord[] = []
-  for (const name of names) {
-    const file = join(dir, name)
-    const text = await readFile(file, 'utf8')
-    let json: unknown
-    try {
-      json = JSON.parse(text)
-    }
-    catch (err) {
-      throw new PdBridgeError(`${file}: not JSON: ${(err as Error).message}`)
-    }
-    records.push(parseRunRecord(json, file))
-  }
-  return records
+  return (await readRecordDir(dir, { plural: 'run records', notJson: 'not JSON' }, parseRunRecord)).map((r) => r.record)
 }
