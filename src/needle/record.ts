@@ -2,7 +2,6 @@
 // (seed, sizes, needles and their positions), the ledger's word on it, and both legs' answers with
 // their scores. The schema also holds the scoring rule: a bridged pass needs a complete verdict.
 import { z } from 'zod'
-import { PdBridgeError } from '../errors.ts'
 import { environmentSchema } from '../results/record.ts'
 import { parseRecordJson, readRecordDir } from '../results/record-files.ts'
 
