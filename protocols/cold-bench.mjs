@@ -14,7 +14,7 @@ import { register } from 'tsx/esm/api'
 
 // The stack and the generator are TypeScript; tsx lets this protocol import them as they are.
 register()
-const { startEmbeddedStack, EMBEDDED_DECODER_PROFILE, EMBEDDED_DEFAULTS, EMBEDDED_PREFILL_PROFILE } = await import('../src/stack/embedded.ts')
+const { startEmbeddedStack, startNativeDecoder, EMBEDDED_DEFAULTS, EMBEDDED_PREFILL_PROFILE } = await import('../src/stack/embedded.ts')
 const { buildDemoPrompt } = await import('../src/stack/demo/prompt.ts')
 const { promptBlockKeys, presentKeys } = await import('../src/stack/demo/blocks.ts')
 const { loadTokenizer } = await import('../src/model/tokenizer/index.ts')
@@ -179,12 +179,7 @@ try {
     nativeCache = join(stateDir, 'runs', `cold-bench-${Date.now()}`, 'native-cache')
     await mkdir(nativeCache, { recursive: true })
     say('starting a second decoder with an empty block store (the decoder-alone leg)')
-    const native = await stack.supervisor.start({
-      name: 'decoder-native',
-      args: ['decoder', '--model', stack.checkpoint.dir, '--profile', EMBEDDED_DECODER_PROFILE, '--cache-dir', nativeCache, '--block-size', String(opts.blockSize), '--port', '0', '--model-name', stack.modelName],
-      env: stack.childEnv,
-      readyTimeoutMs: EMBEDDED_DEFAULTS.readyTimeoutMs,
-    })
+    const native = await startNativeDecoder(stack, nativeCache)
     frontUrl = stack.urls.front
     nativeUrl = native.url
     modelName = stack.modelName

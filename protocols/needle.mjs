@@ -117,7 +117,7 @@ try {
   let tokenizer
   let environment
   if (!remote) {
-    const { startEmbeddedStack, EMBEDDED_DECODER_PROFILE, EMBEDDED_DEFAULTS, EMBEDDED_PREFILL_PROFILE } = await import('../src/stack/embedded.ts')
+    const { startEmbeddedStack, startNativeDecoder, EMBEDDED_DEFAULTS, EMBEDDED_PREFILL_PROFILE } = await import('../src/stack/embedded.ts')
     const { resolveStateDir } = await import('../src/stack/state-dir.ts')
     const stateDir = resolveStateDir(opts.stateDir)
     const blockSize = opts.blockSize ?? EMBEDDED_DEFAULTS.blockSize
@@ -130,12 +130,7 @@ try {
     nativeCache = join(stateDir, 'runs', `needle-${Date.now()}`, 'native-cache')
     await mkdir(nativeCache, { recursive: true })
     say('starting a second decoder with an empty block store (the decoder-alone leg)')
-    const native = await stack.supervisor.start({
-      name: 'decoder-native',
-      args: ['decoder', '--model', stack.checkpoint.dir, '--profile', EMBEDDED_DECODER_PROFILE, '--cache-dir', nativeCache, '--block-size', String(blockSize), '--port', '0', '--model-name', stack.modelName],
-      env: stack.childEnv,
-      readyTimeoutMs: EMBEDDED_DEFAULTS.readyTimeoutMs,
-    })
+    const native = await startNativeDecoder(stack, nativeCache)
     frontUrl = stack.urls.front
     nativeUrl = native.url
     model = stack.modelName

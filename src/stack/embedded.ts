@@ -10,6 +10,7 @@ import { ensureCheckpoint, ensureSidecar, type CheckpointAsset, type SidecarAsse
 import { StackError } from './errors.ts'
 import { isAlive, readStackRecord, removeStackRecord, writeStackRecord, type StackRecord } from './record.ts'
 import { cacheDirFor, stackPaths, type StackPaths } from './state-dir.ts'
+import type { ReadyInfo } from './ready-line.ts'
 import { Supervisor, type SupervisorEvent } from './supervisor.ts'
 
 /** The decoder's numerics profile in the embedded default (the sidecar is exported under it). */
@@ -194,6 +195,20 @@ export async function startEmbeddedStack (options: EmbeddedStackOptions): Promis
 async function allOrFirstFailure<T> (promises: Array<Promise<T>>): Promise<T[]> {
   for (const p of promises) p.catch(() => {})
   return await Promise.all(promises)
+}
+
+/**
+ * Start, under the stack's supervisor, a second decoder beside it: same checkpoint, profile, block
+ * size and model name, but its own (empty) block store at `cacheDir`. The decoder-alone leg of the
+ * demo and the protocols: the same prompt without any bridged blocks.
+ */
+export async function startNativeDecoder (stack: EmbeddedStack, cacheDir: string, readyTimeoutMs = EMBEDDED_DEFAULTS.readyTimeoutMs): Promise<ReadyInfo> {
+  return await stack.supervisor.start({
+    name: 'decoder-native',
+    args: ['decoder', '--model', stack.checkpoint.dir, '--profile', EMBEDDED_DECODER_PROFILE, '--cache-dir', cacheDir, '--block-size', String(stack.blockSize), '--port', '0', '--model-name', stack.modelName],
+    env: stack.childEnv,
+    readyTimeoutMs,
+  })
 }
 
 /** The log file of a named child under `paths`. */

@@ -15,7 +15,7 @@ import { loadTokenizer } from '../../model/tokenizer/index.ts'
 import type { PresetName } from '../../model/checkpoint/index.ts'
 import { StackError } from '../errors.ts'
 import { describeStackEvent } from '../describe.ts'
-import { EMBEDDED_DECODER_PROFILE, EMBEDDED_DEFAULTS, EMBEDDED_PREFILL_PROFILE, startEmbeddedStack, type EmbeddedStack } from '../embedded.ts'
+import { EMBEDDED_DEFAULTS, EMBEDDED_PREFILL_PROFILE, startEmbeddedStack, startNativeDecoder, type EmbeddedStack } from '../embedded.ts'
 import { presentKeys, promptBlockKeys, verifyPromptBlocks } from './blocks.ts'
 import { chatBody, runLeg, sameAnswer } from './legs.ts'
 import { Progress, type ProgressStream } from './progress.ts'
@@ -112,12 +112,7 @@ export async function runDemo (o: DemoOptions): Promise<DemoResult> {
     progress.begin('starting a second decoder with an empty block store for the native leg')
     const nativeStore = join(runDir, 'native-cache')
     await mkdir(runDir, { recursive: true })
-    const native = await guarded(s.supervisor.start({
-      name: 'decoder-native',
-      args: ['decoder', '--model', s.checkpoint.dir, '--profile', EMBEDDED_DECODER_PROFILE, '--cache-dir', nativeStore, '--block-size', String(blockSize), '--port', '0', '--model-name', s.modelName],
-      env: s.childEnv,
-      readyTimeoutMs: o.readyTimeoutMs ?? EMBEDDED_DEFAULTS.readyTimeoutMs,
-    }))
+    const native = await guarded(startNativeDecoder(s, nativeStore, o.readyTimeoutMs))
     progress.note(`native leg's decoder at ${native.url}, block store ${nativeStore}`)
 
     progress.begin(`building a fresh prompt of about ${o.tokens ?? DEMO_DEFAULTS.tokens} tokens (seed ${promptSeed})`)
