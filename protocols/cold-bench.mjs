@@ -7,14 +7,14 @@
 //
 //   npx zx protocols/cold-bench.mjs --sizes 4096,16384,32768 --repeats 3 [--seed N]
 import { randomBytes } from 'node:crypto'
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises'
+import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { argv } from 'zx'
 import { register } from 'tsx/esm/api'
 
 // The stack and the generator are TypeScript; tsx lets this protocol import them as they are.
 register()
-const { startEmbeddedStack, startNativeDecoder, EMBEDDED_DEFAULTS, EMBEDDED_PREFILL_PROFILE } = await import('../src/stack/embedded.ts')
+const { startEmbeddedStack, startNativeLeg, EMBEDDED_DEFAULTS, EMBEDDED_PREFILL_PROFILE } = await import('../src/stack/embedded.ts')
 const { buildDemoPrompt } = await import('../src/stack/demo/prompt.ts')
 const { promptBlockKeys, presentKeys } = await import('../src/stack/demo/blocks.ts')
 const { loadTokenizer } = await import('../src/model/tokenizer/index.ts')
@@ -161,7 +161,7 @@ let modelName = opts.model ?? 'default'
 let tokenizer = roughTokenizer
 // The environment block (src/results/environment.ts, shared with the micro benchmarks).
 let env = remoteEnvironment(opts.url ?? '')
-let nativeCache
+let nativeDecoder
 const pids = new Map([['protocol', process.pid]])
 
 const stopAll = async () => { await stack?.stop().catch(() => {}) }
@@ -176,10 +176,8 @@ try {
       onEvent: (e) => { if (e.kind === 'ready') pids.set(e.name, e.pid) },
       onDeath: (message) => say(`a child died: ${message}`),
     })
-    nativeCache = join(stateDir, 'runs', `cold-bench-${Date.now()}`, 'native-cache')
-    await mkdir(nativeCache, { recursive: true })
     say('starting a second decoder with an empty block store (the decoder-alone leg)')
-    const native = await startNativeDecoder(stack, nativeCache)
+    const native = nativeDecoder = await startNativeLeg(stack, 'cold-bench')
     frontUrl = stack.urls.front
     nativeUrl = native.url
     modelName = stack.modelName
@@ -254,7 +252,7 @@ catch (err) {
 }
 finally {
   await stopAll()
-  if (nativeCache !== undefined) await rm(join(nativeCache, '..'), { recursive: true, force: true })
+  await nativeDecoder?.remove()
 }
 
 if (opts.generate) {

@@ -9,7 +9,7 @@
 //   npx zx protocols/needle.mjs [--lengths 512,2048,4096,8192] [--depths 0,0.25,0.5,0.75,1] [--needles N] [--seed N]
 //     [--out results] [--cold-runs results/runs] [--micro results/micro] [--no-generate]
 //   npx zx protocols/needle.mjs --url http://front:8012 --native-url http://decoder-alone:8000 --model NAME
-import { mkdir, rm } from 'node:fs/promises'
+
 import { join, resolve } from 'node:path'
 import { argv } from 'zx'
 import { register } from 'tsx/esm/api'
@@ -105,7 +105,7 @@ async function firstModel (url) {
 }
 
 let stack
-let nativeCache
+let nativeLeg
 const records = []
 const stopAll = async () => { await stack?.stop().catch(() => {}) }
 process.once('SIGINT', () => { void stopAll().finally(() => process.exit(130)) })
@@ -117,7 +117,7 @@ try {
   let tokenizer
   let environment
   if (!remote) {
-    const { startEmbeddedStack, startNativeDecoder, EMBEDDED_DEFAULTS, EMBEDDED_PREFILL_PROFILE } = await import('../src/stack/embedded.ts')
+    const { startEmbeddedStack, startNativeLeg, EMBEDDED_DEFAULTS, EMBEDDED_PREFILL_PROFILE } = await import('../src/stack/embedded.ts')
     const { resolveStateDir } = await import('../src/stack/state-dir.ts')
     const stateDir = resolveStateDir(opts.stateDir)
     const blockSize = opts.blockSize ?? EMBEDDED_DEFAULTS.blockSize
@@ -127,10 +127,8 @@ try {
       stateDir, preset: opts.preset, seed: EMBEDDED_DEFAULTS.seed, blockSize, port: 0, routing: { minTokens: blockSize + 1 },
       onDeath: (message) => say(`a child died: ${message}`),
     })
-    nativeCache = join(stateDir, 'runs', `needle-${Date.now()}`, 'native-cache')
-    await mkdir(nativeCache, { recursive: true })
     say('starting a second decoder with an empty block store (the decoder-alone leg)')
-    const native = await startNativeDecoder(stack, nativeCache)
+    const native = nativeLeg = await startNativeLeg(stack, 'needle')
     frontUrl = stack.urls.front
     nativeUrl = native.url
     model = stack.modelName
@@ -178,7 +176,7 @@ catch (err) {
 }
 finally {
   await stopAll()
-  if (nativeCache !== undefined) await rm(join(nativeCache, '..'), { recursive: true, force: true })
+  await nativeLeg?.remove()
 }
 
 if (records.length > 0) process.stdout.write(needleMarkdown(records))

@@ -211,6 +211,24 @@ export async function startNativeDecoder (stack: EmbeddedStack, cacheDir: string
   })
 }
 
+/** A decoder-alone leg with its own block store under the stack's state dir. */
+export interface NativeLeg {
+  url: string
+  /** Its block store. */
+  cacheDir: string
+  /** Delete the store's run directory (the decoder must be stopped first). */
+  remove: () => Promise<void>
+}
+
+/** startNativeDecoder with a fresh store at <state>/runs/<label>-<time>/native-cache, for a protocol run. */
+export async function startNativeLeg (stack: EmbeddedStack, label: string): Promise<NativeLeg> {
+  const runDir = join(stack.paths.stateDir, 'runs', `${label}-${Date.now()}`)
+  const cacheDir = join(runDir, 'native-cache')
+  await mkdir(cacheDir, { recursive: true })
+  const ready = await startNativeDecoder(stack, cacheDir)
+  return { url: ready.url, cacheDir, remove: async () => { await rm(runDir, { recursive: true, force: true }) } }
+}
+
 /** The log file of a named child under `paths`. */
 export function logPathOf (paths: StackPaths, name: string): string {
   return join(paths.logs, `${name}.log`)

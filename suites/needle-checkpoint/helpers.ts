@@ -1,7 +1,6 @@
 // Shared set-up for the needle checkpoint suites: one checkpoint per file, variants with one tensor
 // changed, and a greedy answer with or without a bridged prefix built by the capture hook.
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { copyFileSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { PoolingHook } from '../../src/capture/hook.ts'
 import { loadSidecar } from '../../src/capture/index.ts'
@@ -10,15 +9,7 @@ import { makeCheckpoint, presetConfig } from '../../src/model/checkpoint/index.t
 import { needleTensors } from '../../src/model/checkpoint/needle/circuit.ts'
 import { DeepseekV4Engine } from '../../src/model/engine/index.ts'
 
-/** A temp dir. */
-export function tempDir (label: string): string {
-  return mkdtempSync(join(tmpdir(), `pd-bridge-${label}-`))
-}
-
-/** Remove it. */
-export function removeDir (dir: string): void {
-  rmSync(dir, { recursive: true, force: true })
-}
+export { removeDir, tempDir } from '../checkpoint/helpers.ts'
 
 const SIDE_FILES = ['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json']
 
