@@ -5,8 +5,8 @@ import { join } from 'node:path'
 import { PoolingHook } from '../../src/capture/hook.ts'
 import { loadSidecar } from '../../src/capture/index.ts'
 import { writeShardedCheckpoint, type Tensor } from '../../src/formats/safetensors/index.ts'
-import { makeCheckpoint, presetConfig } from '../../src/model/checkpoint/index.ts'
-import { needleTensors } from '../../src/model/checkpoint/needle/circuit.ts'
+import { makeCheckpoint, makeTensors, presetConfig } from '../../src/model/checkpoint/index.ts'
+import { writeNeedleCircuit } from '../../src/model/checkpoint/needle/circuit.ts'
 import { DeepseekV4Engine } from '../../src/model/engine/index.ts'
 
 export { removeDir, tempDir } from '../checkpoint/helpers.ts'
@@ -17,7 +17,9 @@ const SIDE_FILES = ['config.json', 'generation_config.json', 'tokenizer.json', '
 export async function variant (base: string, out: string, change: (t: Map<string, Tensor>) => void): Promise<string> {
   mkdirSync(out, { recursive: true })
   for (const f of SIDE_FILES) copyFileSync(join(base, f), join(out, f))
-  const tensors = needleTensors(presetConfig('needle'), 1)
+  const cfg = presetConfig('needle')
+  const tensors = makeTensors(cfg, 1)
+  writeNeedleCircuit(cfg, 1, tensors)
   change(tensors)
   await writeShardedCheckpoint(out, tensors, { metadata: { format: 'pt' } })
   return out

@@ -10,7 +10,7 @@ import { initialValues } from './init.ts'
 import { expectedParameters } from './params.ts'
 import { presetConfig } from './presets.ts'
 import { assertSeed } from './random.ts'
-import { needleTensors } from './needle/circuit.ts'
+import { writeNeedleCircuit } from './needle/circuit.ts'
 import { needleVocabulary } from '../../needle/words.ts'
 
 
@@ -104,7 +104,8 @@ export async function makeCheckpoint (opts: MakeCheckpointOptions): Promise<Made
   await prepareOutDir(opts.out, opts.force === true)
 
   const needle = opts.preset === 'needle'
-  const tensors = needle ? needleTensors(cfg, opts.seed) : makeTensors(cfg, opts.seed)
+  const tensors = makeTensors(cfg, opts.seed)
+  if (needle) writeNeedleCircuit(cfg, opts.seed, tensors)
   let parameterCount = 0
   for (const t of tensors.values()) parameterCount += t.shape.reduce((a, b) => a * b, 1)
   const { files: weightFiles } = await writeShardedCheckpoint(opts.out, tensors, {

@@ -22,7 +22,6 @@ import { PdBridgeError } from '../../../errors.ts'
 import type { DeepseekV4Config } from '../../config.ts'
 import { presetConfig } from '../presets.ts'
 import { ropeInvFreq } from '../../rope.ts'
-import { makeTensors } from '../make.ts'
 import { expectedParameters, type ParamSpec } from '../params.ts'
 import { streamFor } from '../random.ts'
 import { CH, HEAD, KEY_COUNT, LAYER0, LAYER1, TEXTURE_NORM, TEXTURE_WEIGHT_STD, VALUE_COUNT, needleTokenIds } from './layout.ts'
@@ -96,10 +95,9 @@ function checkArchitecture (cfg: DeepseekV4Config): void {
   if (!same) throw new PdBridgeError('needle checkpoint: the circuit is laid out for the tiny architecture (hidden 256, 4 heads x 128, layers [sliding, CSA, HCA, CSA])')
 }
 
-/** Every tensor of the needle checkpoint: the tiny random init, with the circuit written over it. */
-export function needleTensors (cfg: DeepseekV4Config, seed: number): Map<string, Tensor> {
+/** Write the circuit over `tensors` (the tiny random init, makeTensors(cfg, seed)): the needle checkpoint's tensors. */
+export function writeNeedleCircuit (cfg: DeepseekV4Config, seed: number, tensors: Map<string, Tensor>): void {
   checkArchitecture(cfg)
-  const tensors = makeTensors(cfg, seed)
   const specs = new Map(expectedParameters(cfg).map((s) => [s.name, s]))
   const d = new Draft(specs)
   const rng = streamFor(seed, 'needle-circuit')
@@ -260,5 +258,4 @@ export function needleTensors (cfg: DeepseekV4Config, seed: number): Map<string,
       ? tensorFrom('BF16', spec.shape, Uint16Array.from(values, (x) => f32ToBf16(x)))
       : tensorFrom(spec.dtype, spec.shape, values))
   }
-  return tensors
 }
