@@ -10,7 +10,8 @@ DIR is `pd-bridge make-checkpoint --preset needle --seed 1 --out DIR`; CASES.jso
 text (must equal ours), and in float32 and in bfloat16 (the fp32 model cast, see hf_reference.load)
 the greedy continuation of two tokens, which must be the expected value (or " unknown") then EOS,
 with the margin of the answer's logit over the runner-up at the question. Also the loading report
-(no missing/unexpected/mismatched keys, every value equal to the file). TF32 is off.
+(no missing/unexpected/mismatched keys; transformers' save_pretrained of the loaded model gives back
+the file's names and values). TF32 is off.
 """
 import argparse
 import json
@@ -20,7 +21,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hf_reference import DEVICE, checkpoint_digest, file_tensors, load  # noqa: E402
+from hf_reference import DEVICE, checkpoint_digest, load, resave_comparison  # noqa: E402
 
 import transformers  # noqa: E402
 from transformers import AutoTokenizer  # noqa: E402
@@ -56,16 +57,15 @@ def main():
     unknown = tok.convert_tokens_to_ids(' unknown')
     report = {'transformers': transformers.__version__, 'torch': torch.__version__, 'device': torch.cuda.get_device_name(0) if DEVICE == 'cuda' else 'cpu',
               'checkpoint_sha256': checkpoint_digest(args.model), 'tf32': 'off', 'cases': []}
-    files = file_tensors(args.model)
     models = {}
     for dtype in (torch.float32, torch.bfloat16):
         model, info = load(args.model, dtype)
         models[str(dtype).replace('torch.', '')] = model
         if dtype == torch.float32:
             report['loading_info'] = {k: sorted(map(str, v)) for k, v in info.items()}
-            state = model.state_dict()
-            differ = [k for k, v in files.items() if k not in state or not torch.equal(state[k].cpu().to(v.dtype), v)]
-            report['values_differing_from_file'] = differ
+            resave = resave_comparison(model, args.model)
+            report['values_differing_from_file'] = resave['values_differ_from_file']
+            report['resave_names_equal'] = not resave['in_file_not_resaved'] and not resave['resaved_not_in_file']
     for c in cases:
         hf_ids = tok.encode(c['text'], add_special_tokens=False)
         asked = [n for n in c['needles'] if n['key'] == c['ask']]

@@ -15,6 +15,6 @@ export function fixtureTokens (length: number, seed: number): number[] {
 }
 
 const here = new URL('.', import.meta.url).pathname
-for (const length of [301, 1100]) {
+for (const length of [301, 777, 1100]) {
   await writeFile(join(here, 'fixtures', `tokens-${length}.json`), JSON.stringify(fixtureTokens(length, 7)) + '\n')
 }

@@ -5,9 +5,9 @@ import { mkdir } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { CheckpointError, ConfigError } from '../errors.ts'
 import { AtomicFile } from '../formats/safetensors/atomic-file.ts'
-import { serializeSafetensors, ShardedCheckpoint, tensorFrom, type Tensor } from '../formats/safetensors/index.ts'
+import { serializeSafetensors, tensorFrom, type Tensor } from '../formats/safetensors/index.ts'
 import { DEFAULT_BLOCK_SIZE } from '../decode/store/metadata.ts'
-import { WeightStore } from '../model/checkpoint/index.ts'
+import { readCheckpointTensors, WeightStore } from '../model/checkpoint/index.ts'
 import { LAYER_TYPES, loadDeepseekV4Config, type DeepseekV4Config, type LayerType, type RopeParams } from '../model/config.ts'
 import { getProfile, profileFingerprint, type NumericsProfile } from '../model/profiles/index.ts'
 import { ropeFingerprint } from '../model/rope.ts'
@@ -63,21 +63,10 @@ export function geometryJson (cfg: DeepseekV4Config, profile: NumericsProfile, b
   }
 }
 
-/** Read only the named tensors of a checkpoint into a WeightStore. */
-async function readKvTensors (dir: string, names: string[]): Promise<WeightStore> {
-  const ckpt = await ShardedCheckpoint.open(dir)
-  try {
-    const present = new Set(ckpt.names())
-    const tensors = new Map<string, Tensor>()
-    for (const name of names) {
-      if (!present.has(name)) throw new CheckpointError(name, 'missing from the checkpoint (a kv-path weight the sidecar needs)', dir)
-      tensors.set(name, await ckpt.read(name))
-    }
-    return new WeightStore(tensors, dir)
-  }
-  finally {
-    await ckpt.close()
-  }
+/** Read only the named (internal) tensors of a checkpoint, under whichever naming it uses, into a WeightStore. */
+async function readKvTensors (dir: string, cfg: DeepseekV4Config, names: string[]): Promise<WeightStore> {
+  const { tensors } = await readCheckpointTensors(dir, cfg, names)
+  return new WeightStore(tensors, dir)
 }
 
 /**
@@ -94,7 +83,7 @@ export async function exportWeights (opts: ExportWeightsOptions): Promise<Sideca
   const cfg = await loadDeepseekV4Config(modelDir)
   const base = geometryJson(cfg, profile, blockSize)
   const specs = sidecarWeightSpecs(base)
-  const store = await readKvTensors(modelDir, specs.map((s) => s.name))
+  const store = await readKvTensors(modelDir, cfg, specs.map((s) => s.name))
   const prepared = prepareWeights(store, cfg, profile)
   const tensors = new Map<string, Tensor>()
   for (const spec of specs) {

@@ -67,12 +67,16 @@ describe('tensor-level problems are CheckpointErrors naming the tensor', () => {
     expect(loaded.weights.size).toBe(base.size)
   })
 
-  it('reports a wrong dtype', async () => {
+  it('reports a dtype no float tensor can have (and an integer tensor stored as floats)', async () => {
     const tensors = new Map(base)
-    tensors.set('model.norm.weight', tensorFrom('BF16', [256], new Uint16Array(256)))
+    tensors.set('model.norm.weight', tensorFrom('I32', [256], new Int32Array(256)))
     const err = await loadError(await writeDir(tensors))
     expect(err).toBeInstanceOf(CheckpointError)
-    expect(err.message).toContain('tensor model.norm.weight: wrong dtype: expected F32, found BF16')
+    expect(err.message).toContain('tensor model.norm.weight: wrong dtype: expected one of F32, BF16, F16, F8_E4M3, found I32')
+    const ids = new Map(base)
+    ids.set('model.layers.0.mlp.gate.tid2eid', tensorFrom('F32', [512, 2], new Float32Array(1024)))
+    const idErr = await loadError(await writeDir(ids))
+    expect(idErr.message).toContain('tensor model.layers.0.mlp.gate.tid2eid: wrong dtype: expected one of I64, I32, found F32')
   })
 
   it.each([[8n, '8'], [-1n, '-1']])('reports a tid2eid id out of range (%s)', async (bad, shown) => {

@@ -32,6 +32,7 @@ describe('the transformers needle proof', () => {
     expect(proof.transformers).toBe('5.17.0')
     expect(proof.loading_info).toEqual({ missing_keys: [], unexpected_keys: [], mismatched_keys: [], error_msgs: [] })
     expect(proof.values_differing_from_file).toEqual([])
+    expect(proof.resave_names_equal).toBe(true)
     for (const c of proof.cases) {
       expect(c.tokenizer_ids_equal, c.name).toBe(true)
       for (const dtype of ['float32', 'bfloat16']) {

@@ -7,6 +7,7 @@ import { pythonStyleJson, toHfConfigJson, type DeepseekV4Config } from '../confi
 import { HF_FORMAT_VERSION } from '../config/defaults.ts'
 import { buildTokenizerFiles, PAD_TOKEN, NAMED_SPECIAL_TOKENS } from '../tokenizer/index.ts'
 import { initialValues } from './init.ts'
+import { deepseekLayout } from './naming.ts'
 import { expectedParameters } from './params.ts'
 import { presetConfig } from './presets.ts'
 import { assertSeed } from './random.ts'
@@ -62,7 +63,30 @@ export function generationConfigJson (cfg: DeepseekV4Config): string {
   })
 }
 
-/** Every tensor of the checkpoint, in expectedParameters order, filled for `seed`. */
+/**
+ * The internal tensors renamed and split as save_pretrained writes them: DeepSeek's names, one
+ * 2-D tensor per expert and projection (gate_up_proj[E] = [w1; w3], down_proj[E] = w2). Values
+ * and dtypes unchanged, so loading the result gives back `tensors` bit for bit.
+ */
+export function toDeepseekTensors (cfg: DeepseekV4Config, tensors: ReadonlyMap<string, Tensor>): Map<string, Tensor> {
+  const out = new Map<string, Tensor>()
+  for (const saved of deepseekLayout(cfg)) {
+    const t = tensors.get(saved.internal)
+    if (t === undefined) throw new PdBridgeError(`toDeepseekTensors: no tensor ${saved.internal}`)
+    if (saved.expert === undefined) {
+      out.set(saved.name, t)
+      continue
+    }
+    const [, rows, cols] = t.shape
+    const bytes = t.data.length / (t.shape[0] * rows * cols)
+    const start = (saved.expert * rows + saved.rows![0]) * cols * bytes
+    const end = (saved.expert * rows + saved.rows![1]) * cols * bytes
+    out.set(saved.name, { dtype: t.dtype, shape: [...saved.shape], data: t.data.subarray(start, end) })
+  }
+  return out
+}
+
+/** Every tensor of the checkpoint under its internal name, in expectedParameters order, filled for `seed`. */
 export function makeTensors (cfg: DeepseekV4Config, seed: number): Map<string, Tensor> {
   assertSeed(seed)
   const tensors = new Map<string, Tensor>()
@@ -92,7 +116,8 @@ async function prepareOutDir (out: string, force: boolean): Promise<void> {
 
 /**
  * Write a synthetic checkpoint: config.json, generation_config.json, model.safetensors (or shards
- * plus model.safetensors.index.json; metadata {"format": "pt"}), tokenizer.json,
+ * plus model.safetensors.index.json; metadata {"format": "pt"}) under the tensor names
+ * save_pretrained writes (toDeepseekTensors), tokenizer.json,
  * tokenizer_config.json and special_tokens_map.json.
  */
 export async function makeCheckpoint (opts: MakeCheckpointOptions): Promise<MadeCheckpoint> {
@@ -108,7 +133,7 @@ export async function makeCheckpoint (opts: MakeCheckpointOptions): Promise<Made
   if (needle) writeNeedleCircuit(cfg, opts.seed, tensors)
   let parameterCount = 0
   for (const t of tensors.values()) parameterCount += t.shape.reduce((a, b) => a * b, 1)
-  const { files: weightFiles } = await writeShardedCheckpoint(opts.out, tensors, {
+  const { files: weightFiles } = await writeShardedCheckpoint(opts.out, toDeepseekTensors(cfg, tensors), {
     maxShardBytes: opts.maxShardBytes,
     metadata: { format: 'pt' },
     totalParameters: parameterCount,
