@@ -19,5 +19,6 @@ export { HELD_BYTES_PER_VALUE, heldBytes, roundPeak, sealPoint, type LiveLayer }
 export { LAYER_FILE_FORMAT, decodeLayerFile, encodeLayerFile, layerFileTensors, parseLayerFileMeta, type DecodedLayerFile, type LayerFileMeta } from './layer-file.ts'
 export { readCapture, type CaptureContents } from './read.ts'
 export { mountCapture } from './mount.ts'
+export { cacheGeometry, type CacheGeometry } from './cache-geometry.ts'
 export { decoderBytesPerValue, layerGeometries, layerStateValues, payloadMinimum, type LayerGeometry, type PayloadMinimum, type PoolGeometry } from './payload.ts'
 export type { CaptureManifest, CaptureRequest, CaptureState } from './manifest.ts'

@@ -1,11 +1,28 @@
-// `pd-bridge inspect`: validate a safetensors file or checkpoint directory and list what it holds.
+// `pd-bridge inspect`: validate a safetensors file or checkpoint directory and say what it holds.
+// For a DeepSeek-V4 checkpoint: which naming and weight formats it uses, its parameter count and
+// its cache geometry (what the decoder's cache and a bridge capture cost per token and per block).
+import { readFileSync } from 'node:fs'
 import { stat } from 'node:fs/promises'
+import { join } from 'node:path'
 import { Command } from 'commander'
+import { cacheGeometry } from '../../capture/index.ts'
+import { DEFAULT_BLOCK_SIZE } from '../../decode/store/metadata.ts'
+import { PdBridgeError } from '../../errors.ts'
 import { SafetensorsFile, ShardedCheckpoint } from '../../formats/safetensors/index.ts'
+import { describeCheckpoint, namingLabel, type CheckpointSource } from '../../model/checkpoint/index.ts'
+import { parseDeepseekV4Config, type DeepseekV4Config } from '../../model/config.ts'
+
+/** Built-in geometries: config.json files as transformers writes them (src/model/config/*.json). */
+const GEOMETRIES: Record<string, { file: string, what: string }> = {
+  'v4-flash': { file: 'v4-flash-config.json', what: "DeepSeek-V4-Flash's architecture: transformers 5.17's DeepseekV4Config() saved as config.json" },
+}
 
 function describeShape (shape: number[]): string {
   return `[${shape.join(', ')}]`
 }
+
+const int = (n: number) => Math.round(n).toLocaleString('en-US')
+const bytes = (n: number) => n >= 1 << 20 ? `${int(n)} B (${(n / (1 << 20)).toFixed(1)} MiB)` : `${int(n)} B`
 
 async function inspectFile (path: string, out: NodeJS.WritableStream): Promise<void> {
   const file = await SafetensorsFile.open(path)
@@ -21,7 +38,7 @@ async function inspectFile (path: string, out: NodeJS.WritableStream): Promise<v
   }
 }
 
-async function inspectDirectory (dir: string, out: NodeJS.WritableStream): Promise<void> {
+async function listTensors (dir: string, out: NodeJS.WritableStream): Promise<void> {
   const ckpt = await ShardedCheckpoint.open(dir)
   try {
     const names = ckpt.names()
@@ -36,11 +53,58 @@ async function inspectDirectory (dir: string, out: NodeJS.WritableStream): Promi
   }
 }
 
+function writeSource (source: CheckpointSource, parameters: number, out: NodeJS.WritableStream): void {
+  const formats = Object.entries(source.formats).sort(([, a], [, b]) => b - a).map(([f, n]) => `${f} ${n}`).join(', ')
+  out.write(`  naming           ${source.naming}: ${namingLabel(source.naming)} names${source.hubSpelling ? ", the hub's original spellings" : ''}\n`)
+  out.write(`  experts          ${source.perExpert ? 'one tensor per expert and projection' : 'stacked (gate_up_proj, down_proj)'}\n`)
+  out.write(`  weight formats   ${formats} (file tensors; fp8 weights counted with their block scale)\n`)
+  out.write(`  parameters       ${int(parameters)}${source.ignored.length > 0 ? ` (${source.ignored.length} mtp.* tensors ignored, as transformers does)` : ''}\n`)
+}
+
+function writeGeometry (cfg: DeepseekV4Config, blockSize: number, out: NodeJS.WritableStream): void {
+  const g = cacheGeometry(cfg, { bytesPerValue: 2, blockSize })
+  out.write(`  layers           ${cfg.numHiddenLayers}: ${g.layers.sliding} sliding, ${g.layers.csa} compressed-sparse (ratio ${cfg.compressRates.csa}), ${g.layers.hca} heavily-compressed (ratio ${cfg.compressRates.hca}); window ${cfg.slidingWindow}\n`)
+  out.write(`  cache geometry   the decoder's cache in bf16, blocks of ${int(blockSize)} tokens:\n`)
+  out.write(`    pooled cache   ${bytes(g.pooledBytesPerToken)} per token, ${bytes(g.pooledBytesPerBlock)} per block\n`)
+  out.write(`    fixed          ${bytes(g.fixedBytes)} (windows of ${cfg.slidingWindow - 1} rows and the ratio-${cfg.compressRates.csa} carries, whatever the length)\n`)
+  out.write(`    capture memory ${bytes(g.captureBytesPerToken)} per token + ${bytes(g.captureFixedBytes)} (float32 while held, with one boundary snapshot per layer and block)\n`)
+}
+
+function parseBlockSize (text: string): number {
+  if (!/^\d+$/.test(text) || Number(text) < 1 || !Number.isSafeInteger(Number(text))) throw new PdBridgeError(`--block-size must be a positive integer, got ${JSON.stringify(text)}`)
+  return Number(text)
+}
+
 /** The inspect command: every header rule is checked on open, so a broken file reports what is wrong. */
 export const inspectCommand = new Command('inspect')
-  .description('validate a .safetensors file or a checkpoint directory (single file or sharded) and list its tensors')
-  .argument('<path>', 'a .safetensors file, or a directory with model.safetensors or model.safetensors.index.json')
-  .action(async (path: string) => {
-    const isDir = (await stat(path)).isDirectory()
-    await (isDir ? inspectDirectory(path, process.stdout) : inspectFile(path, process.stdout))
+  .description('validate a .safetensors file or a checkpoint directory and list its tensors; for a DeepSeek-V4 checkpoint, its naming, weight formats, parameter count and cache geometry')
+  .argument('[path]', 'a .safetensors file, or a directory with model.safetensors or model.safetensors.index.json')
+  .option('--geometry <name>', `a built-in architecture instead of a path: ${Object.keys(GEOMETRIES).join(', ')}`)
+  .option('--block-size <n>', `decoder block size in tokens for the per-block figures (default ${DEFAULT_BLOCK_SIZE})`)
+  .action(async (path: string | undefined, opts: { geometry?: string, blockSize?: string }) => {
+    const blockSize = opts.blockSize === undefined ? DEFAULT_BLOCK_SIZE : parseBlockSize(opts.blockSize)
+    const out = process.stdout
+    if (opts.geometry !== undefined) {
+      if (path !== undefined) throw new PdBridgeError('give a path or --geometry, not both')
+      const known = GEOMETRIES[opts.geometry]
+      if (known === undefined) throw new PdBridgeError(`--geometry: unknown ${JSON.stringify(opts.geometry)}, expected one of ${Object.keys(GEOMETRIES).join(', ')}`)
+      const file = new URL(`../../model/config/${known.file}`, import.meta.url).pathname
+      const cfg = parseDeepseekV4Config(JSON.parse(readFileSync(file, 'utf8')), file)
+      out.write(`geometry ${opts.geometry}: ${known.what}\n`)
+      writeGeometry(cfg, blockSize, out)
+      return
+    }
+    if (path === undefined) throw new PdBridgeError('inspect needs a path (a .safetensors file or a checkpoint directory) or --geometry NAME')
+    if (!(await stat(path)).isDirectory()) {
+      await inspectFile(path, out)
+      return
+    }
+    const isModel = await stat(join(path, 'config.json')).then((s) => s.isFile(), () => false)
+    if (isModel) {
+      const { config, source, parameters } = await describeCheckpoint(path)
+      out.write(`${path}: DeepSeek-V4 checkpoint\n`)
+      writeSource(source, parameters, out)
+      writeGeometry(config, blockSize, out)
+    }
+    await listTensors(path, out)
   })

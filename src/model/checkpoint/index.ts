@@ -4,7 +4,7 @@ export { presetConfig, presetConfigJson, isPresetName, PRESET_NAMES, type Preset
 export { initialValues, type ParamValues } from './init.ts'
 export { Xoshiro128, streamFor, assertSeed } from './random.ts'
 export { makeCheckpoint, makeTensors, toDeepseekTensors, checkpointConfigJson, generationConfigJson, type MakeCheckpointOptions, type MadeCheckpoint } from './make.ts'
-export { loadCheckpoint, readCheckpointTensors, type LoadedCheckpoint, type CheckpointSource } from './load.ts'
+export { loadCheckpoint, readCheckpointTensors, describeCheckpoint, type LoadedCheckpoint, type CheckpointSource } from './load.ts'
 export { deepseekLayout, deepseekName, sourceNames, GLOBAL_RULES, LAYER_RULES, EXPERT_RULES, HUB_GLOBAL_ALIASES, type Naming, type NameRule, type SavedTensor } from './naming.ts'
 export { planCheckpoint, namingLabel, type CheckpointPlan, type TensorPlan, type FileSource } from './sources.ts'
 export { WeightStore } from './store.ts'

@@ -63,6 +63,20 @@ function describeSource (plan: CheckpointPlan): CheckpointSource {
   return { naming: plan.naming, hubSpelling: plan.hubSpelling, perExpert: plan.perExpert, formats, ignored: [...plan.ignored] }
 }
 
+/** What the headers of the checkpoint in `dir` say (no tensor data is read): config, naming, formats, parameter count. */
+export async function describeCheckpoint (dir: string): Promise<{ config: DeepseekV4Config, source: CheckpointSource, parameters: number }> {
+  const config = await readConfig(dir)
+  const checkpoint = await ShardedCheckpoint.open(dir)
+  try {
+    const plan = planCheckpoint(config, new Map(checkpoint.names().map((n) => [n, checkpoint.info(n)])), dir)
+    const parameters = plan.tensors.reduce((a, t) => a + t.spec.shape.reduce((x, y) => x * y, 1), 0)
+    return { config, source: describeSource(plan), parameters }
+  }
+  finally {
+    await checkpoint.close()
+  }
+}
+
 /**
  * Read internal tensors of the checkpoint in `dir` (config `cfg`): all of them, or only `names`
  * (internal names, as params.ts lists them). The file may use either naming; see planCheckpoint.
