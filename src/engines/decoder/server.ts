@@ -52,7 +52,7 @@ export interface DecoderServer {
   url: string
   app: FastifyInstance<RawServerDefault, IncomingMessage, ServerResponse, Logger>
   queue: EngineQueue
-  /** Stop: refuse new requests (503), end running ones, close the listener. */
+  /** Stop: refuse new requests (503), end running ones, flush their answers, drop every remaining connection, close the listener. */
   close: () => Promise<void>
 }
 
@@ -86,6 +86,20 @@ function queueView (q: QueueStats): Record<string, number> {
   return { running: q.running, waiting: q.waiting, max_queue: q.maxQueue, served: q.served, refused: q.refused, abandoned: q.abandoned }
 }
 
+/** Resolves once `res` has handed its last byte to the socket ('finish') or its socket is gone. */
+function responseSent (res: ServerResponse): Promise<void> {
+  if (res.writableFinished || res.destroyed) return Promise.resolve()
+  return new Promise<void>((resolve) => {
+    const settle = (): void => {
+      res.off('finish', settle)
+      res.off('close', settle)
+      resolve()
+    }
+    res.on('finish', settle)
+    res.on('close', settle)
+  })
+}
+
 function sendError (reply: FastifyReply, err: ApiError): FastifyReply {
   return reply.code(err.status).headers(err.headers).send(err.toBody())
 }
@@ -102,7 +116,20 @@ export async function startDecoderServer (opts: DecoderServerOptions): Promise<D
   const createdAt = Math.floor(Date.now() / 1000)
   let closing = false
 
-  const app = Fastify({ loggerInstance: logger, bodyLimit: opts.maxBodyBytes })
+  // forceCloseConnections: app.close() destroys every connection still open right before it stops
+  // listening. close() below calls it only once every response already started has been flushed,
+  // so what it cuts carries no answer: idle keep-alive sockets and sockets a client opened but has
+  // sent nothing on yet (HTTP client pools and browsers pre-connect). Node counts the latter as
+  // active, not idle, and stops timing them out once the server closes, so without this a single
+  // such socket keeps SIGTERM waiting until the client drops it.
+  const app = Fastify({ loggerInstance: logger, bodyLimit: opts.maxBodyBytes, forceCloseConnections: true })
+  // Every response in flight, until its last byte is handed to the socket (or the socket is gone).
+  const responses = new Set<Promise<void>>()
+  app.addHook('onRequest', async (_request, reply) => {
+    const sent = responseSent(reply.raw)
+    responses.add(sent)
+    void sent.then(() => responses.delete(sent))
+  })
   app.setErrorHandler((err, _request, reply) => {
     const api = fromFastify(err, opts.maxBodyBytes)
     if (api.status >= 500) logger.error({ err }, 'request failed')
@@ -269,6 +296,9 @@ export async function startDecoderServer (opts: DecoderServerOptions): Promise<D
       for (const a of active) a.abort()
       // Running requests stop at their next step and answer 503 (or an SSE error) before the sockets close.
       await Promise.all(running)
+      // Wait until those answers (and any other response already started) are flushed, then close:
+      // app.close() destroys whatever connections remain (see forceCloseConnections above).
+      await Promise.all(responses)
       await app.close()
     },
   }
