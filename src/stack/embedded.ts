@@ -5,6 +5,8 @@
 import { mkdir, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { ENV_OVERRIDES } from '../config/index.ts'
+import { checkListenFree } from './listen-check.ts'
+import { launchEnvText, readUserFrontSettings } from './front-settings.ts'
 import { presetConfig, type PresetName } from '../model/checkpoint/index.ts'
 import { ensureCheckpoint, ensureSidecar, type CheckpointAsset, type SidecarAsset } from './assets.ts'
 import { StackError } from './errors.ts'
@@ -37,6 +39,9 @@ export const EMBEDDED_DEFAULTS = {
   graceMs: 10_000,
 }
 
+/** Tokens of the window a bridged prompt leaves for its answer: the gate's default PD_MIN_ANSWER_TOKENS. */
+export const EMBEDDED_ANSWER_ROOM = 256
+
 /** What the stack reports while it starts: the supervisor's events plus the files it makes or reuses. */
 export type StackEvent =
   | SupervisorEvent
@@ -45,6 +50,8 @@ export type StackEvent =
 /** How to start the embedded stack. */
 export interface EmbeddedStackOptions {
   stateDir: string
+  /** Where this stack's running parts live (captures, store, logs, config, record); default stateDir (see stackPaths). */
+  home?: string
   preset?: PresetName
   seed?: number
   blockSize?: number
@@ -55,7 +62,7 @@ export interface EmbeddedStackOptions {
   graceMs?: number
   /** The prefill engine's numerics profile (default EMBEDDED_PREFILL_PROFILE). */
   prefillProfile?: string
-  /** Routing thresholds for the front door (default: 2 blocks minimum, 1 block of uncached tail). */
+  /** Routing thresholds for the front door (default: 2 blocks minimum, 1 block of uncached tail, the window minus room for an answer). */
   routing?: { minTokens?: number, minTail?: number, maxBridgeTokens?: number }
   onEvent?: (e: StackEvent) => void
   /** A child died while the stack was running (the stack is then stopped; see `stopped`). */
@@ -114,13 +121,21 @@ export async function startEmbeddedStack (options: EmbeddedStackOptions): Promis
   const blockSize = options.blockSize ?? EMBEDDED_DEFAULTS.blockSize
   const emit = options.onEvent ?? (() => {})
   const profile = EMBEDDED_DECODER_PROFILE
-  const paths = stackPaths(options.stateDir, preset, seed, profile, blockSize)
+  const paths = stackPaths(options.stateDir, preset, seed, profile, blockSize, options.home)
   const cfg = presetConfig(preset)
   for (const ratio of new Set(cfg.compressRatios.filter((r) => r > 0))) {
     if (blockSize % ratio !== 0) throw new StackError(`--block-size ${blockSize}: must be a multiple of every pool ratio of ${preset} (${ratio} does not divide it)`)
   }
   await mkdir(paths.stateDir, { recursive: true })
-  await refuseIfRunning(paths.record, paths.stateDir)
+  await refuseIfRunning(paths.record, options.home ?? paths.stateDir)
+  // Your front door settings (never written by the stack), checked before anything starts.
+  const user = await readUserFrontSettings(paths.userFrontConfig)
+  const listen = {
+    host: options.host ?? user.listen?.host ?? EMBEDDED_DEFAULTS.host,
+    port: options.port ?? user.listen?.port ?? EMBEDDED_DEFAULTS.port,
+  }
+  // A busy front door port is found now, not after three children have started.
+  await checkListenFree(listen.host, listen.port)
 
   emit({ kind: 'asset', what: 'checkpoint', dir: paths.model, action: 'making' })
   const checkpoint = await ensureCheckpoint(paths.model, preset, seed)
@@ -145,19 +160,23 @@ export async function startEmbeddedStack (options: EmbeddedStackOptions): Promis
       supervisor.start({ ...common, name: 'decoder', args: ['decoder', '--model', checkpoint.dir, '--profile', profile, '--cache-dir', cacheDir, '--block-size', String(blockSize), '--port', '0', '--model-name', modelName] }),
     ])
     const frontConfig = {
-      listen: { host: options.host ?? EMBEDDED_DEFAULTS.host, port: options.port ?? EMBEDDED_DEFAULTS.port },
+      ...user.rest,
+      listen,
       decoder: { url: decoder.url, model: checkpoint.dir, modelName, profile, cacheDir, blockSize },
-      prefill: { url: prefill.url },
+      prefill: { url: prefill.url, ...user.prefill },
       share: { url: share.url },
       capture: { spoolDir: paths.spool },
       sidecar: sidecar.dir,
       routing: {
-        minTokens: options.routing?.minTokens ?? 2 * blockSize,
-        minTail: options.routing?.minTail ?? blockSize,
-        maxBridgeTokens: options.routing?.maxBridgeTokens ?? cfg.maxPositionEmbeddings,
+        minTokens: options.routing?.minTokens ?? user.routing?.minTokens ?? 2 * blockSize,
+        minTail: options.routing?.minTail ?? user.routing?.minTail ?? blockSize,
+        // A bridged prompt must leave the answer room in the window (the gate's PD_MIN_ANSWER_TOKENS).
+        maxBridgeTokens: options.routing?.maxBridgeTokens ?? user.routing?.maxBridgeTokens ?? cfg.maxPositionEmbeddings - EMBEDDED_ANSWER_ROOM,
       },
     }
+    await mkdir(join(paths.frontConfig, '..'), { recursive: true })
     await writeFile(paths.frontConfig, JSON.stringify(frontConfig, null, 2) + '\n')
+    await writeFile(paths.launchFile, launchEnvText({ cfg, blockSize, profile, maxBridgeTokens: frontConfig.routing.maxBridgeTokens }))
     const front = await supervisor.start({ ...common, name: 'front', args: ['front', '--config', paths.frontConfig] })
     const record: StackRecord = {
       format: 'pd-bridge-stack/1',

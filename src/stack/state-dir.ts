@@ -28,27 +28,38 @@ export interface StackPaths {
   spool: string
   /** One log file per process: `<logs>/<name>.log`. */
   logs: string
-  /** The front door's config file, written on every start. */
+  /** The front door's config as the stack generated it for this start (child URLs change every start). */
   frontConfig: string
+  /** The launch parameters of this start (the gate's first place), beside the generated config. */
+  launchFile: string
+  /** Your settings for the front door (listen, routing, queue, deadlines, limits, log): read at start, never written. */
+  userFrontConfig: string
   /** The record of the running stack (pids, URLs), read by doctor. */
   record: string
   /** Scratch space of demo runs (native cache dirs, comparison copies), one folder per run. */
   runs: string
 }
 
-/** The paths of the stack for `preset`/`seed` with decoder blocks of `blockSize` tokens. */
-export function stackPaths (stateDir: string, preset: PresetName, seed: number, profile: string, blockSize: number): StackPaths {
+/**
+ * The paths of the stack for `preset`/`seed` with decoder blocks of `blockSize` tokens. The files
+ * it makes once (checkpoint, sidecar) and the scratch runs live in `stateDir`; what one running
+ * stack owns (captures, block store, spool, logs, its config and record) lives in `home`: the state
+ * dir itself for `serve`, a folder of its own for each demo run, so the two never meet.
+ */
+export function stackPaths (stateDir: string, preset: PresetName, seed: number, profile: string, blockSize: number, home = stateDir): StackPaths {
   const name = `${preset}-seed${seed}`
   return {
     stateDir,
     model: join(stateDir, 'models', name),
     sidecar: join(stateDir, 'sidecars', `${name}-${profile}-bs${blockSize}`),
-    captures: join(stateDir, 'captures', name),
-    caches: join(stateDir, 'cache'),
-    spool: join(stateDir, 'spool'),
-    logs: join(stateDir, 'logs'),
-    frontConfig: join(stateDir, 'front.json'),
-    record: join(stateDir, 'stack.json'),
+    captures: join(home, 'captures', name),
+    caches: join(home, 'cache'),
+    spool: join(home, 'spool'),
+    logs: join(home, 'logs'),
+    frontConfig: join(home, 'run', 'front.json'),
+    launchFile: join(home, 'run', 'launch.env'),
+    userFrontConfig: join(home, 'front.json'),
+    record: join(home, 'stack.json'),
     runs: join(stateDir, 'runs'),
   }
 }

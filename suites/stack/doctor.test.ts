@@ -67,6 +67,6 @@ describe('an empty state directory', () => {
   it('says there is nothing to check and how to start something', async () => {
     const r = await runDoctor({ stateDir: join(tmp.dir, 'nothing') })
     expect(r.ok).toBe(false)
-    expect(r.checks).toEqual([{ name: 'stack', status: 'fail', detail: `nothing to check in ${join(tmp.dir, 'nothing')}: no stack.json and no front.json (start one with \`pd-bridge serve\`, or pass --config FILE)` }])
+    expect(r.checks).toEqual([{ name: 'stack', status: 'fail', detail: `nothing to check in ${join(tmp.dir, 'nothing')}: no stack.json and no run/front.json (start one with \`pd-bridge serve\`, or pass --config FILE)` }])
   })
 })

@@ -3,8 +3,7 @@
 // serve on the same state is refused, `serve --config` runs the front door alone, SIGINT stops
 // every child, a child dying mid-run stops the stack, a SIGKILLed supervisor leaves no orphans,
 // and a child that dies at start-up is named with its log tail.
-import { readFileSync, readdirSync, existsSync, writeFileSync } from 'node:fs'
-import { createServer, type Server } from 'node:net'
+import { readFileSync, readdirSync, existsSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { exportWeights } from '../../src/capture/index.ts'
@@ -114,7 +113,7 @@ describe('doctor', () => {
   it('fails the geometry when the config\'s sidecar was exported for another profile', async () => {
     const other = join(tmp.dir, 'sidecar-f32')
     await exportWeights({ model: join(state, 'models', 'tiny-seed1'), profile: 'f32', out: other, blockSize: 256 })
-    const config = JSON.parse(readFileSync(join(state, 'front.json'), 'utf8'))
+    const config = JSON.parse(readFileSync(join(state, 'run', 'front.json'), 'utf8'))
     config.sidecar = other
     const file = join(tmp.dir, 'front-f32.json')
     writeFileSync(file, JSON.stringify(config))
@@ -136,7 +135,7 @@ describe('a second serve on the same state directory', () => {
 
 describe('serve --config', () => {
   it('runs the front door alone for a deployment whose engines run elsewhere', async () => {
-    const config = JSON.parse(readFileSync(join(state, 'front.json'), 'utf8'))
+    const config = JSON.parse(readFileSync(join(state, 'run', 'front.json'), 'utf8'))
     config.listen.port = 0
     const file = join(tmp.dir, 'front-only.json')
     writeFileSync(file, JSON.stringify(config))
@@ -213,22 +212,24 @@ describe('a supervisor killed with SIGKILL', () => {
 
 describe('a child that dies at start-up', () => {
   it('is named with its log tail, and the children started before it are stopped', async () => {
-    const blocker: Server = createServer()
-    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve))
-    const port = (blocker.address() as { port: number }).port
+    // The front door starts last; a log file it cannot create (under a regular file) kills it at
+    // start-up, after the other three are ready. (A busy port is caught before any child starts.)
+    const blocker = join(tmp.dir, 'a-regular-file')
+    writeFileSync(blocker, '')
+    writeFileSync(join(state, 'front.json'), JSON.stringify({ log: { file: join(blocker, 'front.log') } }))
     try {
-      const r = await runCli(['serve', '--port', String(port)], env)
+      const r = await runCli(['serve', '--port', '0'], env)
       expect(r.code).toBe(2)
       expect(r.stderr).toContain(`before it was ready; last lines of ${join(state, 'logs', 'front.log')}:`)
       expect(r.stderr).toMatch(/\npd-bridge: front exited with code \d+ before it was ready/)
-      expect(r.stderr).toContain('address already in use')
+      expect(r.stderr).toContain('EEXIST')
       const started = [...r.stderr.matchAll(/serve: (\S+) +ready +\S+ +pid (\d+)/g)].map((m) => ({ name: m[1], pid: Number(m[2]) }))
       expect(started.map((s) => s.name).sort()).toEqual(['decoder', 'prefill-engine', 'share'])
       for (const s of started) expect(alive(s.pid)).toBe(false)
       expect(existsSync(join(state, 'stack.json'))).toBe(false)
     }
     finally {
-      blocker.close()
+      rmSync(join(state, 'front.json'), { force: true })
     }
   })
 })

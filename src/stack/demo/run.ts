@@ -93,6 +93,9 @@ export async function runDemo (o: DemoOptions): Promise<DemoResult> {
     progress.begin(`starting the embedded stack (${preset}, blocks of ${blockSize}) in ${o.stateDir}`)
     stack = await startEmbeddedStack({
       stateDir: o.stateDir,
+      // A stack of its own (captures, store, logs, record) inside the run: the demo never meets a
+      // `serve` running from the same state dir, nor another demo.
+      home: join(runDir, 'stack'),
       preset,
       seed,
       blockSize,

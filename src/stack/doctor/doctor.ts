@@ -37,10 +37,11 @@ async function locate (o: DoctorOptions): Promise<Where> {
   if (record !== undefined) {
     return { source: `embedded stack in ${o.stateDir} (supervisor pid ${record.supervisorPid})`, configFile: record.frontConfig, frontUrl: record.frontUrl, record, env: {} }
   }
-  const last = join(o.stateDir, 'front.json')
+  // The config the stack generated at its last start (run/front.json; front.json beside it holds your settings).
+  const last = join(o.stateDir, 'run', 'front.json')
   const exists = await stat(last).then(() => true, () => false)
   if (exists) return { source: `embedded stack in ${o.stateDir} (not running: no stack.json)`, configFile: last, env: {}, missing: `no stack is running from ${o.stateDir} (no stack.json); checking the links of its last config`}
-  return { source: `embedded stack in ${o.stateDir}`, env: {}, missing: `nothing to check in ${o.stateDir}: no stack.json and no front.json (start one with \`pd-bridge serve\`, or pass --config FILE)` }
+  return { source: `embedded stack in ${o.stateDir}`, env: {}, missing: `nothing to check in ${o.stateDir}: no stack.json and no run/front.json (start one with \`pd-bridge serve\`, or pass --config FILE)` }
 }
 
 /** A health probe judged: answered 200 with status "ok". */
@@ -250,7 +251,14 @@ function checkGeometry (list: Checklist, config: FrontConfig, sidecar: Sidecar |
   }
   if (problems.length > 0) list.fail('geometry', problems.join('; '))
   else if (decoder === undefined && prefill === undefined) list.skip('geometry', 'neither the decoder nor the prefill engine answered')
-  else list.pass('geometry', `sidecar ${sidecar.fingerprint.slice(0, 12)} matches ${[decoder !== undefined ? `the decoder's geometry ${storeGeometry.slice(0, 12)}` : '', prefill !== undefined ? 'the prefill engine\'s sidecar' : ''].filter((s) => s !== '').join(' and ')}; block size ${j.blockSize}`)
+  else {
+    // Two different hashes: the store geometry (rope, window, ratios, profile) and the sidecar's own fingerprint (geometry + exported weights).
+    const parts = [
+      decoder !== undefined ? `the decoder's store geometry ${storeGeometry.slice(0, 12)} is the sidecar's` : '',
+      prefill !== undefined ? `the prefill engine pools with this sidecar (fingerprint ${sidecar.fingerprint.slice(0, 12)})` : '',
+    ].filter((s) => s !== '')
+    list.pass('geometry', `${parts.join('; ')}; block size ${j.blockSize}`)
+  }
 }
 
 function checkLimits (list: Checklist, config: FrontConfig, decoder: unknown, prefill: unknown): void {
