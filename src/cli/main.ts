@@ -1,15 +1,46 @@
 // The pd-bridge command line: one commander program, each command in its own module.
-import { Command } from 'commander'
+import { readFileSync } from 'node:fs'
+import { Command, CommanderError } from 'commander'
 import { PdBridgeError } from '../errors.ts'
 import { commands } from './commands/index.ts'
+
+/** The version in package.json. */
+export const VERSION: string = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version
+
+/** "pd-bridge" or "pd-bridge demo": the command line that reached `cmd`. */
+function commandPath (cmd: Command): string {
+  const names: string[] = []
+  for (let c: Command | null = cmd; c !== null; c = c.parent) names.unshift(c.name())
+  return names.join(' ')
+}
+
+/**
+ * Commander's usage error (`error: unknown command 'foo'\n(Did you mean doctor?)`) as one line:
+ * `pd-bridge: unknown command 'foo' (did you mean 'doctor'?); see pd-bridge --help`.
+ */
+export function usageLine (message: string, path: string): string {
+  const [first, ...rest] = message.trim().replace(/^error: /, '').split('\n')
+  const hint = /^\(Did you mean (one of )?(.+)\?\)$/.exec(rest.join(' ').trim())
+  const quote = (s: string): string => /^'.*'$/.test(s) ? s : `'${s}'`
+  const suggestion = hint === null ? '' : ` (did you mean ${hint[1] ?? ''}${hint[2].split(', ').map(quote).join(', ')}?)`
+  return `${path}: ${first.replace(/\.$/, '')}${suggestion}; see ${path} --help`
+}
+
+/** Usage errors of `cmd` and every command under it: one line and exit 2, never the whole help. */
+function oneLineUsageErrors (cmd: Command): void {
+  cmd.configureOutput({ outputError: (str, write) => { write(usageLine(str, commandPath(cmd)) + '\n') } })
+  cmd.exitOverride()
+  for (const sub of cmd.commands) oneLineUsageErrors(sub)
+}
 
 export function buildProgram (): Command {
   const program = new Command('pd-bridge')
     .description('Heterogeneous prefill/decode bridge for DeepSeek-V4 models')
-    .showHelpAfterError()
+    .version(VERSION, '-V, --version', 'print the version of pd-bridge')
   // Commander's default help lists command names only; show each command's options too.
   program.addHelpText('after', () => '\n' + commands.map((c) => c.helpInformation()).join('\n'))
   for (const command of commands) program.addCommand(command)
+  oneLineUsageErrors(program)
   return program
 }
 
@@ -41,6 +72,11 @@ export async function main (argv: string[]): Promise<void> {
     await buildProgram().parseAsync(argv)
   }
   catch (err) {
+    // exitOverride: help and --version end here with exit code 0, usage errors (already printed) with 1.
+    if (err instanceof CommanderError) {
+      process.exitCode = err.exitCode === 0 ? 0 : 2
+      return
+    }
     const message = userMessage(err)
     if (message === undefined) throw err
     process.stderr.write(`pd-bridge: ${message}\n`)

@@ -5,7 +5,7 @@ import { EMBEDDED_DEFAULTS, EMBEDDED_PREFILL_PROFILE } from '../../stack/embedde
 import { DEMO_DEFAULTS, runDemo } from '../../stack/demo/run.ts'
 import { resolveStateDir } from '../../stack/state-dir.ts'
 import { PRESET_NAMES, type PresetName } from '../../model/checkpoint/index.ts'
-import { integerOption, presetOption } from './serve.ts'
+import { integerOption, presetOption, requireNativeKernels } from './serve.ts'
 
 interface DemoFlags {
   stateDir?: string
@@ -25,11 +25,12 @@ export const demoCommand = new Command('demo')
   .option('--preset <name>', `embedded model: ${PRESET_NAMES.join(' | ')}`, presetOption, EMBEDDED_DEFAULTS.preset)
   .option('--seed <n>', 'seed of the embedded checkpoint', integerOption('--seed', 0, 2 ** 32 - 1), EMBEDDED_DEFAULTS.seed)
   .option('--block-size <n>', 'tokens per decoder block (a multiple of 128)', integerOption('--block-size', 1), EMBEDDED_DEFAULTS.blockSize)
-  .option('--prefill-profile <name>', 'numerics profile of the prefill engine; the default, the decoder\'s, makes bridged blocks comparable bit for bit', EMBEDDED_PREFILL_PROFILE)
+  .option('--prefill-profile <name>', 'numerics profile of the prefill engine; decoder, the decoder\'s own, makes bridged blocks comparable bit for bit', EMBEDDED_PREFILL_PROFILE)
   .option('--tokens <n>', 'prompt length to aim for', integerOption('--tokens', 1), DEMO_DEFAULTS.tokens)
   .option('--max-tokens <n>', 'answer length', integerOption('--max-tokens', 1), DEMO_DEFAULTS.maxTokens)
   .option('--prompt-seed <n>', 'seed of the prompt (default: a fresh random one each run)', integerOption('--prompt-seed', 0, 2 ** 32 - 1))
   .action(async (flags: DemoFlags) => {
+    requireNativeKernels('demo')
     const result = await runDemo({
       stateDir: resolveStateDir(flags.stateDir),
       preset: flags.preset,

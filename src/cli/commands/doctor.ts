@@ -4,7 +4,7 @@ import { Command } from 'commander'
 import { renderReport } from '../../stack/doctor/checks.ts'
 import { runDoctor } from '../../stack/doctor/doctor.ts'
 import { resolveStateDir } from '../../stack/state-dir.ts'
-import { integerOption } from './serve.ts'
+import { integerOption, requireNativeKernels } from './serve.ts'
 
 /** The doctor command. */
 export const doctorCommand = new Command('doctor')
@@ -14,6 +14,8 @@ export const doctorCommand = new Command('doctor')
   .option('--timeout <ms>', 'deadline of each link request (default: the config\'s deadlines.linkMs)', integerOption('--timeout', 1))
   .option('--json', 'print the report as JSON')
   .action(async (opts: { config?: string, stateDir?: string, timeout?: number, json?: boolean }) => {
+    // The embedded stack runs on this checkout's native kernels; a deployment (--config) runs elsewhere.
+    if (opts.config === undefined) requireNativeKernels('doctor')
     const report = await runDoctor({ config: opts.config, stateDir: resolveStateDir(opts.stateDir), timeoutMs: opts.timeout })
     process.stdout.write(opts.json === true ? JSON.stringify(report, null, 2) + '\n' : renderReport(report))
     process.exitCode = report.ok ? 0 : 1

@@ -4,7 +4,8 @@
 // own log, and Ctrl-C stops them all.
 import { Command } from 'commander'
 import pino from 'pino'
-import { ConfigError } from '../../errors.ts'
+import { ConfigError, PdBridgeError } from '../../errors.ts'
+import { DEFAULT_ADDON_PATH, loadNativeKernels } from '../../kernels/index.ts'
 import { isPresetName, PRESET_NAMES, type PresetName } from '../../model/checkpoint/index.ts'
 import { describeStackEvent } from '../../stack/describe.ts'
 import { EMBEDDED_DEFAULTS, EMBEDDED_PREFILL_PROFILE, startEmbeddedStack, type StackEvent } from '../../stack/embedded.ts'
@@ -28,6 +29,21 @@ export function presetOption (text: string): PresetName {
   return text
 }
 
+/**
+ * Refuse to start `command` when the native kernels (native/build) are missing, fail to load or are a
+ * stale build: the embedded engines need them and would otherwise fail at their first request. One
+ * line that names the addon and says to run npm run build:native (loadNativeKernels' own message).
+ */
+export function requireNativeKernels (command: string, path: string = DEFAULT_ADDON_PATH): void {
+  try {
+    loadNativeKernels(path)
+  }
+  catch (err) {
+    if (!(err instanceof PdBridgeError)) throw err
+    throw new PdBridgeError(`${command} cannot start: ${err.message.replace(/\s*\n\s*/g, ' ')}`, { cause: err })
+  }
+}
+
 interface ServeOptions {
   config?: string
   stateDir?: string
@@ -47,10 +63,12 @@ export const serveCommand = new Command('serve')
   .option('--preset <name>', `embedded model: ${PRESET_NAMES.join(' | ')}`, presetOption, EMBEDDED_DEFAULTS.preset)
   .option('--seed <n>', 'seed of the embedded checkpoint', integerOption('--seed', 0, 2 ** 32 - 1), EMBEDDED_DEFAULTS.seed)
   .option('--block-size <n>', 'tokens per decoder block (a multiple of 128)', integerOption('--block-size', 1), EMBEDDED_DEFAULTS.blockSize)
-  .option('--prefill-profile <name>', 'numerics profile of the embedded prefill engine (default: the decoder\'s)', EMBEDDED_PREFILL_PROFILE)
+  .option('--prefill-profile <name>', 'numerics profile of the embedded prefill engine; decoder, the decoder\'s own, makes bridged blocks comparable bit for bit', EMBEDDED_PREFILL_PROFILE)
   .option('--host <host>', 'interface of the embedded front door', EMBEDDED_DEFAULTS.host)
   .option('--port <n>', 'port of the embedded front door, 0 for any free one', integerOption('--port', 0, 65535), EMBEDDED_DEFAULTS.port)
   .action(async (opts: ServeOptions) => {
+    // The front door alone (--config) runs no kernels here; the embedded stack does.
+    if (opts.config === undefined) requireNativeKernels('serve')
     const stateDir = resolveStateDir(opts.stateDir)
     const logger = pino({ base: { pid: process.pid, name: 'serve' }, timestamp: pino.stdTimeFunctions.isoTime },
       pino.destination({ dest: `${stateDir}/logs/serve.log`, mkdir: true, sync: true }))
