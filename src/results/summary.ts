@@ -35,6 +35,21 @@ export function isBridged (leg: BridgedLeg | null): leg is BridgedLeg {
   return leg !== null && leg.verdict.trim() === BRIDGED_VERDICT
 }
 
+/** One run's end-to-end times, as recorded: what the time chart plots next to the medians. */
+export interface RunPoint {
+  runId: string
+  /** Prompt tokens the run sent (the bridged leg's count, else the native leg's). */
+  promptTokens: number
+  /** The decoder-alone leg's end-to-end ms; null when it was not run. */
+  nativeMs: number | null
+  /** The bridged leg's end-to-end ms, whatever its verdict; null when it was not run. */
+  bridgedMs: number | null
+  /** The bridged leg's verdict as sent; null when it was not run. */
+  verdict: string | null
+  /** Whether the bridged leg counts as bridged (verdict exactly `complete`). */
+  counted: boolean
+}
+
 /** One size's numbers in one environment. */
 export interface SizeSummary {
   targetTokens: number
@@ -60,6 +75,8 @@ export interface SizeSummary {
   minBytesPerToken: number | null
   nativeDecodeRate: number | null
   bridgedDecodeRate: number | null
+  /** Every run of the size, in record order (the medians above are taken over these). */
+  points: RunPoint[]
 }
 
 /** One environment's summary. */
@@ -113,6 +130,14 @@ function summarizeSize (targetTokens: number, runs: RunRecord[]): SizeSummary {
     minBytesPerToken: perToken((b) => b.bytes.blocks),
     nativeDecodeRate: medianOf(natives, decodeRate),
     bridgedDecodeRate: medianOf(bridged, decodeRate),
+    points: runs.map((r) => ({
+      runId: r.runId,
+      promptTokens: r.bridged?.promptTokens ?? r.native?.promptTokens ?? targetTokens,
+      nativeMs: r.native?.totalMs ?? null,
+      bridgedMs: r.bridged?.totalMs ?? null,
+      verdict: r.bridged?.verdict ?? null,
+      counted: isBridged(r.bridged),
+    })),
   }
 }
 

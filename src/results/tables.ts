@@ -106,8 +106,3 @@ export function environmentTable (env: EnvironmentSummary): Table {
     ],
   }
 }
-
-/** Every table of one environment but the micro benchmarks, in report order: the cold-prompt tables, then the environment. */
-export function environmentTables (env: EnvironmentSummary): Table[] {
-  return [...coldTables(env), environmentTable(env)]
-}

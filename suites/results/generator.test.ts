@@ -4,10 +4,12 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { needleGrids, needleHeatmapSvg } from '../../src/needle/heatmap.ts'
 import { readNeedleRecords } from '../../src/needle/record.ts'
+import { groupDigits, niceTicks } from '../../src/results/charts.ts'
 import { generateResults } from '../../src/results/generate.ts'
 import { readMicroRecords } from '../../src/results/micro-record.ts'
 import { readRunRecords } from '../../src/results/record.ts'
 import { summarize } from '../../src/results/summary.ts'
+import { ratioReading, reportOrder, summaryTables } from '../../src/results/summary-tables.ts'
 import { parseMarkup } from './xml.ts'
 
 const FIXTURES = join(import.meta.dirname, 'fixtures')
@@ -63,7 +65,8 @@ describe('a partial run is recorded as partial', () => {
 describe('environments are kept apart', () => {
   it('each environment gets its own section; only those with runs get charts, only those with needle runs a heatmap', async () => {
     const md = await readFile(join(out, 'RESULTS.md'), 'utf8')
-    expect(md.match(/^## Environment .*/gm)).toEqual(['## Environment env-a1b2c3', '## Environment env-c7d8e9', '## Environment env-d4e5f6', '## Environment env-f1e2d3'])
+    // Report order: environments with cold-prompt runs, then with needle runs, then the rest.
+    expect(md.match(/^## Environment .*/gm)).toEqual(['## Environment env-a1b2c3', '## Environment env-d4e5f6', '## Environment env-f1e2d3', '## Environment env-c7d8e9'])
     const files = (await readdir(out)).sort()
     expect(files).toEqual([
       'RESULTS.md', 'needle-env-a1b2c3.svg', 'needle-env-f1e2d3.svg', 'report.html',
@@ -78,18 +81,117 @@ describe('environments are kept apart', () => {
 })
 
 describe('the SVG charts', () => {
-  it('are well-formed and the time chart has one point per leg median', async () => {
+  it('are well-formed and the time chart has one point per leg median and one marker per recorded leg', async () => {
     const a = parseMarkup(await readFile(join(out, 'time-env-a1b2c3.svg'), 'utf8'))
     expect(a[0].name).toBe('svg')
     // env A: decoder alone at 3 sizes, bridged (complete) at 2.
     expect(a.filter((e) => e.attrs.class === 'point').length).toBe(5)
+    // Every run is plotted: 6 decoder-alone legs, 3 complete bridged legs, and the partial and
+    // the declined bridged legs as crosses that are not counted.
+    expect(a.filter((e) => e.attrs.class === 'run').length).toBe(6 + 3)
+    expect(a.filter((e) => e.attrs.class === 'run not-counted').length).toBe(2)
     const b = parseMarkup(await readFile(join(out, 'time-env-d4e5f6.svg'), 'utf8'))
     expect(b.filter((e) => e.attrs.class === 'point').length).toBe(2)
+    expect(b.filter((e) => e.attrs.class?.startsWith('run')).length).toBe(2)
   })
 
-  it('the stage chart has six segments per size with complete runs', async () => {
-    const els = parseMarkup(await readFile(join(out, 'stages-env-a1b2c3.svg'), 'utf8'))
+  it('the time chart labels its ticks on both axes, with units, and every point and run has its numbers in a <title>', async () => {
+    const svg = await readFile(join(out, 'time-env-a1b2c3.svg'), 'utf8')
+    const axis = (which: string) => svg.split('\n').find((l) => l.includes(`<g class="axis ${which}">`))!
+    const labels = (line: string) => [...line.matchAll(/<g class="tick">.*?<text[^>]*>([^<]*)<\/text>/g)].map((m) => m[1])
+    // x: 0 to 16,390 tokens in steps of 2,500; y: 0 to 70 s in steps of 10 s.
+    expect(labels(axis('x'))).toEqual(['0', '2,500', '5,000', '7,500', '10,000', '12,500', '15,000', '17,500'])
+    expect(labels(axis('y'))).toEqual(['0 s', '10 s', '20 s', '30 s', '40 s', '50 s', '60 s', '70 s'])
+    expect(axis('x')).toContain('>prompt tokens sent</text>')
+    expect(axis('y')).toContain('>end-to-end time (seconds)</text>')
+    expect(svg).toContain('<title>decoder alone, median of 3 runs: 1029 tokens, 4.2 s</title>')
+    expect(svg).toContain('<title>bridged leg, verdict declined: the decoder reported cached_tokens 0, fewer than the 4096 bridged tokens: it prefilled them itself, not counted as bridged, run a-4096-r1-declined: 4099 tokens, 16.8 s</title>')
+  })
+
+  it('the stage chart has six segments per size with complete runs and percent ticks', async () => {
+    const svg = await readFile(join(out, 'stages-env-a1b2c3.svg'), 'utf8')
+    const els = parseMarkup(svg)
     expect(els.filter((e) => e.attrs.class === 'segment').length).toBe(12)
+    const x = svg.split('\n').find((l) => l.includes('<g class="axis x">'))!
+    expect([...x.matchAll(/<text[^>]*>(\d+%)<\/text>/g)].map((m) => m[1])).toEqual(['0%', '25%', '50%', '75%', '100%'])
+    // Each bar's label: its prompt tokens and its median end-to-end time.
+    expect(svg).toContain('>1,029</text>')
+    expect(svg).toContain('>2.20 s</text>')
+  })
+
+  it('nice ticks cover the maximum in the finest step of 1, 2, 2.5 or 5 times a power of ten with at most 8 steps', () => {
+    expect(niceTicks(32042)).toEqual([0, 5000, 10000, 15000, 20000, 25000, 30000, 35000])
+    expect(niceTicks(26.86)).toEqual([0, 5, 10, 15, 20, 25, 30])
+    expect(niceTicks(0.9)).toEqual([0, 0.2, 0.4, 0.6, 0.8, 1])
+    expect(niceTicks(70)).toEqual([0, 10, 20, 30, 40, 50, 60, 70])
+    expect(niceTicks(16390)).toEqual([0, 2500, 5000, 7500, 10000, 12500, 15000, 17500])
+    expect(niceTicks(0.0031)).toEqual([0, 0.0005, 0.001, 0.0015, 0.002, 0.0025, 0.003, 0.0035])
+    expect(niceTicks(0)).toEqual([0, 1])
+    expect(groupDigits(1234567)).toBe('1,234,567')
+    expect(groupDigits(999)).toBe('999')
+  })
+})
+
+describe('the summary comes first', () => {
+  it('RESULTS.md: the summary, then the counting rules, then one section per environment', async () => {
+    const md = await readFile(join(out, 'RESULTS.md'), 'utf8')
+    expect(md.match(/^##? .*/gm)!.slice(0, 4)).toEqual(['# pd-bridge results', '## Summary', '## How the numbers are counted', '## Environment env-a1b2c3'])
+    expect(md.match(/^### .*/gm)!.slice(0, 4)).toEqual([
+      '### Headline: decoder alone vs bridged, cold prompts', '### Verdicts of the bridged legs', '### Needle retrieval tally', '### Environments',
+    ])
+  })
+
+  it('the headline gives each environment\'s paired ratios, the same cells as its cold-prompt table', async () => {
+    const md = await readFile(join(out, 'RESULTS.md'), 'utf8')
+    expect(md).toContain('| env-a1b2c3 | embedded tiny (seed 0) | 1029 | 3 | 4.20 s | 2.20 s | 1.92× (2 paired) | bridged faster |')
+    // The declined run is not in the bridged time (6.00 s, not 11.40 s) nor in the pairs.
+    expect(md).toContain('| env-a1b2c3 | embedded tiny (seed 0) | 4100 | 2 | 16.20 s | 6.00 s | 2.67× (1 paired) | bridged faster |')
+    expect(md).toContain('| env-a1b2c3 | embedded tiny (seed 0) | 16390 | 1 | 70.00 s | — | — | no paired run |')
+    expect(md).toContain('| env-d4e5f6 | embedded tiny (seed 0) | 1030 | 1 | 0.90 s | 0.60 s | 1.50× (1 paired) | bridged faster |')
+    expect(md).toContain('| 4100 | 2 | 16.20 s | 6.00 s | 2.67× (1 paired) |')
+  })
+
+  it('the verdict tallies count partial and declined runs apart from complete ones, per environment and kind of record', async () => {
+    const md = await readFile(join(out, 'RESULTS.md'), 'utf8')
+    expect(md).toContain('| environment | model | records | runs | complete (bridged) | partial (not bridged) | declined (not bridged) | bridged leg not run | refused (reused seed) |')
+    expect(md).toContain('| env-a1b2c3 | embedded tiny (seed 0) | cold prompt | 6 | 3 | 1 | 1 | 1 | — |')
+    expect(md).toContain('| env-a1b2c3 | embedded tiny (seed 0) | needle | 4 | 2 | 1 | 1 | 0 | 0 |')
+    expect(md).toContain('| env-d4e5f6 | embedded tiny (seed 0) | cold prompt | 1 | 1 | 0 | 0 | 0 | — |')
+    expect(md).toContain('| env-f1e2d3 | embedded needle (seed 1, blocks of 256) | needle | 4 | 2 | 0 | 0 | 1 | 1 |')
+  })
+
+  it('the needle tally has each environment\'s passes over complete runs only', async () => {
+    const md = await readFile(join(out, 'RESULTS.md'), 'utf8')
+    expect(md).toContain('| env-a1b2c3 | embedded tiny (seed 0) | 4 | 4 (2 x 2) | 1 of 2 | 1 | 2 | 0 | 4 of 4 |')
+    expect(md).toContain('| env-f1e2d3 | embedded needle (seed 1, blocks of 256) | 4 | 3 (2 x 2) | 2 of 2 | 0 | 0 | 1 | 2 of 3 |')
+  })
+
+  it('a verdict other than complete, partial or declined gets its own column, never counted as bridged', async () => {
+    const records = await readRunRecords(RUNS)
+    const odd = structuredClone(records.find((r) => r.runId === records[0].runId)!)
+    odd.bridged!.verdict = 'fallback: native'
+    const [a] = summaryTables(reportOrder(summarize([odd])))
+    expect(a.rows[0].slice(5)).toEqual(['—', '—', 'no paired run'])
+    const v = summaryTables(reportOrder(summarize([odd])))[1]
+    expect(v.headers).toContain('other verdicts (not bridged)')
+    expect(v.rows[0].slice(3, 8)).toEqual(['1', '0', '0', '0', '1'])
+  })
+
+  it('with no records at all, every summary table says so', () => {
+    expect(summaryTables([]).map((t) => [t.rows.length, t.empty])).toEqual([
+      [0, 'No cold-prompt runs in any environment.'], [0, 'No cold-prompt or needle runs in any environment.'], [0, 'No needle runs in any environment.'], [0, 'No records yet.'],
+    ])
+  })
+
+  it('reads a ratio in words on its rounded value', () => {
+    expect([ratioReading(1.92), ratioReading(0.75), ratioReading(1.004), ratioReading(null)]).toEqual(['bridged faster', 'bridged slower', 'about even', 'no paired run'])
+  })
+
+  it('report.html: the summary section, then the rules, then the environments, with the headline table first', async () => {
+    const els = parseMarkup(await readFile(join(out, 'report.html'), 'utf8'))
+    const order = els.filter((e) => e.name === 'section').map((e) => e.attrs.class === 'environment' ? e.attrs['data-env'] : e.attrs.class)
+    expect(order).toEqual(['summary', 'rules', 'env-a1b2c3', 'env-d4e5f6', 'env-f1e2d3', 'env-c7d8e9'])
+    expect(els.find((e) => e.name === 'table')!.attrs.class).toBe('summary-headline')
   })
 })
 
@@ -104,8 +206,8 @@ describe('micro benchmarks in RESULTS.md', () => {
   it('the environment with runs and micro records has both; the one without micro records has no micro section', async () => {
     expect((await section('env-a1b2c3')).filter((l) => l.startsWith('##'))).toEqual([
       '## Environment env-a1b2c3', '### Cold prompts: decoder alone vs bridged', '### Stage breakdown (medians over complete runs)', '### Payload bytes per bridged token',
-      '### Decode rate (tokens/s after the first, medians)', '### Peak memory (highest RSS over all runs)', '### Environment',
-      '### Needle retrieval', '### Micro benchmarks', '#### Measured peaks (of the records shown)', '#### Kernels', '#### Capture hook',
+      '### Decode rate (tokens/s after the first, medians)', '### Peak memory (highest RSS over all runs)',
+      '### Needle retrieval', '### Micro benchmarks', '#### Measured peaks (of the records shown)', '#### Kernels', '#### Capture hook', '### Environment',
     ])
     expect((await section('env-d4e5f6')).some((l) => l.includes('Micro benchmarks'))).toBe(false)
   })
@@ -113,7 +215,7 @@ describe('micro benchmarks in RESULTS.md', () => {
   it('an environment with only micro records says it has no runs and shows its micro tables', async () => {
     const c = await section('env-c7d8e9')
     expect(c).toContain('No cold-prompt runs in this environment.')
-    expect(c.filter((l) => l.startsWith('##'))).toEqual(['## Environment env-c7d8e9', '### Environment', '### Micro benchmarks', '#### Measured peaks (of the records shown)', '#### Kernels'])
+    expect(c.filter((l) => l.startsWith('##'))).toEqual(['## Environment env-c7d8e9', '### Micro benchmarks', '#### Measured peaks (of the records shown)', '#### Kernels', '### Environment'])
   })
 
   it('each kernel row sits next to the peak of its own record and environment', async () => {
@@ -138,7 +240,10 @@ describe('report.html', () => {
     const html = await readFile(join(out, 'report.html'), 'utf8')
     const els = parseMarkup(html)
     expect(els[0].name).toBe('html')
-    expect(els.filter((e) => e.name === 'section').length).toBe(4)
+    expect(els.filter((e) => e.name === 'section' && e.attrs.class === 'environment').length).toBe(4)
+    // Every table sits in a box that scrolls sideways when it is wider than the page.
+    const tables = els.filter((e) => e.name === 'table').length
+    expect(els.filter((e) => e.name === 'div' && e.attrs.class === 'table-wrap').length).toBe(tables)
     // 2 charts each in the two environments with runs, a heatmap each in the two with needle runs.
     expect(els.filter((e) => e.name === 'svg').length).toBe(6)
     expect(els.filter((e) => e.attrs.class === 'point').length).toBe(7)
@@ -148,14 +253,15 @@ describe('report.html', () => {
 
   it('shows the same headline cells as RESULTS.md', async () => {
     const html = await readFile(join(out, 'report.html'), 'utf8')
-    expect(html).toContain('<td>4100</td><td>2</td><td>16.20 s</td><td>6.00 s</td><td>2.67× (1 paired)</td><td>1 complete, 1 declined</td><td>1</td><td>2</td>')
+    // Words are left-aligned (class text), quantities right-aligned.
+    expect(html).toContain('<td>4100</td><td>2</td><td>16.20 s</td><td>6.00 s</td><td>2.67× (1 paired)</td><td class="text">1 complete, 1 declined</td><td>1</td><td>2</td>')
   })
 
   it('has the micro tables, one per kind, with the same cells as RESULTS.md', async () => {
     const html = await readFile(join(out, 'report.html'), 'utf8')
     const els = parseMarkup(html)
     expect(els.filter((e) => e.name === 'table' && e.attrs.class?.startsWith('micro-')).map((e) => e.attrs.class)).toEqual(['micro-peaks', 'micro-kernels', 'micro-hook', 'micro-peaks', 'micro-kernels'])
-    expect(html).toContain('<td>matmulF32</td><td>m=1 k=1024 n=1024</td><td>2</td><td>40.00 GFLOP/s</td><td>160.00 GFLOP/s</td><td>25.0%</td>')
+    expect(html).toContain('<td class="text">matmulF32</td><td class="text">m=1 k=1024 n=1024</td><td>2</td><td>40.00 GFLOP/s</td><td>160.00 GFLOP/s</td><td>25.0%</td>')
   })
 })
 
@@ -184,7 +290,7 @@ describe('needle retrieval in RESULTS.md', () => {
   it('an environment with only needle runs gets a section with its grid; the refused run is counted as refused, not run', async () => {
     const f = await section('env-f1e2d3')
     expect(f).toContain('No cold-prompt runs in this environment.')
-    expect(f.filter((l) => l.startsWith('##'))).toEqual(['## Environment env-f1e2d3', '### Environment', '### Needle retrieval'])
+    expect(f.filter((l) => l.startsWith('##'))).toEqual(['## Environment env-f1e2d3', '### Needle retrieval', '### Environment'])
     expect(f).toContain('| 0.5 | bridged 1 pass · native 1 pass | bridged 1 pass, 1 refused (reused seed) · native 1 pass, 1 refused |')
     expect(f).toContain('| 1 | — | bridged 1 not run · native 1 miss |')
     expect(f).toContain('Bridged: 2 pass, 0 miss (of 2 complete), 0 not bridged, 1 refused. Native: 2 pass, 1 miss.')
@@ -223,8 +329,8 @@ describe('needle retrieval in report.html', () => {
     const els = parseMarkup(html)
     const grids = els.filter((e) => e.name === 'table' && e.attrs.class === 'needle-grid')
     expect(grids.length).toBe(2)
-    expect(html).toContain('<tr><td>1</td><td>bridged 1 not bridged (partial 256/507) · native 1 pass</td><td>bridged 1 not bridged (declined [1]) · native 1 pass</td></tr>')
-    expect(html).toContain('<tr><td>1</td><td>—</td><td>bridged 1 not run · native 1 miss</td></tr>')
+    expect(html).toContain('<tr><td>1</td><td class="text">bridged 1 not bridged (partial 256/507) · native 1 pass</td><td class="text">bridged 1 not bridged (declined [1]) · native 1 pass</td></tr>')
+    expect(html).toContain('<tr><td>1</td><td class="text">—</td><td class="text">bridged 1 not run · native 1 miss</td></tr>')
     const tallies = els.filter((e) => e.name === 'p' && e.attrs.class === 'needle-tally').map((e) => e.text)
     expect(tallies).toEqual(md.split('\n').filter((l) => l.startsWith('Bridged: ')))
     const words = els.filter((e) => e.name === 'p' && e.attrs.class === 'needle-words').map((e) => e.text)

@@ -46,8 +46,9 @@ describe('protocols/needle.mjs regenerates RESULTS.md at its end', () => {
       const [rec] = await readNeedleRecords(runs)
       expect(rec.refused).toMatch(/^reused seed: /)
       const md = await readFile(join(out, 'RESULTS.md'), 'utf8')
-      // The fixture environments (cold runs; micro/ next to them) and the remote one of this run.
-      expect(md.match(/^## Environment .*/gm)).toEqual(['env-a1b2c3', 'env-c7d8e9', 'env-d4e5f6', rec.environment.id].sort().map((id) => `## Environment ${id}`))
+      // The fixture environments (cold runs; micro/ next to them) and the remote one of this run, in
+      // report order: those with cold-prompt runs, then this needle run's, then the micro-only one.
+      expect(md.match(/^## Environment .*/gm)).toEqual(['env-a1b2c3', 'env-d4e5f6', rec.environment.id, 'env-c7d8e9'].map((id) => `## Environment ${id}`))
       const own = md.split(/^(?=## Environment )/m).find((p) => p.startsWith(`## Environment ${rec.environment.id}\n`))!
       expect(own).toContain('| 0.5 | bridged 1 refused (reused seed) · native 1 refused |')
       expect(own).toContain('Bridged: 0 pass, 0 miss (of 0 complete), 0 not bridged, 1 refused. Native: 0 pass, 0 miss.')

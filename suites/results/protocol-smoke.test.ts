@@ -34,7 +34,10 @@ describe('the cold-bench protocol, smoke run on the embedded stack', () => {
       const md = await readFile(join(out, 'RESULTS.md'), 'utf8')
       expect(md).toContain(`| ${rec.bridged!.promptTokens} | 1 |`)
       expect((await readdir(out)).filter((f) => f.endsWith('.svg'))).toHaveLength(2)
-      expect(md.match(/^## Environment .*/gm)).toEqual([`## Environment ${rec.environment.id}`, '## Environment env-c7d8e9'].sort())
+      // The run's environment first (it has cold-prompt runs), then the micro-only one.
+      expect(md.match(/^## Environment .*/gm)).toEqual([`## Environment ${rec.environment.id}`, '## Environment env-c7d8e9'])
+      expect(md.indexOf('## Summary')).toBeLessThan(md.indexOf('## Environment '))
+      expect(md).toContain(`| ${rec.environment.id} | ${rec.environment.model} | ${rec.bridged!.promptTokens} | 1 |`)
       expect(md).toContain('| matmulF32 | m=1 k=1024 n=1024 | 8 | 100.00 GFLOP/s | 500.00 GFLOP/s |')
       // A micro benchmark of the same configuration on this machine files its record under the run's environment.
       const setup = await prepareBench({ preset: 'tiny', seed: 1, blockSize: 256, prefillProfile: 'decoder' }, join(dir, 'bench'))

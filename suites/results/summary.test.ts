@@ -50,6 +50,21 @@ describe('a size whose only bridged run was declined', () => {
   })
 })
 
+describe('every run of a size is kept for the time chart', () => {
+  it('with both legs\' times, the verdict and whether it counts as bridged; the medians still use complete runs only', async () => {
+    const records = await readRunRecords(join(import.meta.dirname, 'fixtures', 'runs'))
+    const a4096 = summarize(records)[0].sizes.find((s) => s.targetTokens === 4096)!
+    expect(a4096.points.map((p) => [p.runId, p.promptTokens, p.nativeMs, p.bridgedMs, p.counted])).toEqual([
+      ['a-4096-r0', 4100, 16000, 6000, true],
+      ['a-4096-r1-declined', 4099, 16400, 16800, false],
+    ])
+    expect(a4096.points[1].verdict).toMatch(/^declined: /)
+    expect(a4096.bridgedMs).toBe(6000)
+    const nativeOnly = summarize(records)[0].sizes.find((s) => s.targetTokens === 16384)!
+    expect(nativeOnly.points).toEqual([{ runId: 'a-16384-r0-native-only', promptTokens: 16390, nativeMs: 70000, bridgedMs: null, verdict: null, counted: false }])
+  })
+})
+
 describe('run record validation', () => {
   it('names the file and the field that is wrong', () => {
     const bad = structuredClone(FIXTURE)
