@@ -18,6 +18,7 @@ import { join } from 'node:path'
 import { Bench } from 'tinybench'
 import { CaptureSession, sidecarWeightSpecs, type CaptureReport } from '../src/capture/index.ts'
 import { PdBridgeError } from '../src/errors.ts'
+import { helpAndExit, readOptions } from './bench-cli.ts'
 import { getKernelThreads } from '../src/kernels/index.ts'
 import { loadCheckpoint } from '../src/model/checkpoint/index.ts'
 import { DeepseekV4Engine } from '../src/model/engine/index.ts'
@@ -28,16 +29,39 @@ import { bestCopyGbps, bestOfPeaks, gflopsPeakFor, measureMachinePeaks, nativeIn
 import { median } from '../src/results/summary.ts'
 import { formatBytes } from '../src/results/tables.ts'
 
-const options = parseBenchOptions(process.argv.slice(2), ['tiny', 'small'], ['tokens', 'repeats', 'replays', 'sample-limit-ms', 'tinybench-ms'])
-const TOKENS = extraIntList(options, 'tokens', [1024, 4096])
-/** Forwards per case, alone and with capture each. */
-const REPEATS = extraInt(options, 'repeats', Number(process.env.PDB_BENCH_REPEATS ?? 2))
-/** Timed passes of the hook alone when one is too long for tinybench. */
-const REPLAYS = extraInt(options, 'replays', 3)
-/** Longest pass (as measured inside the forward) that tinybench samples; longer ones are timed plainly. */
-const SAMPLE_LIMIT_MS = extraInt(options, 'sample-limit-ms', 1500)
-/** tinybench's time budget per case (it takes at least MIN_SAMPLES samples). */
-const TINYBENCH_MS = extraInt(options, 'tinybench-ms', 3000)
+helpAndExit(`Usage: npx tsx protocols/bench-capture.ts [options]
+
+The capture hook's cost and payload, one micro-benchmark record per preset in --micro
+(docs/BENCHMARK-PROTOCOL.md, "Micro benchmarks").
+
+  --preset A,B           presets (default tiny,small)
+  --tokens N,N           prompt lengths (default 1024,4096)
+  --repeats N            forwards per case, alone and with capture each (default 2, or $PDB_BENCH_REPEATS)
+  --replays N            timed passes of the hook alone when tinybench is not used (default 3)
+  --sample-limit-ms N    longest pass tinybench samples (default 1500)
+  --tinybench-ms N       tinybench's time per case (default 3000)
+  --seed N               checkpoint seed (default 1)
+  --block-size N         decoder block size (default 256)
+  --prefill-profile P    prefill profile (default decoder)
+  --note TEXT            kept in the records (default $PDB_BENCH_NOTE)
+  --micro DIR            where the records go (default results/micro)
+  -h, --help             this text (nothing is measured or written)
+`)
+const { options, TOKENS, REPEATS, REPLAYS, SAMPLE_LIMIT_MS, TINYBENCH_MS } = readOptions('bench-capture', () => {
+  const options = parseBenchOptions(process.argv.slice(2), ['tiny', 'small'], ['tokens', 'repeats', 'replays', 'sample-limit-ms', 'tinybench-ms'])
+  return {
+    options,
+    TOKENS: extraIntList(options, 'tokens', [1024, 4096]),
+    /** Forwards per case, alone and with capture each. */
+    REPEATS: extraInt(options, 'repeats', Number(process.env.PDB_BENCH_REPEATS ?? 2)),
+    /** Timed passes of the hook alone when one is too long for tinybench. */
+    REPLAYS: extraInt(options, 'replays', 3),
+    /** Longest pass (as measured inside the forward) that tinybench samples; longer ones are timed plainly. */
+    SAMPLE_LIMIT_MS: extraInt(options, 'sample-limit-ms', 1500),
+    /** tinybench's time budget per case (it takes at least MIN_SAMPLES samples). */
+    TINYBENCH_MS: extraInt(options, 'tinybench-ms', 3000),
+  }
+})
 const MIN_SAMPLES = 5
 
 /** One call of the engine's attention-input hook, kept to replay. */

@@ -36,6 +36,7 @@ import type { NativeKernels } from '../src/kernels/native.ts'
 import { checkpointDigest, isPresetName, loadCheckpoint, makeCheckpoint, PRESET_NAMES } from '../src/model/checkpoint/index.ts'
 import { DeepseekV4Engine, type ModelCache } from '../src/model/engine/index.ts'
 import { getProfile } from '../src/model/profiles/index.ts'
+import { helpAndExit, readOptions } from './bench-cli.ts'
 
 // ---------------------------------------------------------------------------------------------
 // Options
@@ -379,7 +380,7 @@ function markdown (rows: Row[]): string {
 // ---------------------------------------------------------------------------------------------
 
 async function main (): Promise<void> {
-  const opts = parseOptions(process.argv.slice(2))
+  const opts = readOptions('bench-engine', () => parseOptions(process.argv.slice(2)))
   const threads = getKernelThreads()
   const startLoad = loadavg()
   console.log(`measuring the compute peak on ${threads} thread(s)...`)
@@ -456,5 +457,20 @@ async function main (): Promise<void> {
   console.log(`\nwrote ${file}`)
 }
 
+helpAndExit(`Usage: npx tsx protocols/bench-engine.ts [options]
+
+Engine speed: prefill and decode tokens/s on the synthetic presets and the share of the measured
+compute peak the hot kernels reach; prints a table and writes results/bench/engine-<date>.json.
+
+  --models A,B           presets (default tiny,small)
+  --sizes 1K,4K,16K      prompt lengths (default 1K,4K,16K)
+  --profiles A,B         numerics profiles (default decoder, plus f32 for tiny)
+  --decode-steps N       decodes accounted at least (default 8)
+  --time-ms N            tinybench time per case (default 1500)
+  --short-s N            a prefill shorter than this is re-timed with tinybench (default 2)
+  --cache-dir DIR        where the checkpoints are made (default a folder in the temp directory)
+  --note TEXT            kept in the output (default $PDB_BENCH_NOTE)
+  -h, --help             this text (nothing is measured or written)
+`)
 const meter = new KernelMeter()
 await main()

@@ -13,6 +13,7 @@ import {
   reference, rmsNorm, softmaxPool,
 } from '../src/kernels/index.ts'
 import { PdBridgeError } from '../src/errors.ts'
+import { helpAndExit, readOptions } from './bench-cli.ts'
 import { f32ToBf16 } from '../src/numerics/bf16.ts'
 import { benchConfig, extraInt, parseBenchOptions } from '../src/results/bench-options.ts'
 import { prepareBench } from '../src/results/bench-setup.ts'
@@ -20,9 +21,25 @@ import { MICRO_RECORD_SCHEMA, microRunId, writeMicroRecord, type KernelRow, type
 import { bestCopyGbps, bestOfPeaks, gflopsPeakFor, measureMachinePeaks, nativeInfo } from '../src/results/peaks.ts'
 import { formatBytes } from '../src/results/tables.ts'
 
-const options = parseBenchOptions(process.argv.slice(2), ['tiny'], ['time-ms'])
-if (options.presets.length !== 1) throw new PdBridgeError('--preset: the kernel benchmark files its record under one configuration')
-const TIME_MS = extraInt(options, 'time-ms', Number(process.env.PDB_BENCH_TIME_MS ?? 400))
+helpAndExit(`Usage: npx tsx protocols/bench-kernels.ts [options]
+
+Kernel speed next to this machine's measured peaks, one micro-benchmark record in --micro
+(docs/BENCHMARK-PROTOCOL.md, "Micro benchmarks").
+
+  --preset NAME          the embedded configuration the record is filed under (default tiny)
+  --seed N               its checkpoint seed (default 1)
+  --block-size N         its decoder block size (default 256)
+  --prefill-profile P    its prefill profile (default decoder)
+  --time-ms N            tinybench time per case (default 400, or $PDB_BENCH_TIME_MS)
+  --note TEXT            kept in the record (default $PDB_BENCH_NOTE)
+  --micro DIR            where the record goes (default results/micro)
+  -h, --help             this text (nothing is measured or written)
+`)
+const { options, TIME_MS } = readOptions('bench-kernels', () => {
+  const options = parseBenchOptions(process.argv.slice(2), ['tiny'], ['time-ms'])
+  if (options.presets.length !== 1) throw new PdBridgeError('--preset: the kernel benchmark files its record under one configuration')
+  return { options, TIME_MS: extraInt(options, 'time-ms', Number(process.env.PDB_BENCH_TIME_MS ?? 400)) }
+})
 const WARMUP_MS = 100
 
 /** What one row measured, before the peak it is compared to is known. */

@@ -19,6 +19,7 @@ import { BlockWriter, type BlockWriterReport } from '../src/decode/writer/index.
 import { makeCheckpoint } from '../src/model/checkpoint/index.ts'
 import { loadDeepseekV4Config } from '../src/model/config.ts'
 import { startShareServer } from '../src/share/index.ts'
+import { helpAndExit, usageError } from './bench-cli.ts'
 
 const LENGTHS = (process.env.PDB_BENCH_LENGTHS ?? '8192,16384,32768,65536').split(',').map(Number)
 const BLOCK_SIZE = 2048
@@ -171,4 +172,16 @@ async function main (): Promise<void> {
 
 const at = process.argv.indexOf('--child')
 if (at >= 0) await child(JSON.parse(process.argv[at + 1]) as Parameters<typeof child>[0])
-else await main()
+else {
+  helpAndExit(`Usage: npx tsx protocols/bench-writer.ts
+
+The block writer's memory as the prompt grows (preset small, a decoder sidecar, blocks of 2048):
+for each length a synthetic capture, then the writer in a child process, from the directory and
+through the share; prints a table and writes results/bench/writer-<date>.json. No options; the
+lengths come from $PDB_BENCH_LENGTHS (default 8192,16384,32768,65536), the note from $PDB_BENCH_NOTE.
+
+  -h, --help             this text (nothing is measured or written)
+`)
+  if (process.argv.length > 2) usageError('bench-writer', `takes no options, got ${JSON.stringify(process.argv[2])} (see --help)`)
+  await main()
+}

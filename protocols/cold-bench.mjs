@@ -3,29 +3,66 @@
 // default, or a deployment with --url (bridged front door) and --native-url (decoder alone).
 // Per run: a fresh seed and a unique document, the bridged leg, then the native leg, one JSON
 // record under results/runs/. At the end it regenerates RESULTS.md (pd-bridge results) from those
-// records and the micro-benchmark records in results/micro/ (--micro; default: micro/ next to --runs).
+// records and the micro-benchmark records in results/micro/ (--micro; default: micro/ next to --runs),
+// but only when the records went to the checkout's results/runs/ (the default) or --out names
+// where the report goes: a --runs elsewhere alone is a trial and leaves results/ alone.
 //
-//   npx zx protocols/cold-bench.mjs --sizes 4096,16384,32768 --repeats 3 [--seed N]
+//   npx zx protocols/cold-bench.mjs --sizes 4096,16384,32000 --repeats 3 [--seed N]
+//   npx zx protocols/cold-bench.mjs --help
 import { randomBytes } from 'node:crypto'
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { argv } from 'zx'
 import { register } from 'tsx/esm/api'
+import { checkArgv, helpAndExit, usageError } from './flags.mjs'
 
-// The stack and the generator are TypeScript; tsx lets this protocol import them as they are.
-register()
-const { startEmbeddedStack, startNativeLeg, EMBEDDED_DEFAULTS, EMBEDDED_PREFILL_PROFILE } = await import('../src/stack/embedded.ts')
-const { buildDemoPrompt } = await import('../src/stack/demo/prompt.ts')
-const { promptBlockKeys, presentKeys } = await import('../src/stack/demo/blocks.ts')
-const { loadTokenizer } = await import('../src/model/tokenizer/index.ts')
-const { resolveStateDir } = await import('../src/stack/state-dir.ts')
-const { generateResults } = await import('../src/results/generate.ts')
-const { embeddedEnvironment, embeddedModelName, remoteEnvironment } = await import('../src/results/environment.ts')
-const { RUN_RECORD_SCHEMA, parseRunRecord } = await import('../src/results/record.ts')
+const REPO = resolve(fileURLToPath(new URL('..', import.meta.url)))
+const DEFAULT_RUNS = join(REPO, 'results', 'runs')
+const DEFAULT_OUT = join(REPO, 'results')
+const DEFAULT_SIZES = '4096,16384,32000'
+// buildDemoPrompt goes past its target by less than one sentence (at most 48 tokens in the
+// committed runs); the up-front window check keeps this much room for it.
+const PROMPT_SLACK = 64
+
+const USAGE = `Usage: npx zx protocols/cold-bench.mjs [options]   (node runs it as well)
+
+The cold-prompt benchmark (docs/BENCHMARK-PROTOCOL.md): per run a fresh document, the bridged leg,
+then the decoder-alone leg, one record in --runs; then RESULTS.md is regenerated.
+
+  --sizes N,N,...        prompt sizes in tokens (default ${DEFAULT_SIZES}); each plus --max-tokens
+                         must fit the served window (the embedded presets: tiny and needle 32,768,
+                         small 65,536), else the run is refused before anything starts
+  --repeats N            runs per size, each with its own seed (default 3)
+  --seed N               the invocation seed (default: random)
+  --max-tokens N         the answer budget (default 300)
+  --preset NAME          embedded stack's checkpoint preset (default tiny)
+  --block-size N         embedded stack's decoder block size (default 256)
+  --state-dir DIR        embedded stack's state directory (default $PD_STATE_DIR or ~/.cache/pd-bridge)
+  --url URL              a deployment's bridged front door instead of the embedded stack
+  --native-url URL       that deployment's decoder alone (with --url)
+  --model NAME           the model name to ask a deployment for
+  --leg-timeout-s N      per leg (default 1800)
+  --runs DIR             where run records go (default results/runs in this checkout)
+  --micro DIR            micro-benchmark records for the report (default micro/ next to --runs)
+  --out DIR              where RESULTS.md, report.html and the charts go (default results/ in this
+                         checkout, regenerated only when --runs is the default; with another
+                         --runs, give --out to get a report)
+  --no-generate          do not regenerate the report
+  -h, --help             this text (nothing is started or written)
+
+Progress goes to stderr: one line per step, and a live line on a terminal (JSON lines elsewhere;
+PD_PROGRESS=off to silence it, docs/progress.md).
+`
+helpAndExit(USAGE)
+checkArgv('cold-bench', argv, {
+  sizes: 'string', repeats: 'string', seed: 'string', 'max-tokens': 'string', url: 'string', 'native-url': 'string',
+  runs: 'string', micro: 'string', out: 'string', generate: 'negatable', preset: 'string', 'block-size': 'string',
+  'state-dir': 'string', 'leg-timeout-s': 'string', model: 'string',
+})
 
 function fail (message) {
-  process.stderr.write(`cold-bench: ${message}\n`)
-  process.exit(2)
+  usageError('cold-bench', message)
 }
 
 function intList (name, text) {
@@ -40,27 +77,67 @@ function int (name, text, min) {
 }
 
 const opts = {
-  sizes: intList('sizes', argv.sizes ?? '4096,16384,32768'),
+  sizes: intList('sizes', argv.sizes ?? DEFAULT_SIZES),
   repeats: int('repeats', argv.repeats ?? 3, 1),
   seed: argv.seed === undefined ? randomBytes(4).readUInt32LE(0) : int('seed', argv.seed, 0),
   maxTokens: int('max-tokens', argv['max-tokens'] ?? 300, 1),
-  url: argv.url,
-  nativeUrl: argv['native-url'],
-  runs: resolve(argv.runs ?? 'results/runs'),
-  micro: argv.micro,
-  out: resolve(argv.out ?? 'results'),
+  url: argv.url === undefined ? undefined : String(argv.url),
+  nativeUrl: argv['native-url'] === undefined ? undefined : String(argv['native-url']),
+  runs: argv.runs === undefined ? DEFAULT_RUNS : resolve(String(argv.runs)),
+  micro: argv.micro === undefined ? undefined : String(argv.micro),
+  out: argv.out === undefined ? DEFAULT_OUT : resolve(String(argv.out)),
   generate: argv.generate !== false,
-  preset: argv.preset ?? 'tiny',
+  preset: String(argv.preset ?? 'tiny'),
   blockSize: int('block-size', argv['block-size'] ?? 256, 1),
-  stateDir: argv['state-dir'],
+  stateDir: argv['state-dir'] === undefined ? undefined : String(argv['state-dir']),
   legTimeoutMs: int('leg-timeout-s', argv['leg-timeout-s'] ?? 1800, 1) * 1000,
-  model: argv.model,
+  model: argv.model === undefined ? undefined : String(argv.model),
 }
+// The report is regenerated from --runs alone; into the checkout's results/ only from the
+// checkout's own records, anywhere else only where --out says.
+const regenerate = opts.generate && (argv.out !== undefined || opts.runs === DEFAULT_RUNS)
 if ((opts.url === undefined) !== (opts.nativeUrl === undefined) && opts.url === undefined) fail('--native-url needs --url (the bridged front door) too')
 
-/** Progress on stderr: one line per step, numbered by run. */
+// The stack and the generator are TypeScript; tsx lets this protocol import them as they are.
+register()
+const { startEmbeddedStack, startNativeLeg, EMBEDDED_DEFAULTS, EMBEDDED_PREFILL_PROFILE } = await import('../src/stack/embedded.ts')
+const { buildDemoPrompt } = await import('../src/stack/demo/prompt.ts')
+const { promptBlockKeys, presentKeys } = await import('../src/stack/demo/blocks.ts')
+const { loadTokenizer } = await import('../src/model/tokenizer/index.ts')
+const { isPresetName, presetConfig, PRESET_NAMES } = await import('../src/model/checkpoint/index.ts')
+const { resolveStateDir } = await import('../src/stack/state-dir.ts')
+const { generateResults } = await import('../src/results/generate.ts')
+const { embeddedEnvironment, embeddedModelName, remoteEnvironment } = await import('../src/results/environment.ts')
+const { RUN_RECORD_SCHEMA, parseRunRecord } = await import('../src/results/record.ts')
+const { resolveProgressMode, startProgress } = await import('../src/progress/index.ts')
+try {
+  resolveProgressMode(process.stderr) // a bad PD_PROGRESS is a usage error, found before anything starts
+}
+catch (err) {
+  fail(err.message)
+}
+
+// The embedded stack serves its preset's max_position_embeddings: a size that cannot hold its
+// prompt and the answer budget is refused now, not after the stack started and the earlier sizes ran.
+let window
+if (opts.url === undefined) {
+  if (!isPresetName(opts.preset)) fail(`--preset ${opts.preset}: not a preset (${PRESET_NAMES.join(', ')})`)
+  window = presetConfig(opts.preset).maxPositionEmbeddings
+  const largest = window - opts.maxTokens - PROMPT_SLACK
+  const tooBig = opts.sizes.filter((size) => size > largest)
+  if (tooBig.length > 0) {
+    const n = (x) => x.toLocaleString('en-US')
+    fail(`--sizes ${tooBig.join(',')}: the embedded ${opts.preset} stack serves a window of ${n(window)} tokens (max_position_embeddings), and a ${n(tooBig[0])}-token prompt (up to ${PROMPT_SLACK} tokens more as built) plus the answer budget of ${n(opts.maxTokens)} (--max-tokens) does not fit; the largest size that fits is ${largest > 0 ? n(largest) : 'none'}`)
+  }
+}
+
+// Progress on stderr: one line per step, numbered by run; over the grid, a live line on a terminal
+// (JSON lines elsewhere), ticked per run (src/progress). Step lines go above the live line.
+let progress
 function say (line) {
-  process.stderr.write(`[cold-bench ${new Date().toISOString().slice(11, 19)}] ${line}\n`)
+  const text = `[cold-bench ${new Date().toISOString().slice(11, 19)}] ${line}`
+  if (progress !== undefined) progress.log(text)
+  else process.stderr.write(text + '\n')
 }
 
 /** Seed of run `i`: each run its own, so no two documents share anything (the seed is hashed). */
@@ -198,12 +275,17 @@ try {
 
   await mkdir(opts.runs, { recursive: true })
   const total = opts.sizes.length * opts.repeats
+  progress = startProgress({ label: 'cold-bench', total, unit: 'runs' })
   let i = 0
   for (const size of opts.sizes) {
     for (let repeat = 0; repeat < opts.repeats; repeat++, i++) {
+      progress.tick(i, `${size} tokens, repeat ${repeat + 1}/${opts.repeats}`)
       const seed = runSeed(i + 1)
       const startedAt = new Date().toISOString()
       const prompt = buildDemoPrompt(tokenizer, size, seed)
+      if (window !== undefined && prompt.tokens.length + opts.maxTokens > window) {
+        throw new Error(`run ${i + 1}: the prompt of seed ${seed} has ${prompt.tokens.length} tokens; with the answer budget of ${opts.maxTokens} it does not fit the window of ${window}; use a smaller size`)
+      }
       if (stack !== undefined) {
         const warm = await presentKeys(stack.cacheDir, promptBlockKeys(modelName, prompt.tokens, opts.blockSize))
         if (warm.length > 0) throw new Error(`run ${i + 1}: the prompt of seed ${seed} already has ${warm.length} blocks in the decoder's store; not a cold prompt`)
@@ -245,8 +327,13 @@ try {
       say(`[${i + 1}/${total}]   wrote ${file}`)
     }
   }
+  progress.tick(total)
+  progress.done()
+  progress = undefined
 }
 catch (err) {
+  progress?.fail(err.message)
+  progress = undefined
   say(`stopped: ${err.message}`)
   process.exitCode = 1
 }
@@ -255,8 +342,11 @@ finally {
   await nativeDecoder?.remove()
 }
 
-if (opts.generate) {
+if (regenerate) {
   // Micro-benchmark records (protocols/bench-kernels.ts, bench-capture.ts) go into the same report.
   const r = await generateResults(opts.runs, opts.out, opts.micro === undefined ? undefined : resolve(opts.micro))
   say(`results: ${r.records} run records, ${r.microRecords} micro-benchmark records, ${r.environments} environments -> ${r.files.map((f) => join(opts.out, f)).join(', ')}`)
+}
+else if (opts.generate) {
+  say('RESULTS.md not regenerated: --runs was given without --out (pass --out DIR to write a report with these records)')
 }

@@ -5,6 +5,7 @@
 //     --sidecar sidecar/ --decoder-config decoder/config.json [--store DIR] [--ledger FILE] ...
 //     (--needle-url URL [--needle-native-url URL] [--needle-seed N] [--needle-tokens N] | --needle-record FILE|DIR...)
 //     [--suite]
+//   node protocols/window-gate.mjs --help
 //
 // Every argument except --suite goes to `pd-bridge gate` as is. Stages:
 //   1. `pd-bridge gate`: the four places, stale limits, store geometry, seeds, bridge vs native,
@@ -14,21 +15,71 @@
 // stage passed. A window change is not done until the hook matches the decoder above the native
 // window (a skipped bridge-vs-native check, --no-native, fails the protocol) and a needle was
 // retrieved through the bridge above the native window with a fresh seed (the gate fails without
-// one). The full gate report stays in the report directory (default window-gate-report/).
-import { readFile } from 'node:fs/promises'
+// one). The full gate report stays in the report directory: --report-dir, default a new folder
+// under the state directory ($PD_STATE_DIR or ~/.cache/pd-bridge, or --state-dir)/gate-reports/.
+// A command-line mistake (an unknown flag, a missing value, a missing required flag) is one line
+// and exit 2, with nothing run.
+import { spawnSync } from 'node:child_process'
+import { readFile, stat } from 'node:fs/promises'
+import { homedir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { $ } from 'zx'
+import { helpAndExit, usageError, wantsHelp } from './flags.mjs'
 
 const repo = resolve(fileURLToPath(new URL('..', import.meta.url)))
 const bin = join(repo, 'src', 'cli', 'pd-bridge.mjs')
-
 const args = process.argv.slice(2)
+
+if (wantsHelp(args)) {
+  // The gate's own options, from `pd-bridge gate --help` (commander prints them and exits 0; it
+  // starts and writes nothing).
+  const gateHelp = spawnSync(process.execPath, [bin, 'gate', '--help'], { encoding: 'utf8' })
+  helpAndExit(`Usage: node protocols/window-gate.mjs <pd-bridge gate options> [--suite]   (npx zx runs it as well)
+
+The window gate as one CI step (docs/window-gate.md): runs \`pd-bridge gate\` with the options given,
+then with --suite \`vitest run suites/consistency\`; prints one line per stage and every failing
+finding, and ends with "window gate: PASS" (exit 0) or "window gate: FAIL" (exit 1). A skipped
+bridge-vs-native check (--no-native) and a report without a passing needle finding fail it. A
+command-line mistake is one line and exit 2.
+
+  --suite              also run the gate's own tests (suites/consistency)
+  --report-dir DIR     where the gate's report goes (default: a new folder under
+                       <state dir>/gate-reports/, the state dir being --state-dir, $PD_STATE_DIR
+                       or ~/.cache/pd-bridge); --no-report is refused: this protocol reads it
+  -h, --help           this text (nothing is run or written)
+
+Every other option is pd-bridge gate's:
+
+${gateHelp.status === 0 ? gateHelp.stdout.trimEnd() : '  (see npx pd-bridge gate --help)'}
+`, args)
+}
+
 const withSuite = args.includes('--suite')
 const gateArgs = args.filter((a) => a !== '--suite')
-const at = gateArgs.indexOf('--report-dir')
-const reportDir = resolve(at >= 0 ? gateArgs[at + 1] : 'window-gate-report')
-if (at < 0) gateArgs.push('--report-dir', reportDir)
+if (gateArgs.includes('--no-report')) usageError('window-gate', '--no-report: this protocol reads the gate\'s report.json; give --report-dir DIR instead (or leave the default)')
+
+/** The value of `--flag V` or `--flag=V` in the gate's arguments. */
+function flagValue (flag) {
+  for (const [i, a] of gateArgs.entries()) {
+    if (a === flag) return gateArgs[i + 1]
+    if (a.startsWith(`${flag}=`)) return a.slice(flag.length + 1)
+  }
+  return undefined
+}
+
+// Where the report goes: --report-dir as given, else a new folder in the state directory (as the
+// gate itself picks it, src/cli/commands/gate.ts), passed to the gate so this script can read it.
+let reportDir = flagValue('--report-dir')
+if (gateArgs.some((a) => a === '--report-dir' || a.startsWith('--report-dir=')) && (reportDir === undefined || reportDir.startsWith('--'))) {
+  usageError('window-gate', '--report-dir needs a value')
+}
+if (reportDir === undefined) {
+  const state = flagValue('--state-dir') ?? (process.env.PD_STATE_DIR || join(homedir(), '.cache', 'pd-bridge'))
+  reportDir = join(resolve(state), 'gate-reports', `${new Date().toISOString().replace(/[:.]/g, '-')}-window-gate-${process.pid}`)
+  gateArgs.push('--report-dir', reportDir)
+}
+reportDir = resolve(reportDir)
 
 $.verbose = false
 const stages = []
@@ -39,24 +90,36 @@ async function stage (name, run) {
   stages.push({ name, ...result, seconds: (Date.now() - started) / 1000 })
 }
 
-await stage('pd-bridge gate', async () => {
-  const p = await $`${process.execPath} ${bin} gate ${gateArgs}`.nothrow().quiet()
-  const lines = p.stdout.trimEnd().split('\n')
-  const verdict = lines[lines.length - 1] ?? ''
-  let failing = []
-  let nativeRan = false
-  let needlePassed = false
+async function exists (file) {
   try {
-    const report = JSON.parse(await readFile(join(reportDir, 'report.json'), 'utf8'))
-    failing = report.findings.filter((f) => f.status === 'fail').map((f) => [[f.file, f.field].filter(Boolean).join(' '), f.message].filter(Boolean).join(': '))
-    nativeRan = report.findings.some((f) => f.check === 'native' && f.status !== 'skip')
-    if (!nativeRan) failing.push('the bridge-vs-native check was skipped (--no-native): a window change needs it')
-    needlePassed = report.findings.some((f) => f.check === 'needle' && f.status === 'pass')
+    await stat(file)
+    return true
   }
   catch {
-    // No report.json: the gate did not get as far as writing one (bad arguments); stderr says why.
-    failing = p.stderr.trim() === '' ? [] : [p.stderr.trim()]
+    return false
   }
+}
+
+await stage('pd-bridge gate', async () => {
+  const p = await $`${process.execPath} ${bin} gate ${gateArgs}`.nothrow().quiet()
+  let report
+  try {
+    report = JSON.parse(await readFile(join(reportDir, 'report.json'), 'utf8'))
+  }
+  catch {
+    // No report.json: the gate did not get as far as writing one. Exit 2 is a command-line mistake
+    // (commander's or the gate's own one line): say it and stop, as the gate did.
+    if (p.exitCode === 2) usageError('window-gate', p.stderr.trim().split('\n')[0] || 'pd-bridge gate refused its arguments')
+  }
+  if (report === undefined) {
+    return { ok: false, summary: `no report: pd-bridge gate exited ${p.exitCode}`, failing: p.stderr.trim() === '' ? [] : [p.stderr.trim()] }
+  }
+  const lines = p.stdout.trimEnd().split('\n')
+  const verdict = lines[lines.length - 1] ?? ''
+  const failing = report.findings.filter((f) => f.status === 'fail').map((f) => [[f.file, f.field].filter(Boolean).join(' '), f.message].filter(Boolean).join(': '))
+  const nativeRan = report.findings.some((f) => f.check === 'native' && f.status !== 'skip')
+  if (!nativeRan) failing.push('the bridge-vs-native check was skipped (--no-native): a window change needs it')
+  const needlePassed = report.findings.some((f) => f.check === 'needle' && f.status === 'pass')
   return { ok: p.exitCode === 0 && nativeRan && needlePassed, summary: verdict.startsWith('gate:') ? verdict : `exit ${p.exitCode}`, failing }
 })
 
@@ -74,6 +137,7 @@ for (const s of stages) {
   console.log(`  ${s.ok ? 'PASS' : 'FAIL'}  ${s.name} (${s.seconds.toFixed(1)} s): ${s.summary}`)
   for (const f of s.failing) console.log(`        ${f.length > 300 ? f.slice(0, 297) + '...' : f}`)
 }
-console.log(`  full report: ${join(reportDir, 'report.md')}`)
+const reportMd = join(reportDir, 'report.md')
+console.log(await exists(reportMd) ? `  full report: ${reportMd}` : `  no report written (${reportDir})`)
 console.log(ok ? 'window gate: PASS' : 'window gate: FAIL')
 process.exitCode = ok ? 0 : 1

@@ -26,6 +26,8 @@ export interface ExportWeightsOptions {
   out: string
   /** The decoder block store's block size in tokens (default 2048). */
   blockSize?: number
+  /** Called after each sidecar tensor is prepared (for progress). */
+  onTensor?: (done: number, total: number) => void
 }
 
 async function writeAtomic (path: string, bytes: Uint8Array): Promise<void> {
@@ -87,6 +89,7 @@ export async function exportWeights (opts: ExportWeightsOptions): Promise<Sideca
   const prepared = prepareWeights(store, cfg, profile)
   const tensors = new Map<string, Tensor>()
   for (const spec of specs) {
+    opts.onTensor?.(tensors.size, specs.length)
     const shape = store.shape(spec.name)
     if (shape.length !== spec.shape.length || shape.some((d, i) => d !== spec.shape[i])) {
       throw new CheckpointError(spec.name, `has shape [${shape.join(', ')}], the config implies [${spec.shape.join(', ')}]`, modelDir)
@@ -105,6 +108,7 @@ export async function exportWeights (opts: ExportWeightsOptions): Promise<Sideca
       tensors.set(spec.name, tensorFrom('F32', spec.shape, values))
     }
   }
+  opts.onTensor?.(tensors.size, specs.length)
   const bytes = serializeSafetensors(tensors, { producer: 'pd-bridge export-weights', profile: profile.name, format: SIDECAR_FORMAT })
   const sha256 = sha256Hex(bytes)
   const json: SidecarJson = {

@@ -26,6 +26,7 @@ export const LAUNCH_KEYS: readonly LaunchKeySpec[] = [
   { key: 'PD_ROPE_BETA_FAST', kind: 'number', meaning: 'YaRN beta_fast (default: the prefill node\'s config.json)' },
   { key: 'PD_ROPE_BETA_SLOW', kind: 'number', meaning: 'YaRN beta_slow (default: the prefill node\'s config.json)' },
   { key: 'PD_DECODER_PROFILE', kind: 'string', meaning: 'the decoder\'s numerics profile (default: the sidecar\'s)' },
+  { key: 'PD_PREFILL_MODEL', kind: 'string', meaning: 'the prefill engine\'s checkpoint directory, whose config.json is the second place (the default for --prefill-config)' },
   { key: 'PD_MAX_BRIDGE_TOKENS', kind: 'int', meaning: 'longest prompt the front door sends through the bridge' },
   { key: 'PD_PREFILL_MAX_MODEL_LEN', kind: 'int', meaning: 'longest prompt the prefill engine accepts' },
   { key: 'PD_PREFILL_MAX_BATCHED_TOKENS', kind: 'int', meaning: 'tokens the prefill engine runs in one batch' },
@@ -66,6 +67,7 @@ export interface LaunchParams {
   betaFast?: number
   betaSlow?: number
   decoderProfile?: string
+  prefillModel?: string
   maxBridgeTokens?: number
   prefillMaxModelLen?: number
   prefillMaxBatchedTokens?: number
@@ -151,6 +153,7 @@ export const LAUNCH_FIELD: Readonly<Record<string, keyof LaunchParams>> = {
   PD_ROPE_BETA_FAST: 'betaFast',
   PD_ROPE_BETA_SLOW: 'betaSlow',
   PD_DECODER_PROFILE: 'decoderProfile',
+  PD_PREFILL_MODEL: 'prefillModel',
   PD_MAX_BRIDGE_TOKENS: 'maxBridgeTokens',
   PD_PREFILL_MAX_MODEL_LEN: 'prefillMaxModelLen',
   PD_PREFILL_MAX_BATCHED_TOKENS: 'prefillMaxBatchedTokens',

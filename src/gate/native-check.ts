@@ -11,6 +11,7 @@ import { PdBridgeError } from '../errors.ts'
 import { loadCheckpoint } from '../model/checkpoint/index.ts'
 import { DeepseekV4Engine, type DumpTensor } from '../model/engine/index.ts'
 import type { NumericsProfile } from '../model/profiles/index.ts'
+import { startProgress, type ProgressOptions } from '../progress/index.ts'
 import { fmt } from './finding.ts'
 
 /** What to run. */
@@ -24,6 +25,11 @@ export interface NativeCheckOptions {
   tokens: number
   /** Prompt seed; a fresh random one when absent. */
   seed?: number
+  /**
+   * Progress of the decoder's prefill on stderr (src/progress: a live line on a terminal, JSON
+   * lines elsewhere once it runs past 5 s), ticked per layer and chunk; `false` for none.
+   */
+  progress?: false | Pick<ProgressOptions, 'stream' | 'now' | 'mode' | 'intervalMs' | 'redrawMs' | 'env'>
 }
 
 /** One cache array that differs. */
@@ -128,19 +134,31 @@ export async function bridgeVsNative (opts: NativeCheckOptions): Promise<NativeC
   const hook = new PoolingHook(sidecar.kvPath)
   const cache = engine.newCache()
   let refused: string | undefined
-  engine.prefill(prompt, cache, {
-    logits: 'none',
-    attnInputHook: (layer, start, rows, count) => {
-      if (refused !== undefined) return
-      try {
-        hook.feed(layer, start, rows, count)
-      }
-      catch (e) {
-        if (!(e instanceof PdBridgeError)) throw e
-        refused = e.message
-      }
-    },
-  })
+  // The prefill is synchronous, so progress is ticked from the hook: a chunk's tokens count once
+  // per layer, the whole prompt is done when the last layer has had every chunk.
+  const layers = engine.config.numHiddenLayers
+  const progress = opts.progress === false ? undefined : startProgress({ label: 'gate: bridge vs native', total: opts.tokens, unit: 'tokens', ...opts.progress })
+  try {
+    engine.prefill(prompt, cache, {
+      logits: 'none',
+      attnInputHook: (layer, start, rows, count) => {
+        progress?.tick(Math.floor(start + (count * (layer + 1)) / layers), `layer ${layer + 1}/${layers}`)
+        if (refused !== undefined) return
+        try {
+          hook.feed(layer, start, rows, count)
+        }
+        catch (e) {
+          if (!(e instanceof PdBridgeError)) throw e
+          refused = e.message
+        }
+      },
+    })
+  }
+  catch (e) {
+    progress?.fail((e as Error).message)
+    throw e
+  }
+  progress?.done()
   const ratios = engine.config.compressRatios
   const native = cache.tensors('native')
   if (refused !== undefined) {

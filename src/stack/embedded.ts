@@ -176,7 +176,7 @@ export async function startEmbeddedStack (options: EmbeddedStackOptions): Promis
     }
     await mkdir(join(paths.frontConfig, '..'), { recursive: true })
     await writeFile(paths.frontConfig, JSON.stringify(frontConfig, null, 2) + '\n')
-    await writeFile(paths.launchFile, launchEnvText({ cfg, blockSize, profile, maxBridgeTokens: frontConfig.routing.maxBridgeTokens }))
+    await writeFile(paths.launchFile, launchEnvText({ cfg, blockSize, profile, maxBridgeTokens: frontConfig.routing.maxBridgeTokens, prefillModel: checkpoint.dir }))
     const front = await supervisor.start({ ...common, name: 'front', args: ['front', '--config', paths.frontConfig] })
     const record: StackRecord = {
       format: 'pd-bridge-stack/1',

@@ -56,9 +56,9 @@ export async function readUserFrontSettings (file: string): Promise<UserFrontSet
 /**
  * The launch parameters the embedded stack started with, as the gate reads them (an env file):
  * the window, the compressed layers' YaRN factor and native window, the block size, the bridge
- * cap and the decoder's profile. Regenerated every start, beside the generated front door config.
+ * cap, the decoder's profile and the prefill engine's checkpoint. Regenerated every start, beside the generated front door config.
  */
-export function launchEnvText (o: { cfg: DeepseekV4Config, blockSize: number, profile: string, maxBridgeTokens: number }): string {
+export function launchEnvText (o: { cfg: DeepseekV4Config, blockSize: number, profile: string, maxBridgeTokens: number, prefillModel: string }): string {
   const compress = o.cfg.rope.compress
   const lines = [
     '# Launch parameters of the embedded stack (pd-bridge serve writes this at every start; edits are not kept).',
@@ -68,6 +68,7 @@ export function launchEnvText (o: { cfg: DeepseekV4Config, blockSize: number, pr
     `PD_BLOCK_SIZE=${o.blockSize}`,
     `PD_MAX_BRIDGE_TOKENS=${o.maxBridgeTokens}`,
     `PD_DECODER_PROFILE=${o.profile}`,
+    `PD_PREFILL_MODEL=${o.prefillModel}`,
   ]
   return lines.join('\n') + '\n'
 }

@@ -69,8 +69,8 @@ describe('pd-bridge gate', () => {
 
   it('refuses a missing required option or a bad number without running', async () => {
     const missing = await node([bin, 'gate', '--prefill-config', d.prefillConfig])
-    expect(missing.code).not.toBe(0)
-    expect(missing.stderr).toContain('--launch <file>')
+    expect(missing.code).toBe(2)
+    expect(missing.stderr).toBe('pd-bridge: --launch is required (or --config with a launch.env beside it, as the embedded stack writes)\n')
     const bad = await node([bin, 'gate', ...places(), '--native-tokens', '10x', '--no-report'])
     expect(bad.code).toBe(2)
     expect(bad.stderr).toBe('pd-bridge: --native-tokens must be a positive integer, got "10x"\n')

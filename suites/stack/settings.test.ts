@@ -72,9 +72,11 @@ describe('a busy front door port', () => {
 })
 
 describe('the embedded default and its own gate', () => {
-  it('passes every rule but the needle law, given the config and launch file the stack wrote', async () => {
-    const r = await runCli(['gate', '--config', join(state, 'run', 'front.json'), '--launch', join(state, 'run', 'launch.env'),
-      '--prefill-config', join(state, 'models', 'tiny-seed1'), '--report-dir', join(tmp.dir, 'gate-report')], env)
+  it('pd-bridge gate --config <the generated front.json> passes every rule but the needle law', async () => {
+    // --launch and --prefill-config come from the launch.env the stack wrote beside the config.
+    const r = await runCli(['gate', '--config', join(state, 'run', 'front.json'), '--report-dir', join(tmp.dir, 'gate-report')], env)
+    expect(r.stdout).toContain(`launch   ${join(state, 'run', 'launch.env')}`)
+    expect(r.stdout).toContain(`prefill  ${join(state, 'models', 'tiny-seed1', 'config.json')}`)
     const fails = r.stdout.split('\n').filter((l) => l.startsWith('  FAIL '))
     expect(fails, r.stdout).toHaveLength(1)
     expect(fails[0]).toMatch(/^ {2}FAIL needle /)

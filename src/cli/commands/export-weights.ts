@@ -3,6 +3,7 @@
 import { Command } from 'commander'
 import { PdBridgeError } from '../../errors.ts'
 import { exportWeights } from '../../capture/index.ts'
+import { startProgress } from '../../progress/index.ts'
 
 /** The export-weights command. */
 export const exportWeightsCommand = new Command('export-weights')
@@ -15,7 +16,16 @@ export const exportWeightsCommand = new Command('export-weights')
     if (!/^\d+$/.test(opts.blockSize) || !Number.isSafeInteger(Number(opts.blockSize)) || Number(opts.blockSize) < 1) {
       throw new PdBridgeError(`--block-size must be a positive integer, got ${JSON.stringify(opts.blockSize)}`)
     }
-    const sidecar = await exportWeights({ model: opts.model, profile: opts.profile, out: opts.out, blockSize: Number(opts.blockSize) })
+    const progress = startProgress({ label: 'export-weights', unit: 'tensors' })
+    let sidecar
+    try {
+      sidecar = await exportWeights({ model: opts.model, profile: opts.profile, out: opts.out, blockSize: Number(opts.blockSize), onTensor: (done) => progress.tick(done) })
+    }
+    catch (err) {
+      progress.fail()
+      throw err
+    }
+    progress.done()
     const j = sidecar.json
     process.stdout.write(
       `wrote ${sidecar.dir}: profile ${j.profile.name}, ${j.layers.length} layers, ${j.weights.tensors.length} tensors ` +

@@ -1,7 +1,8 @@
 // `pd-bridge make-checkpoint`: write a deterministic synthetic DeepSeek-V4 checkpoint.
 import { Command } from 'commander'
 import { PdBridgeError } from '../../errors.ts'
-import { makeCheckpoint, PRESET_NAMES, isPresetName } from '../../model/checkpoint/index.ts'
+import { expectedParameters, makeCheckpoint, presetConfig, PRESET_NAMES, isPresetName } from '../../model/checkpoint/index.ts'
+import { startProgress } from '../../progress/index.ts'
 
 // Commander hands option values over as strings; accept plain decimal integers only ("1e3", "0x10",
 // "1.0" and "-1" are refused rather than silently reinterpreted).
@@ -27,7 +28,16 @@ export const makeCheckpointCommand = new Command('make-checkpoint')
     const seed = parseNonNegativeInteger('--seed', opts.seed)
     const maxShardBytes = opts.maxShardBytes === undefined ? undefined : parseNonNegativeInteger('--max-shard-bytes', opts.maxShardBytes)
     if (maxShardBytes === 0) throw new PdBridgeError('--max-shard-bytes must be at least 1')
-    const made = await makeCheckpoint({ preset: opts.preset, seed, out: opts.out, maxShardBytes, force: opts.force === true })
+    const progress = startProgress({ label: `make-checkpoint ${opts.preset}`, total: expectedParameters(presetConfig(opts.preset)).length, unit: 'tensors' })
+    let made
+    try {
+      made = await makeCheckpoint({ preset: opts.preset, seed, out: opts.out, maxShardBytes, force: opts.force === true, onTensor: (done) => progress.tick(done) })
+    }
+    catch (err) {
+      progress.fail()
+      throw err
+    }
+    progress.done()
     process.stdout.write(
       `wrote ${made.dir}: preset ${opts.preset}, seed ${seed}, ${made.tensorCount} tensors, ` +
       `${made.parameterCount} parameters\n${made.files.map((f) => `  ${f}\n`).join('')}`,

@@ -27,6 +27,8 @@ export interface MakeCheckpointOptions {
   maxShardBytes?: number
   /** Allow a non-empty `out`: checkpoint files there are replaced, other files are left alone. */
   force?: boolean
+  /** Called after each tensor is generated (for progress: generation is most of the time on large presets). */
+  onTensor?: (done: number, total: number) => void
 }
 
 /** What was made. */
@@ -87,11 +89,13 @@ export function toDeepseekTensors (cfg: DeepseekV4Config, tensors: ReadonlyMap<s
 }
 
 /** Every tensor of the checkpoint under its internal name, in expectedParameters order, filled for `seed`. */
-export function makeTensors (cfg: DeepseekV4Config, seed: number): Map<string, Tensor> {
+export function makeTensors (cfg: DeepseekV4Config, seed: number, onTensor?: (done: number, total: number) => void): Map<string, Tensor> {
   assertSeed(seed)
   const tensors = new Map<string, Tensor>()
-  for (const spec of expectedParameters(cfg)) {
+  const specs = expectedParameters(cfg)
+  for (const spec of specs) {
     tensors.set(spec.name, tensorFrom(spec.dtype, spec.shape, initialValues(spec, seed)))
+    onTensor?.(tensors.size, specs.length)
   }
   return tensors
 }
@@ -129,7 +133,7 @@ export async function makeCheckpoint (opts: MakeCheckpointOptions): Promise<Made
   await prepareOutDir(opts.out, opts.force === true)
 
   const needle = opts.preset === 'needle'
-  const tensors = makeTensors(cfg, opts.seed)
+  const tensors = makeTensors(cfg, opts.seed, opts.onTensor)
   if (needle) writeNeedleCircuit(cfg, opts.seed, tensors)
   let parameterCount = 0
   for (const t of tensors.values()) parameterCount += t.shape.reduce((a, b) => a * b, 1)
