@@ -117,7 +117,9 @@ async function main (): Promise<void> {
       for (const tokens of LENGTHS) {
         const requestId = `synthetic-${tokens}`
         let t0 = performance.now()
-        const session = await CaptureSession.start({ sidecar, captureRoot, requestId, tokenCount: tokens })
+        // The capture names the prompt it belongs to (its tokens' digest): the same ids the writer child keys blocks under.
+        const ids = promptOf(tokens, (await loadDeepseekV4Config(modelDir)).vocabSize, tokens)
+        const session = await CaptureSession.start({ sidecar, captureRoot, requestId, tokenCount: tokens, tokens: ids })
         for (let layer = 0; layer < sidecar.numLayers; layer++) {
           for (let at = 0; at < tokens; at += FEED_ROWS) {
             const count = Math.min(FEED_ROWS, tokens - at)

@@ -53,6 +53,12 @@ export interface CaptureManifest {
   state: CaptureState
   /** T: the number of prompt tokens the request asked for. */
   tokenCount: number
+  /**
+   * `tokenIdsSha256` of the T token ids the capture was computed over (absent in captures made
+   * before token digests). A block writer keys blocks under its own token ids only when their
+   * digest equals this one, so a capture can never be filed under another prompt's keys.
+   */
+  tokensSha256?: string
   /** T': the length of the valid prefix [0, T'); equals T when done, below T when partial. */
   sealedLength: number
   /** The decoder sidecar's geometry fingerprint the capture was computed under. */
@@ -95,6 +101,8 @@ export interface CaptureStart extends CaptureRequest {
   numLayers: number
   /** Memory budget in bytes, when one applies. */
   memoryBudgetBytes?: number
+  /** `tokenIdsSha256` of the token ids the capture is computed over (recorded in the manifest). */
+  tokensSha256?: string
 }
 
 /** A manifest that is malformed, inconsistent, or does not match the request it is meant for. */
@@ -120,6 +128,7 @@ const manifestSchema = z.strictObject({
   requestId: z.string().regex(REQUEST_ID_PATTERN, 'must match ' + String(REQUEST_ID_PATTERN)),
   state: z.enum(['running', 'done', 'partial', 'failed']),
   tokenCount: count.min(1),
+  tokensSha256: z.string().regex(/^[0-9a-f]{64}$/, 'must be 64 lowercase hex digits').optional(),
   sealedLength: count,
   sidecarFingerprint: nonEmpty,
   profile: nonEmpty,
@@ -155,6 +164,23 @@ export function captureDir (root: string, requestId: string): string {
 /** Lowercase hex SHA-256 of some bytes. */
 export function sha256Hex (bytes: Uint8Array): string {
   return createHash('sha256').update(bytes).digest('hex')
+}
+
+/**
+ * The digest of a prompt's token ids that captures carry: lowercase hex SHA-256 over the ids in
+ * order, each as a little-endian unsigned 32-bit integer (so `[1, 2]` hashes the 8 bytes
+ * `01 00 00 00 02 00 00 00`). Independent of any model name or block size, so the prefill engine,
+ * the front door and the block writer all compute it from the ids alone.
+ */
+export function tokenIdsSha256 (ids: ArrayLike<number>): string {
+  const bytes = new Uint8Array(ids.length * 4)
+  const view = new DataView(bytes.buffer)
+  for (let i = 0; i < ids.length; i++) {
+    const t = ids[i]
+    if (!Number.isInteger(t) || t < 0 || t > 0xffffffff) throw new PdBridgeError(`token digest: token ${i} is ${String(t)}, not an integer id in [0, 2^32)`)
+    view.setUint32(i * 4, t, true)
+  }
+  return sha256Hex(bytes)
 }
 
 /**
@@ -238,6 +264,7 @@ export function encodeManifest (m: CaptureManifest): string {
     requestId: m.requestId,
     state: m.state,
     tokenCount: m.tokenCount,
+    tokensSha256: m.tokensSha256,
     sealedLength: m.sealedLength,
     sidecarFingerprint: m.sidecarFingerprint,
     profile: m.profile,
@@ -291,6 +318,7 @@ export async function startCapture (root: string, start: CaptureStart, now: Date
     requestId: start.requestId,
     state: 'running',
     tokenCount: start.tokenCount,
+    tokensSha256: start.tokensSha256,
     sealedLength: 0,
     sidecarFingerprint: start.sidecarFingerprint,
     profile: start.profile,
@@ -393,6 +421,19 @@ export function validateManifestIdentity (m: CaptureManifest, request: CaptureRe
   if (m.sidecarFingerprint !== request.sidecarFingerprint) {
     fail('sidecarFingerprint', `is ${JSON.stringify(m.sidecarFingerprint)}, the decoder's sidecar is ${JSON.stringify(request.sidecarFingerprint)}`)
   }
+}
+
+/**
+ * What a block writer checks before it keys a single block: the manifest names the digest of the
+ * token ids it was computed over, and it is the digest of `tokens`, the ids the blocks are about to
+ * be keyed under. A capture without a digest is refused too: nothing ties it to these tokens.
+ */
+export function checkManifestTokens (m: CaptureManifest, tokens: ArrayLike<number>, source?: string): void {
+  const fail = (problem: string): never => { throw new CaptureManifestError('tokensSha256', problem, source) }
+  if (m.tokenCount !== tokens.length) fail(`the manifest's T is ${m.tokenCount} but ${tokens.length} token ids were given`)
+  const ours = tokenIdsSha256(tokens)
+  if (m.tokensSha256 === undefined) fail(`is missing: the capture does not say which token ids it was computed over (made by a prefill engine without token digests?), so its blocks cannot be keyed under these ${tokens.length} ids (sha256 ${ours})`)
+  if (m.tokensSha256 !== ours) fail(`is ${m.tokensSha256}, but the ${tokens.length} token ids the blocks would be keyed under hash to ${ours}: the capture was computed over another prompt`)
 }
 
 /**

@@ -12,7 +12,7 @@ import { heldBytes as heldBytesOf, sealPoint, type LiveLayer } from './budget.ts
 import { PoolingHook } from './hook.ts'
 import { encodeLayerFile, writeFileAtomicSync } from './layer-file.ts'
 import {
-  CaptureManifestError, finishManifest, layerFileName, readManifest, sha256Hex, startCapture, writeManifestAtomic,
+  CaptureManifestError, finishManifest, layerFileName, readManifest, sha256Hex, startCapture, tokenIdsSha256, writeManifestAtomic,
   type CaptureLayerEntry, type CaptureManifest,
 } from './manifest.ts'
 import { decoderBytesPerValue, layerGeometries, payloadMinimum, type LayerGeometry, type PayloadMinimum } from './payload.ts'
@@ -26,6 +26,12 @@ export interface CaptureSessionOptions {
   requestId: string
   /** T: the prompt length. */
   tokenCount: number
+  /**
+   * The T token ids the capture is computed over. Their digest (`tokenIdsSha256`) goes into the
+   * manifest, and a block writer keys blocks only under ids with the same digest; a capture started
+   * without them records none, and no block writer will key its blocks.
+   */
+  tokens?: ArrayLike<number>
   /** Most bytes of cache the session may hold in memory at once (float32 values); none when absent. */
   memoryBudgetBytes?: number
 }
@@ -101,9 +107,13 @@ export class CaptureSession {
     if (memoryBudgetBytes !== undefined && (!Number.isSafeInteger(memoryBudgetBytes) || memoryBudgetBytes < 1)) {
       throw new PdBridgeError(`capture: memoryBudgetBytes must be a positive integer, got ${String(memoryBudgetBytes)}`)
     }
+    if (opts.tokens !== undefined && opts.tokens.length !== tokenCount) {
+      throw new PdBridgeError(`capture: ${opts.tokens.length} token ids given for a ${tokenCount}-token capture`)
+    }
+    const tokensSha256 = opts.tokens === undefined ? undefined : tokenIdsSha256(opts.tokens)
     const dir = await startCapture(opts.captureRoot, {
       requestId: opts.requestId, tokenCount, sidecarFingerprint: sidecar.fingerprint, profile: sidecar.profile.name,
-      numLayers: sidecar.numLayers, memoryBudgetBytes,
+      numLayers: sidecar.numLayers, memoryBudgetBytes, tokensSha256,
     })
     return new CaptureSession(sidecar, dir, opts.requestId, tokenCount, memoryBudgetBytes)
   }

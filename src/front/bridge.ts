@@ -7,7 +7,7 @@
 // leaves at most complete, correct blocks of a prefix, never a torn file.
 import { randomUUID } from 'node:crypto'
 import { rm } from 'node:fs/promises'
-import { captureDir, CaptureManifestError } from '../capture/manifest.ts'
+import { captureDir, CaptureManifestError, tokenIdsSha256 } from '../capture/manifest.ts'
 import type { FrontConfig } from '../config/index.ts'
 import { BlockWriter, spoolCapture, type BlockWriterReport, type SpoolResult } from '../decode/writer/index.ts'
 import { PdBridgeError } from '../errors.ts'
@@ -36,6 +36,8 @@ export interface BridgeOutcome {
   captureTokens: number
   /** T', the capture's valid prefix. */
   sealedLength: number
+  /** `tokenIdsSha256` of the tokens the engine was asked for, which the capture manifest and the block writer agreed on. */
+  tokensSha256: string
   report: BlockWriterReport
   /** Whether the decoder's rescan answered; the verdict does not depend on it (cached_tokens does). */
   rescan: { ok: boolean, error?: string, report?: unknown }
@@ -80,6 +82,8 @@ export async function runBridge (config: FrontConfig, setup: BridgeSetup, job: B
   const bs = setup.blockSize
   const requestId = `pd-${randomUUID()}`
   const captureTokens = job.tokens.slice(0, job.blocks * bs)
+  // Travels with the request into the capture manifest; the writer keys blocks only under ids with this digest.
+  const tokensSha256 = tokenIdsSha256(captureTokens)
   const timings: Record<string, number> = {}
   const bytes: Record<string, number> = {}
   const t0 = performance.now()
@@ -100,7 +104,7 @@ export async function runBridge (config: FrontConfig, setup: BridgeSetup, job: B
     try {
       answer = await callJson('prefill engine', joinUrl(prefillUrl, '/v1/prefill'), {
         method: 'POST',
-        json: { request_id: requestId, tokens: captureTokens, ...(config.prefill.memoryBudgetBytes !== undefined ? { memory_budget_bytes: config.prefill.memoryBudgetBytes } : {}) },
+        json: { request_id: requestId, tokens: captureTokens, tokens_sha256: tokensSha256, ...(config.prefill.memoryBudgetBytes !== undefined ? { memory_budget_bytes: config.prefill.memoryBudgetBytes } : {}) },
         timeoutMs: d.submitMs,
       })
     } catch (e) {
@@ -198,6 +202,7 @@ export async function runBridge (config: FrontConfig, setup: BridgeSetup, job: B
       bridgedTokens: report.blocks * bs,
       captureTokens: captureTokens.length,
       sealedLength: report.sealedLength,
+      tokensSha256,
       report,
       rescan,
       timings,

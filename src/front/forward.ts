@@ -24,7 +24,8 @@ export interface PdBridgeInfo {
   /** What the decoder reported (usage.prompt_tokens_details.cached_tokens or X-Cached-Tokens). */
   cached_tokens: number | null
   blocks: { bridged: number, written: number, reused: number } | null
-  capture: { request_id: string, state: string, token_count: number, sealed_length: number } | null
+  /** `tokens_sha256`: the digest of the captured token ids the manifest carried and the block writer checked. */
+  capture: { request_id: string, state: string, token_count: number, sealed_length: number, tokens_sha256?: string } | null
   rescan: { ok: boolean, error?: string } | null
   timings_ms: Record<string, number>
   bytes: Record<string, number>

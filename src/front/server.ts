@@ -191,7 +191,7 @@ export async function startFrontDoor (options: FrontDoorOptions): Promise<FrontD
       info.bytes = result.bytes
       info.bridged_tokens = result.bridgedTokens
       info.blocks = { bridged: result.report.blocks, written: result.report.written, reused: result.report.reused }
-      info.capture = { request_id: result.requestId, state: result.state, token_count: result.captureTokens, sealed_length: result.sealedLength }
+      info.capture = { request_id: result.requestId, state: result.state, token_count: result.captureTokens, sealed_length: result.sealedLength, tokens_sha256: result.tokensSha256 }
       info.rescan = result.rescan.ok ? { ok: true } : { ok: false, error: result.rescan.error }
       logger.info({ event: 'bridge', request_id: result.requestId, state: result.state, blocks: result.report.blocks, bridged_tokens: result.bridgedTokens, timings: info.timings_ms, bytes: info.bytes, rescan: info.rescan }, 'bridged')
       return { bridged: { state: result.state, bridgedTokens: result.bridgedTokens, promptTokens: t } }

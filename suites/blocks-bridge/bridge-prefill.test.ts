@@ -24,7 +24,7 @@ describe('a capture fed by the prefill profile', () => {
     const inputs = Array.from({ length: 4 }, () => new Float32Array(T * hidden))
     const root = b.scratch('captures')
     await mkdir(root)
-    const session = await CaptureSession.start({ sidecar: b.sidecar, captureRoot: root, requestId: 'prefill-700', tokenCount: T })
+    const session = await CaptureSession.start({ sidecar: b.sidecar, captureRoot: root, requestId: 'prefill-700', tokenCount: T, tokens })
     const engine = b.engine('prefill')
     engine.prefill(tokens, engine.newCache(), {
       logits: 'none',

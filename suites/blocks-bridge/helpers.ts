@@ -66,11 +66,11 @@ export async function openStore (b: Bench, name: string): Promise<DecoderPrefixC
   return await DecoderPrefixCache.open({ storeRoot: b.scratch(name), modelName: b.modelDir, cfg: b.ckpt.config, profile: 'decoder', blockSize: BS, log: () => {} })
 }
 
-/** A capture made by a live prefill of `profile`'s engine with the session as its hook. */
+/** A capture made by a live prefill of `profile`'s engine with the session as its hook; its manifest carries the tokens' digest. */
 export async function capture (b: Bench, tokens: number[], opts: { requestId: string, profile?: string, root?: string, memoryBudgetBytes?: number, maxChunk?: number }): Promise<{ dir: string, root: string, manifest: CaptureManifest, report: CaptureReport }> {
   const root = opts.root ?? b.scratch('captures')
   await mkdir(root, { recursive: true })
-  const session = await CaptureSession.start({ sidecar: b.sidecar, captureRoot: root, requestId: opts.requestId, tokenCount: tokens.length, memoryBudgetBytes: opts.memoryBudgetBytes })
+  const session = await CaptureSession.start({ sidecar: b.sidecar, captureRoot: root, requestId: opts.requestId, tokenCount: tokens.length, tokens, memoryBudgetBytes: opts.memoryBudgetBytes })
   b.engine(opts.profile ?? 'decoder').prefill(tokens, b.engine(opts.profile ?? 'decoder').newCache(), { logits: 'none', attnInputHook: session.onAttentionInput, maxChunk: opts.maxChunk ?? tokens.length })
   const manifest = await session.finish()
   return { dir: session.dir, root, manifest, report: session.report() }

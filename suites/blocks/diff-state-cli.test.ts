@@ -1,6 +1,6 @@
 // `pd-bridge diff-state` as a real child process: restore from the decoder's blocks, compare every
-// array with a native prefill. All bit-exact -> exit 0; a tampered block tensor is named -> exit 1;
-// bad input -> exit 2.
+// array with a native prefill. All bit-exact -> exit 0; a tampered block tensor (its digest stamped
+// anew, as a wrong writer would leave it) is named -> exit 1; bad input -> exit 2.
 import { execFile } from 'node:child_process'
 import { open, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
@@ -8,7 +8,7 @@ import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { SafetensorsFile } from '../../src/formats/safetensors/index.ts'
 import { blockPath } from '../../src/decode/store/index.ts'
-import { BS, arrayCount, nativePrefill, openPrefixCache, prompt, tinyModel, type TinyModel } from './helpers.ts'
+import { BS, arrayCount, nativePrefill, openPrefixCache, prompt, restampContentDigest, tinyModel, type TinyModel } from './helpers.ts'
 
 const run = promisify(execFile)
 const bin = new URL('../../src/cli/pd-bridge.mjs', import.meta.url).pathname
@@ -61,7 +61,9 @@ describe('a good store', () => {
 
 describe('a tampered block tensor', () => {
   it('is named, with the array it corrupts, and the command exits 1', async () => {
-    // Flip one bit of the first value of block 1's CSA main-pool delta (layer 1, sub-cache 1, pooled rows).
+    // Flip one bit of the first value of block 1's CSA main-pool delta (layer 1, sub-cache 1, pooled rows),
+    // then stamp the block's content digest anew: a writer that built a wrong value (the store would
+    // refuse and quarantine a flip without a matching digest as bit rot; suites/blocks/integrity.test.ts).
     const path = blockPath(root, hashes[1])
     const f = await SafetensorsFile.open(path)
     const info = f.info('layer_1_sub_1_state_2')
@@ -74,6 +76,7 @@ describe('a tampered block tensor', () => {
     byte[0] ^= 1
     await fh.write(byte, 0, 1, at)
     await fh.close()
+    await restampContentDigest(path)
 
     const r = await cli(...args())
     expect(r.code).toBe(1)

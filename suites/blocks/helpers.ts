@@ -7,7 +7,8 @@ import { join, resolve } from 'node:path'
 import { loadCheckpoint, makeCheckpoint, type LoadedCheckpoint } from '../../src/model/checkpoint/index.ts'
 import { DeepseekV4Engine, type ModelCache } from '../../src/model/engine/index.ts'
 import { DecoderPrefixCache, type PrefixCacheEvent } from '../../src/decode/prefix-cache/index.ts'
-import { SafetensorsFile } from '../../src/formats/safetensors/index.ts'
+import { SafetensorsFile, writeSafetensors, type Tensor } from '../../src/formats/safetensors/index.ts'
+import { CONTENT_DIGEST_KEY, blockContentDigest } from '../../src/decode/store/index.ts'
 
 /** Tokens per block in these suites (small, so prompts of a few hundred tokens span blocks). */
 export const BS = 256
@@ -129,4 +130,23 @@ export async function blockTensors (path: string): Promise<{ tensors: Map<string
   } finally {
     await f.close()
   }
+}
+
+/**
+ * Stamp a block file's content digest anew over what it holds now: what a writer that built a wrong
+ * value would have left (wrong data, consistent digest). A test that edits a block in place and
+ * wants the edit judged on its values, not caught as bit rot, calls this after the edit.
+ */
+export async function restampContentDigest (path: string): Promise<void> {
+  const f = await SafetensorsFile.open(path)
+  const tensors: Record<string, Tensor> = {}
+  let metadata: Record<string, string>
+  try {
+    for (const name of f.tensors.keys()) tensors[name] = await f.read(name)
+    metadata = { ...f.metadata }
+  } finally {
+    await f.close()
+  }
+  metadata[CONTENT_DIGEST_KEY] = blockContentDigest(metadata, Object.entries(tensors).map(([name, t]) => ({ name, ...t })))
+  await writeSafetensors(path, tensors, metadata)
 }

@@ -1,8 +1,9 @@
-// `pd-bridge cache scan|quarantine DIR`: look at a block store, and move blocks of another geometry
-// aside (a rename into DIR/_quarantine/<run>/, never a delete).
+// `pd-bridge cache scan|quarantine DIR`: look at a block store (with --verify, check every block's
+// content against its digest), and move blocks of another geometry aside (a rename into
+// DIR/_quarantine/<run>/, never a delete).
 import { Command } from 'commander'
 import { PdBridgeError } from '../../errors.ts'
-import { quarantineForeignGeometry, surveyBlockDir } from '../../decode/store/index.ts'
+import { quarantineForeignGeometry, surveyBlockDir, verifyBlockDir } from '../../decode/store/index.ts'
 
 function countBy<T> (items: readonly T[], key: (x: T) => string): [string, number][] {
   const m = new Map<string, number>()
@@ -11,9 +12,10 @@ function countBy<T> (items: readonly T[], key: (x: T) => string): [string, numbe
 }
 
 const scan = new Command('scan')
-  .description('list what a block store holds: blocks by model, geometry, block size and format; unreadable files; leftover temporary files')
+  .description('list what a block store holds: blocks by model, geometry, block size and format; unreadable files; leftover temporary files. With --verify, also read every block and check its content against its digest (exit 1 if any block fails)')
   .argument('<dir>', 'a block store root')
-  .action(async (dir: string) => {
+  .option('--verify', 'read every block whole and check it against its content_sha256; list corrupt blocks and blocks without a digest; exit 1 when any block fails')
+  .action(async (dir: string, opts: { verify?: boolean }) => {
     const survey = await surveyBlockDir(dir)
     const readable = survey.blocks.filter((b) => b.info !== undefined)
     const bytes = survey.blocks.reduce((a, b) => a + b.fileSize, 0)
@@ -25,6 +27,16 @@ const scan = new Command('scan')
     for (const [version, n] of countBy(readable, (b) => b.info?.formatVersion ?? '')) out.write(`  format ${version}: ${n}\n`)
     for (const b of survey.blocks) if (b.problem !== undefined) out.write(`  unreadable ${b.path}: ${b.problem}\n`)
     for (const t of survey.temps) out.write(`  temporary file ${t.path} (writer pid ${t.pid})\n`)
+    if (opts.verify !== true) return
+    const v = await verifyBlockDir(dir)
+    for (const b of v.blocks) {
+      if (b.status === 'corrupt') out.write(`  CORRUPT ${b.hash} ${b.path}: ${b.problem}\n`)
+      else if (b.status === 'unverified') out.write(`  UNVERIFIED ${b.hash} ${b.path}: ${b.problem}\n`)
+    }
+    const bad = v.corrupt + v.unverified + v.unreadable
+    out.write(`verify: ${v.ok}/${v.blocks.length} block(s) match their content digest; ${v.corrupt} corrupt, ${v.unverified} without a digest, ${v.unreadable} unreadable\n`)
+    // A decoder refuses, counts and quarantines each of these on first use; none is ever served.
+    if (bad > 0) process.exitCode = 1
   })
 
 const quarantine = new Command('quarantine')

@@ -16,7 +16,9 @@ import { storageRuleFor, type StorageRule } from './tensors.ts'
 export type PrefixCacheEvent =
   | StoreEvent
   | { kind: 'geometry-miss', block: number, hash: string, detail: string }
-  | { kind: 'lookup', tokens: number, cachedTokens: number, blocks: number, reason?: string }
+  /** A block of the prompt failed its integrity check (content digest wrong or missing): refused, quarantined, never served. `integrityMisses` is the running count. */
+  | { kind: 'integrity-miss', block: number, hash: string, reason: 'integrity' | 'unverified', detail: string, integrityMisses: number }
+  | { kind: 'lookup', tokens: number, cachedTokens: number, blocks: number, reason?: string, integrityMisses?: number }
   | { kind: 'stored', block: number, hash: string, written: boolean, bytes?: number }
 
 /** Options of `DecoderPrefixCache.open`. */
@@ -84,6 +86,12 @@ export interface PrefixCacheStats {
   misses: number
   /** Lookups whose chain was cut by a block of another geometry (rope tables, window, profile). */
   geometryMisses: number
+  /**
+   * Lookups whose chain was cut by a block that failed its integrity check: its content did not hash
+   * to its digest, or it had none (written before digests). The block was quarantined; the decoder
+   * prefilled from there natively.
+   */
+  integrityMisses: number
   /** Lookups where every token was in blocks and the last block was left out (exact full-prompt rule). */
   exactPromptDrops: number
   restoredBlocks: number
@@ -102,6 +110,7 @@ function defaultLog (e: PrefixCacheEvent): void {
   let line: string
   if (e.kind === 'refused') line = `refused block ${e.hash} (${e.reason}): ${e.detail}`
   else if (e.kind === 'geometry-miss') line = `geometry miss at block ${e.block} (${e.hash}): ${e.detail}`
+  else if (e.kind === 'integrity-miss') line = `integrity miss at block ${e.block} (${e.hash}, ${e.reason}; ${e.integrityMisses} so far): ${e.detail}`
   else if (e.kind === 'unreadable') line = `unreadable block file ${e.path}: ${e.problem}`
   else if (e.kind === 'temp-removed') line = `removed leftover ${e.path} (${e.why})`
   else if (e.kind === 'quarantined') line = `quarantined ${e.from} -> ${e.to} (${e.why})`
@@ -124,7 +133,7 @@ function sliceTokens (tokens: ArrayLike<number>, from: number, to: number): numb
 /** The decoder's prefix cache. Open with `DecoderPrefixCache.open`. */
 export class DecoderPrefixCache {
   private readonly counters: PrefixCacheStats = {
-    lookups: 0, hits: 0, misses: 0, geometryMisses: 0, exactPromptDrops: 0, restoredBlocks: 0, writtenBlocks: 0, reusedBlocks: 0, heldSnapshots: 0, peakHeldSnapshots: 0,
+    lookups: 0, hits: 0, misses: 0, geometryMisses: 0, integrityMisses: 0, exactPromptDrops: 0, restoredBlocks: 0, writtenBlocks: 0, reusedBlocks: 0, heldSnapshots: 0, peakHeldSnapshots: 0,
   }
 
   /** The last refusal per block hash, so a lookup can say why its chain stopped. */
@@ -188,24 +197,30 @@ export class DecoderPrefixCache {
     return this.store.stats
   }
 
-  private whyMissing (k: number, hash: string): { reason: string, geometry: boolean } {
+  private whyMissing (k: number, hash: string): { reason: string, geometry: boolean, integrity: boolean } {
     const refusal = this.refusals.get(hash)
-    if (refusal === undefined) return { reason: `block ${k} (tokens [${k * this.blockSize}, ${(k + 1) * this.blockSize})) is not stored`, geometry: false }
+    if (refusal === undefined) return { reason: `block ${k} (tokens [${k * this.blockSize}, ${(k + 1) * this.blockSize})) is not stored`, geometry: false, integrity: false }
     if (refusal.reason === 'geometry') {
       this.log({ kind: 'geometry-miss', block: k, hash, detail: refusal.detail })
-      return { reason: `block ${k} (${hash}) was built under another geometry: ${refusal.detail}`, geometry: true }
+      return { reason: `block ${k} (${hash}) was built under another geometry: ${refusal.detail}`, geometry: true, integrity: false }
     }
-    return { reason: `block ${k} (${hash}) cannot be served (${refusal.reason}): ${refusal.detail}`, geometry: false }
+    if (refusal.reason === 'integrity' || refusal.reason === 'unverified') {
+      this.counters.integrityMisses++
+      this.log({ kind: 'integrity-miss', block: k, hash, reason: refusal.reason, detail: refusal.detail, integrityMisses: this.counters.integrityMisses })
+      const what = refusal.reason === 'integrity' ? 'failed its integrity check' : 'has no content digest and cannot be verified'
+      return { reason: `block ${k} (${hash}) ${what} (${refusal.reason}): ${refusal.detail}; quarantined, never served`, geometry: false, integrity: true }
+    }
+    return { reason: `block ${k} (${hash}) cannot be served (${refusal.reason}): ${refusal.detail}`, geometry: false, integrity: false }
   }
 
-  private finish (result: LookupResult, tokens: number): LookupResult {
+  private finish (result: LookupResult, tokens: number, integrity = false): LookupResult {
     this.counters.lookups++
     if (result.cache === null) this.counters.misses++
     else {
       this.counters.hits++
       this.counters.restoredBlocks += result.blocks
     }
-    this.log({ kind: 'lookup', tokens, cachedTokens: result.cachedTokens, blocks: result.blocks, reason: result.reason })
+    this.log({ kind: 'lookup', tokens, cachedTokens: result.cachedTokens, blocks: result.blocks, reason: result.reason, ...(integrity ? { integrityMisses: this.counters.integrityMisses } : {}) })
     return result
   }
 
@@ -223,6 +238,7 @@ export class DecoderPrefixCache {
     const chain: ChainBlock[] = []
     const notes: string[] = []
     let geometry = false
+    let integrity = false
     for (const [k, hash] of keys.entries()) {
       if ((k + 1) * bs === n && options.exactPromptRule !== false) {
         // This block holds the prompt's last token: it is never restored, only its presence matters.
@@ -232,14 +248,17 @@ export class DecoderPrefixCache {
         } else {
           const why = this.whyMissing(k, hash)
           geometry = why.geometry
+          integrity = why.integrity
           notes.push(why.reason)
         }
         break
       }
+      // load() checks the block's content against its digest before handing any tensor out.
       const block = await this.store.load(hash)
       if (block === null) {
         const why = this.whyMissing(k, hash)
         geometry = why.geometry
+        integrity = why.integrity
         notes.push(why.reason)
         break
       }
@@ -247,18 +266,18 @@ export class DecoderPrefixCache {
     }
     if (geometry) this.counters.geometryMisses++
     if (keys.length === 0) notes.push(`the ${n}-token prompt is shorter than one block (${bs} tokens)`)
-    if (chain.length === 0) return this.finish({ cachedTokens: 0, cache: null, blocks: 0, reason: notes.join('; ') }, n)
+    if (chain.length === 0) return this.finish({ cachedTokens: 0, cache: null, blocks: 0, reason: notes.join('; ') }, n, integrity)
     try {
       const restored = restoreBlocks(chain, bs)
       const cache = modelCacheFromRestored(this.cfg, restored)
       if (restored.walkedBack > 0) notes.push(`walked back ${restored.walkedBack} block(s) whose state was incomplete`)
       const reason = notes.length > 0 ? notes.join('; ') : undefined
-      return this.finish({ cachedTokens: cache.tokenCount, cache, blocks: restored.hashes.length, reason }, n)
+      return this.finish({ cachedTokens: cache.tokenCount, cache, blocks: restored.hashes.length, reason }, n, integrity)
     } catch (e) {
       // RestoreRejected, or a malformed tensor the store's joins refuse: either way not a cache.
       if (!(e instanceof BlockStoreError)) throw e
       this.log({ kind: 'restore-rejected', reason: e.message })
-      return this.finish({ cachedTokens: 0, cache: null, blocks: 0, reason: `restore rejected: ${e.message}` }, n)
+      return this.finish({ cachedTokens: 0, cache: null, blocks: 0, reason: `restore rejected: ${e.message}` }, n, integrity)
     }
   }
 

@@ -2,12 +2,13 @@
 // tensor list, no data), reading its payload, and writing it atomically.
 import { mkdir, readdir, stat } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
-import { SafetensorsFile, SafetensorsStreamWriter } from '../../formats/safetensors/index.ts'
+import { SafetensorsFile, SafetensorsStreamWriter, type Tensor } from '../../formats/safetensors/index.ts'
 import { SafetensorsError } from '../../errors.ts'
 import { BlockStoreError } from './errors.ts'
 import { planLayers, materializeLayers, type LayerRef } from './decode.ts'
 import { encodeLayers } from './encode.ts'
-import { blockMetadata, readBlockInfo, FORMAT_VERSION_PLAIN, FORMAT_VERSION_POOLING_DELTA, type BlockInfo, type StoreLayout } from './metadata.ts'
+import { blockContentDigest } from './content-digest.ts'
+import { blockMetadata, readBlockInfo, FORMAT_VERSION_PLAIN, FORMAT_VERSION_POOLING_DELTA, META, type BlockInfo, type StoreLayout } from './metadata.ts'
 import { holdsPoolingDelta, type BlockPayload } from './payload.ts'
 
 /** The sixteen subdirectories a block can live in. */
@@ -36,10 +37,16 @@ export interface BlockHeader {
   mtimeMs: number
 }
 
-/** A whole block: header and payload. */
+/** A whole block: header and payload, and the digest its content hashes to now. */
 export interface BlockContents {
   header: BlockHeader
   payload: BlockPayload
+  /**
+   * `blockContentDigest` of the file as read (every metadata key but created_at and the digest,
+   * every tensor's bytes). The block is intact only when this equals `header.info.contentSha256`;
+   * readBlockFile does not judge, the store does (and refuses, quarantines and counts a mismatch).
+   */
+  contentDigest: string
 }
 
 /** Wrap anything a broken file throws into a BlockStoreError naming it. */
@@ -74,23 +81,33 @@ export async function readBlockHeader (path: string): Promise<BlockHeader> {
   return await withFile(path, async (_file, header) => header)
 }
 
-/** Read a whole block. */
+/**
+ * Read a whole block: every tensor's bytes (the digest needs them all), then the payload built from
+ * those very bytes, so what is verified is exactly what is used.
+ */
 export async function readBlockFile (path: string): Promise<BlockContents> {
   return await withFile(path, async (file, header) => {
-    const layers = await materializeLayers(header.plan, async (name) => await file.read(name))
-    return { header, payload: { layers, layerCacheTypes: header.info.layerCacheTypes, layerMetaStates: header.info.layerMetaStates } }
+    const raw = new Map<string, Tensor>()
+    for (const name of file.tensors.keys()) raw.set(name, await file.read(name))
+    const contentDigest = blockContentDigest(file.metadata, [...raw].map(([name, t]) => ({ name, ...t })))
+    const layers = await materializeLayers(header.plan, async (name) => raw.get(name) ?? await file.read(name))
+    return { header, payload: { layers, layerCacheTypes: header.info.layerCacheTypes, layerMetaStates: header.info.layerMetaStates }, contentDigest }
   })
 }
 
 /**
  * Write a block atomically: a temporary sibling (see TEMP_FILE_NAME), every byte written, fsync,
- * rename onto `<hash>.safetensors`, fsync the directory. Tensors go in oMLX's order. Returns the size.
+ * rename onto `<hash>.safetensors`, fsync the directory. Tensors go in oMLX's order. The content
+ * digest (content-digest.ts) of exactly the metadata and bytes written is stamped as
+ * `content_sha256`. Returns the path, the size and the digest.
  */
-export async function writeBlockFile (root: string, layout: StoreLayout, hash: string, payload: BlockPayload, createdAt: number): Promise<{ path: string, bytes: number }> {
+export async function writeBlockFile (root: string, layout: StoreLayout, hash: string, payload: BlockPayload, createdAt: number): Promise<{ path: string, bytes: number, contentDigest: string }> {
   const path = blockPath(root, hash)
   const encoded = encodeLayers(payload.layers)
   const formatVersion = holdsPoolingDelta(payload.layers) ? FORMAT_VERSION_POOLING_DELTA : FORMAT_VERSION_PLAIN
-  const metadata = { ...blockMetadata(layout, hash, layout.blockSize, formatVersion, payload.layerMetaStates, createdAt), ...encoded.metadata }
+  const stamped: Record<string, string> = { ...blockMetadata(layout, hash, layout.blockSize, formatVersion, payload.layerMetaStates, createdAt), ...encoded.metadata }
+  const contentDigest = blockContentDigest(stamped, encoded.tensors.map((t) => ({ name: t.name, ...t.tensor })))
+  const metadata = { ...stamped, [META.contentSha256]: contentDigest }
   let writer: SafetensorsStreamWriter
   try {
     await mkdir(dirname(path), { recursive: true })
@@ -109,7 +126,7 @@ export async function writeBlockFile (root: string, layout: StoreLayout, hash: s
   } catch (e) {
     throw asBlockError(path, e)
   }
-  return { path, bytes: (await stat(path)).size }
+  return { path, bytes: (await stat(path)).size, contentDigest }
 }
 
 /** What one subdirectory entry is. */

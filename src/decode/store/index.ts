@@ -7,7 +7,7 @@ export { PLACEHOLDER, plainState, cacheList, isTensor, isPoolingDelta, holdsPool
 export { encodeLayers, encodeShape, type EncodedLayers, type NamedTensor } from './encode.ts'
 export { planLayers, materializeLayers, type LayerRef, type StateRef, type ElementRef } from './decode.ts'
 export {
-  FORMAT_VERSION_PLAIN, FORMAT_VERSION_POOLING_DELTA, READABLE_FORMAT_VERSIONS, DEFAULT_BLOCK_SIZE, DEFAULT_PAYLOAD_LAYOUT, META,
+  FORMAT_VERSION_PLAIN, FORMAT_VERSION_POOLING_DELTA, READABLE_FORMAT_VERSIONS, DEFAULT_BLOCK_SIZE, DEFAULT_PAYLOAD_LAYOUT, META, INTEGRITY_REASONS,
   canonicalCacheTypes, compatSignature, signatureObject, blockMetadata, readBlockInfo, incompatibility,
   type StoreLayout, type BlockInfo, type IncompatibleReason, type Incompatibility,
 } from './metadata.ts'
@@ -24,4 +24,6 @@ export { QUARANTINE_DIR, quarantineFile, quarantineForeignGeometry, type Quarant
 export { BlockStore, type BlockStoreOptions, type StoreEvent, type StoreStats, type ScanReport, type LoadedBlock, type PutResult, type RestoreResult } from './store.ts'
 export { compareBlockDirs, compareBlockFiles, type VerifyReport, type BlockComparison } from './verify.ts'
 export { surveyBlockDir, type Survey, type SurveyedBlock } from './survey.ts'
+export { CONTENT_DIGEST_KEY, blockContentDigest, isContentDigest, type DigestTensor } from './content-digest.ts'
+export { verifyBlockFile, verifyBlockDir, type BlockVerification, type DirVerification } from './integrity.ts'
 export { concatAlong, sliceAlong, int64Vector, readInt64Vector, rowAxis } from './tensor-ops.ts'

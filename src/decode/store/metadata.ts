@@ -3,6 +3,7 @@
 import { BlockStoreError } from './errors.ts'
 import { pythonJsonDumps, jsonEqual, tryParseJson, type JsonValue } from './python-json.ts'
 import { isBlockKeyHex } from './block-key.ts'
+import { CONTENT_DIGEST_KEY, isContentDigest } from './content-digest.ts'
 
 /** Format of blocks without PoolingCache deltas (oMLX's N-tuple `__nstate__` layout). */
 export const FORMAT_VERSION_PLAIN = '3'
@@ -33,6 +34,8 @@ export const META = {
   layerCacheTypes: 'layer_cache_types',
   layerMetaStates: 'layer_meta_states',
   geometry: 'geometry_fingerprint',
+  /** Ours: SHA-256 of the block's content (content-digest.ts), stamped at write, checked at every load. */
+  contentSha256: CONTENT_DIGEST_KEY,
 } as const
 
 /**
@@ -139,6 +142,8 @@ export interface BlockInfo {
   createdAt: string | undefined
   layerCacheTypes: string[]
   layerMetaStates: JsonValue[]
+  /** The content digest the block was written with; undefined for blocks written before digests. */
+  contentSha256: string | undefined
 }
 
 function decimal (metadata: Record<string, string>, key: string, file: string): number {
@@ -182,11 +187,20 @@ export function readBlockInfo (metadata: Record<string, string>, file: string): 
     createdAt: metadata[META.createdAt],
     layerCacheTypes: types as string[],
     layerMetaStates: jsonList(metadata, META.layerMetaStates, numLayers, file),
+    contentSha256: metadata[META.contentSha256],
   }
 }
 
-/** Why a block may not be served under a layout. */
-export type IncompatibleReason = 'format' | 'hash' | 'model' | 'block-size' | 'layer-count' | 'layer-types' | 'geometry' | 'signature' | 'token-count'
+/**
+ * Why a block may not be served under a layout. The last two are integrity refusals: `unverified`
+ * (no content digest: written before digests, so nothing can vouch for its bytes) and `integrity`
+ * (a malformed digest here; at load, content that does not hash to its digest). A store moves
+ * blocks refused for either into its quarantine, since they can never be served.
+ */
+export type IncompatibleReason = 'format' | 'hash' | 'model' | 'block-size' | 'layer-count' | 'layer-types' | 'geometry' | 'signature' | 'token-count' | 'unverified' | 'integrity'
+
+/** Refusals that say the block's bytes cannot be trusted (as opposed to: built for another layout). */
+export const INTEGRITY_REASONS: ReadonlySet<IncompatibleReason> = new Set(['unverified', 'integrity'])
 
 /** A refusal: the reason (a counter name) and a sentence for the log. */
 export interface Incompatibility {
@@ -197,7 +211,9 @@ export interface Incompatibility {
 /**
  * Whether a block may be served under `layout`, checked field by field so the refusal names what
  * differs: format, hash (file name vs block_hash), model, block size, layer count, layer types,
- * geometry, the rest of the signature (sub composition, payload layout), and full-block token count.
+ * geometry, the rest of the signature (sub composition, payload layout), full-block token count, and
+ * the presence of a well-formed content digest (whether the content matches it needs the tensor
+ * data: the store checks that on every load).
  */
 export function incompatibility (info: BlockInfo, layout: StoreLayout, fileHash?: string): Incompatibility | null {
   if (!READABLE_FORMAT_VERSIONS.has(info.formatVersion)) {
@@ -219,5 +235,13 @@ export function incompatibility (info: BlockInfo, layout: StoreLayout, fileHash?
     return { reason: 'signature', detail: `cache_signature ${info.signature} differs from ${compatSignature(layout)}` }
   }
   if (info.tokenCount !== layout.blockSize) return { reason: 'token-count', detail: `${info.tokenCount} tokens; only full ${layout.blockSize}-token blocks are served` }
+  // Checked last, so a block built for another layout is refused for that (and left alone), and only
+  // a block this layout would serve is judged on its digest.
+  if (info.contentSha256 === undefined) {
+    return { reason: 'unverified', detail: `no ${META.contentSha256} (written before block digests), so its bytes cannot be verified; refused rather than served unchecked` }
+  }
+  if (!isContentDigest(info.contentSha256)) {
+    return { reason: 'integrity', detail: `${META.contentSha256} ${JSON.stringify(info.contentSha256.slice(0, 80))} is not 64 lowercase hex digits (corrupted header)` }
+  }
   return null
 }

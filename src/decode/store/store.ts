@@ -1,7 +1,10 @@
 // The paged SSD prefix-cache block store in oMLX's layout. It scans its root when opened, serves
-// only blocks compatible with its layout (model, block size, layer types, signature, geometry),
-// checks the filesystem on every index miss so blocks written by another process are found with no
-// restart, writes blocks atomically, and evicts least-recently-used blocks past a size limit.
+// only blocks compatible with its layout (model, block size, layer types, signature, geometry) whose
+// content matches the digest they were written with (checked on every load, before any tensor is
+// handed out; a mismatch or a missing digest is refused, quarantined and counted), checks the
+// filesystem on every index miss so blocks written by another process are found with no restart,
+// writes blocks atomically (stamping their content digest), and evicts least-recently-used blocks
+// past a size limit.
 import { mkdir, stat, unlink, utimes } from 'node:fs/promises'
 import { basename, join } from 'node:path'
 import { BlockStoreError } from './errors.ts'
@@ -9,7 +12,7 @@ import { syncDirectory } from './fs-sync.ts'
 import { blockKeyChain, isBlockKeyHex } from './block-key.ts'
 import { blockPath, listBlockDir, readBlockFile, readBlockHeader, writeBlockFile, SUBDIRS, type BlockHeader } from './block-file.ts'
 import { BlockIndex, type IndexEntry } from './block-index.ts'
-import { canonicalCacheTypes, checkLayout, incompatibility, type BlockInfo, type IncompatibleReason, type StoreLayout } from './metadata.ts'
+import { canonicalCacheTypes, checkLayout, incompatibility, INTEGRITY_REASONS, META, type BlockInfo, type IncompatibleReason, type StoreLayout } from './metadata.ts'
 import type { BlockPayload } from './payload.ts'
 import type { PyValue } from './python-repr.ts'
 import { quarantineFile, quarantineRunName, QUARANTINE_DIR } from './quarantine.ts'
@@ -54,6 +57,8 @@ export interface StoreStats {
   evictedBytes: number
   quarantined: number
   tempRemoved: number
+  /** Loads whose content matched its digest (every served block is one). */
+  verified: number
 }
 
 /** What one scan found. */
@@ -89,6 +94,12 @@ export type RestoreResult =
 /** Temp-name prefixes of writes in flight in this process, by any store instance (a scan never removes them), with counts. */
 const inFlight = new Map<string, number>()
 
+/** An integrity refusal when a block's content does not hash to the digest it was written with. */
+function contentMismatch (info: BlockInfo, computed: string): { reason: IncompatibleReason, detail: string } | null {
+  if (info.contentSha256 === computed) return null
+  return { reason: 'integrity', detail: `content hashes to ${computed}, but ${META.contentSha256} says ${String(info.contentSha256)}: the bytes changed after the block was written` }
+}
+
 function defaultLog (e: StoreEvent): void {
   if (e.kind === 'refused') process.stderr.write(`pd-bridge store: refused block ${e.hash} (${e.reason}): ${e.detail}\n`)
   else if (e.kind === 'unreadable') process.stderr.write(`pd-bridge store: unreadable block file ${e.path}: ${e.problem}\n`)
@@ -109,7 +120,9 @@ function pidAlive (pid: number): boolean {
 /** The block store. Open with `BlockStore.open`. */
 export class BlockStore {
   private readonly index = new BlockIndex()
-  private readonly counters: StoreStats = { hits: 0, misses: 0, foundOnDisk: 0, refused: {}, unreadable: 0, writes: 0, evictions: 0, evictedBytes: 0, quarantined: 0, tempRemoved: 0 }
+  /** The latest refusal per key (dropped when the key is served or written), so a caller can say why a load missed. */
+  private readonly refusals = new Map<string, { reason: IncompatibleReason, detail: string }>()
+  private readonly counters: StoreStats = { hits: 0, misses: 0, foundOnDisk: 0, refused: {}, unreadable: 0, writes: 0, evictions: 0, evictedBytes: 0, quarantined: 0, tempRemoved: 0, verified: 0 }
   private runDir: string | undefined
   private readonly log: (event: StoreEvent) => void
 
@@ -163,7 +176,16 @@ export class BlockStore {
     return this.index.list().map((e) => ({ hash: e.hash, path: e.path, fileSize: e.fileSize, lastAccess: e.lastAccess }))
   }
 
+  /** Why the last lookup of `hash` was refused, if it was and nothing was served or written under it since. */
+  refusalOf (hash: string): { reason: IncompatibleReason, detail: string } | undefined {
+    return this.refusals.get(hash)
+  }
+
   private refuse (hash: string, path: string, reason: IncompatibleReason, detail: string, during: 'scan' | 'lookup' | 'load'): void {
+    this.refusals.delete(hash)
+    this.refusals.set(hash, { reason, detail })
+    // A bounded memory of recent refusals: a shared directory may hold any number of foreign blocks.
+    if (this.refusals.size > 4096) this.refusals.delete(this.refusals.keys().next().value as string)
     this.counters.refused[reason] = (this.counters.refused[reason] ?? 0) + 1
     this.log({ kind: 'refused', hash, path, reason, detail, during })
   }
@@ -185,6 +207,7 @@ export class BlockStore {
     const why = incompatibility(header.info, this.layout, hash)
     if (why !== null) {
       this.refuse(hash, path, why.reason, why.detail, during)
+      if (INTEGRITY_REASONS.has(why.reason)) await this.quarantineQuietly(hash, path, `${why.reason}: ${why.detail}`)
       return null
     }
     return header
@@ -334,13 +357,17 @@ export class BlockStore {
       this.counters.misses++
       return null
     }
-    const why = incompatibility(contents.header.info, this.layout, hash)
+    const why = incompatibility(contents.header.info, this.layout, hash) ?? contentMismatch(contents.header.info, contents.contentDigest)
     if (why !== null) {
       this.index.remove(hash)
       this.refuse(hash, entry.path, why.reason, why.detail, 'load')
+      if (INTEGRITY_REASONS.has(why.reason)) await this.quarantineQuietly(hash, entry.path, `${why.reason}: ${why.detail}`)
       this.counters.misses++
       return null
     }
+    // Only now, with every byte checked against the digest written with it, is the payload handed out.
+    this.refusals.delete(hash)
+    this.counters.verified++
     this.counters.hits++
     await this.touch(entry)
     return { hash, info: contents.header.info, payload: contents.payload }
@@ -363,6 +390,20 @@ export class BlockStore {
         throw new BlockStoreError(hash, `payload layer ${i} is a ${l.kind} but its cache type is ${ours[i]}`)
       }
     })
+  }
+
+  /**
+   * Quarantine a block that can never be served (an integrity refusal). Another process sharing the
+   * store may have moved it first (a plain ENOENT then): nothing to do. Any other failure is logged
+   * as unreadable, never thrown: the block is refused either way.
+   */
+  private async quarantineQuietly (hash: string, path: string, why: string): Promise<void> {
+    try {
+      await this.quarantine(hash, path, why)
+    } catch (e) {
+      const gone = await stat(path).then(() => false, () => true)
+      if (!gone) this.unreadable(path, `refused (${why}) but could not be quarantined: ${e instanceof BlockStoreError ? e.problem : (e as Error).message}`)
+    }
   }
 
   private async quarantine (hash: string, path: string, why: string): Promise<void> {
@@ -412,6 +453,7 @@ export class BlockStore {
       await this.quarantine(hash, path, why)
     }
     const written = await this.writeTracked(hash, payload)
+    this.refusals.delete(hash)
     const header = await readBlockHeader(written.path)
     this.index.add(this.entryFrom(hash, header, Date.now()))
     this.counters.writes++

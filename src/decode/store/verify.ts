@@ -1,11 +1,13 @@
 // Two block directories compared block by block: paired by hash, metadata compared field by field
-// (all but created_at; JSON fields compared parsed), tensors by name, dtype, shape and every bit.
+// (all but created_at and content_sha256; JSON fields compared parsed), tensors by name, dtype, shape
+// and every bit, and each side's content checked against its own content digest.
 // Placeholders are "no data": two placeholders agree, and a placeholder against real state is one
 // difference, not a cascade of tensor mismatches.
 import { SafetensorsFile, DTYPE_BITS, type Dtype, type Tensor } from '../../formats/safetensors/index.ts'
 import { bf16ToF32 } from '../../numerics/bf16.ts'
 import { f16ToF32 } from '../../numerics/f16.ts'
 import { listBlockDir, requireDirectory } from './block-file.ts'
+import { blockContentDigest } from './content-digest.ts'
 import { planLayers, type LayerRef } from './decode.ts'
 import { META } from './metadata.ts'
 import { jsonEqual, tryParseJson, type JsonValue } from './python-json.ts'
@@ -105,8 +107,21 @@ export async function compareBlockFiles (pathA: string, pathB: string, hash: str
   const [a, b] = files
   try {
     if (a === null || b === null) return diffs
+    // Every tensor of both sides, read once: the digests need them all, the comparison most.
+    const data = new Map<SafetensorsFile, Map<string, Tensor>>()
+    for (const f of [a, b]) {
+      const m = new Map<string, Tensor>()
+      for (const name of f.tensors.keys()) m.set(name, await f.read(name))
+      data.set(f, m)
+    }
+    const read = (f: SafetensorsFile, name: string): Tensor => data.get(f)?.get(name) as Tensor
     for (const [side, f] of [['A', a], ['B', b]] as const) {
       if (f.metadata[META.blockHash] !== hash) diffs.push(`${side}: block_hash ${JSON.stringify(f.metadata[META.blockHash])} does not match the file name`)
+      // Each block against its own digest: two blocks can only be the same block if both are intact.
+      const stamped = f.metadata[META.contentSha256]
+      const computed = blockContentDigest(f.metadata, [...(data.get(f) ?? [])].map(([name, t]) => ({ name, ...t })))
+      if (stamped === undefined) diffs.push(`${side}: no ${META.contentSha256} (written before block digests): its content cannot be verified`)
+      else if (stamped !== computed) diffs.push(`${side}: content hashes to ${computed}, but ${META.contentSha256} says ${stamped}: changed after it was written`)
     }
     const planA = tryPlan(a)
     const planB = tryPlan(b)
@@ -122,7 +137,8 @@ export async function compareBlockFiles (pathA: string, pathB: string, hash: str
 
     const keys = [...new Set([...Object.keys(a.metadata), ...Object.keys(b.metadata)])].sort()
     for (const key of keys) {
-      if (key === META.createdAt) continue
+      // The digest summarizes the rest; its own difference would only repeat what is listed.
+      if (key === META.createdAt || key === META.contentSha256) continue
       const layer = layerOf(key)
       if (layer !== undefined && skip.has(layer)) continue
       const va = a.metadata[key]
@@ -165,7 +181,7 @@ export async function compareBlockFiles (pathA: string, pathB: string, hash: str
       // None and zero-size stand-ins carry no data; their markers were compared as metadata.
       const standIn = (f: SafetensorsFile): boolean => f.metadata[`${name}_none`] !== undefined || f.metadata[`${name}_zero_dim`] !== undefined
       if (standIn(a) || standIn(b)) continue
-      const diff = compareValues(name, await a.read(name), await b.read(name))
+      const diff = compareValues(name, read(a, name), read(b, name))
       if (diff !== null) diffs.push(diff)
     }
     return diffs

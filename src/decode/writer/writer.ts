@@ -3,10 +3,13 @@
 // slices of each layer file (the boundary snapshot at b = (k+1)*bs and this block's pooled rows),
 // builds the payload with the decoder's own mapping, writes it (store.put: atomic), and releases
 // everything before block k+1. What it holds is one block's state and payload, whatever the prompt
-// length. `finalize` writes what is left, re-reads every block through the store and checks each
-// against the fingerprint of what was built, then reports.
+// length. Before any block is keyed, the capture's token digest must be the digest of the ids the
+// blocks are keyed under. `finalize` writes what is left, re-reads every block through the store
+// (which checks each block's content digest) and checks each against the fingerprint of what was
+// built, then reports.
+import { join } from 'node:path'
 import { PdBridgeError } from '../../errors.ts'
-import type { CaptureManifest } from '../../capture/manifest.ts'
+import { checkManifestTokens, MANIFEST_FILE, type CaptureManifest } from '../../capture/manifest.ts'
 import { openCaptureFiles, type OpenedCapture } from './capture-files.ts'
 import { blockCacheBytes, blockPayloadFromState, readBlockState } from './block-state.ts'
 import { payloadDigest, payloadTensorBytes } from './digest.ts'
@@ -104,8 +107,10 @@ export class BlockWriter {
 
   /**
    * Open the sealed capture in `dir` for writing: the sidecar must describe the target's decoder
-   * (checkCaptureTarget), and the manifest must match the request (id, T = tokens.length,
-   * fingerprint) with every layer file intact (openCaptureFiles). Nothing is written yet.
+   * (checkCaptureTarget), the manifest must match the request (id, T = tokens.length,
+   * fingerprint) with every layer file intact (openCaptureFiles), and its token digest must be the
+   * digest of `tokens` (checkManifestTokens), all before any block key is computed. Nothing is
+   * written yet.
    */
   static async open (dir: string, options: BlockWriterOptions): Promise<BlockWriter> {
     return await BlockWriter.create(dir, options, undefined, performance.now())
@@ -118,6 +123,13 @@ export class BlockWriter {
     const bs = target.store.layout.blockSize
     const t0 = performance.now()
     const capture = await openCaptureFiles(dir, { requestId, tokenCount: tokens.length, sidecarFingerprint: sidecar.fingerprint }, sidecar.json.layers.length, bs)
+    try {
+      // Before a single key is chained: the capture must say it was computed over exactly these ids.
+      checkManifestTokens(capture.manifest, tokens, join(dir, MANIFEST_FILE))
+    } catch (e) {
+      await capture.close()
+      throw e
+    }
     const keys = target.store.keysFor(tokens).slice(0, Math.floor(capture.manifest.sealedLength / bs))
     return new BlockWriter(capture, target, keys, requestId, started, performance.now() - t0, spool)
   }
@@ -220,7 +232,9 @@ export class BlockWriter {
       for (const b of this.done) {
         const loaded = await this.target.store.load(b.hash)
         if (loaded === null) {
-          problems.push(`block ${b.block} (${b.hash}): not servable from the store after the write`)
+          const why = this.target.store.refusalOf(b.hash)
+          if (why?.reason === 'integrity') problems.push(`block ${b.block} (${b.hash}): the stored tensors differ from what was built (its content no longer matches its digest: ${why.detail}; quarantined)`)
+          else problems.push(`block ${b.block} (${b.hash}): not servable from the store after the write${why === undefined ? '' : ` (${why.reason}: ${why.detail})`}`)
           continue
         }
         if (loaded.info.hash !== b.hash || loaded.info.tokenCount !== bs) problems.push(`block ${b.block} (${b.hash}): metadata says hash ${loaded.info.hash}, ${loaded.info.tokenCount} tokens`)

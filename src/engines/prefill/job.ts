@@ -9,6 +9,8 @@ export interface PrefillJob {
   requestId: string
   source: PromptSource
   tokens: Int32Array
+  /** `tokenIdsSha256(tokens)`, when the request was parsed (the runner computes it otherwise). */
+  tokensSha256?: string
   memoryBudgetBytes?: number
   state: JobState
   /** T' of the sealed capture: 0 until it is sealed, T when done, less when partial. */

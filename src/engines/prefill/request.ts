@@ -1,7 +1,7 @@
 // POST /v1/prefill bodies: checked field by field (types, unknown fields, exactly one prompt form),
 // then turned into token ids: `tokens` as given, `prompt` through the tokenizer with bos, `messages`
 // through the checkpoint's chat template with the generation prompt, as a serving engine would.
-import { isValidRequestId, REQUEST_ID_PATTERN } from '../../capture/manifest.ts'
+import { isValidRequestId, REQUEST_ID_PATTERN, tokenIdsSha256 } from '../../capture/manifest.ts'
 import { renderChat, type ChatMessage, type Tokenizer } from '../../model/tokenizer/index.ts'
 import { badRequest } from './api-error.ts'
 
@@ -27,10 +27,12 @@ export interface PrefillRequest {
   source: PromptSource
   /** The token ids to prefill from position 0. */
   tokens: Int32Array
+  /** `tokenIdsSha256(tokens)`: what the capture manifest records (checked against the client's `tokens_sha256` when sent). */
+  tokensSha256: string
   memoryBudgetBytes?: number
 }
 
-const FIELDS = ['request_id', 'tokens', 'prompt', 'messages', 'memory_budget_bytes'] as const
+const FIELDS = ['request_id', 'tokens', 'prompt', 'messages', 'memory_budget_bytes', 'tokens_sha256'] as const
 const PROMPT_FIELDS: readonly PromptSource[] = ['tokens', 'prompt', 'messages']
 const ROLES: ReadonlyArray<ChatMessage['role']> = ['system', 'user', 'assistant']
 
@@ -139,5 +141,16 @@ export function parsePrefillRequest (body: unknown, limits: RequestLimits): Pref
     tokens = encodeText(body.prompt, 'prompt', limits)
   }
   else tokens = encodeText(renderChat(checkMessages(body.messages), true), 'messages', limits)
-  return { requestId, source, tokens, memoryBudgetBytes }
+  const tokensSha256 = tokenIdsSha256(tokens)
+  if (body.tokens_sha256 !== undefined) {
+    // The client's digest of the ids it means: a prompt that arrived (or tokenized) otherwise is refused, not captured.
+    const claimed = body.tokens_sha256
+    if (typeof claimed !== 'string' || !/^[0-9a-f]{64}$/.test(claimed)) {
+      throw badRequest(`tokens_sha256 must be 64 lowercase hex digits (SHA-256 of the token ids as little-endian uint32), got ${describe(claimed)}`, 'tokens_sha256')
+    }
+    if (claimed !== tokensSha256) {
+      throw badRequest(`tokens_sha256 is ${claimed}, but the ${tokens.length} token ids this engine would prefill (from ${source}) hash to ${tokensSha256}`, 'tokens_sha256')
+    }
+  }
+  return { requestId, source, tokens, tokensSha256, memoryBudgetBytes }
 }

@@ -21,8 +21,11 @@ export interface CaptureSink {
   fail (err: unknown): Promise<void>
 }
 
-/** Opens the capture of one request (CaptureSession.start with the engine's sidecar and root). */
-export type StartCapture = (opts: { requestId: string, tokenCount: number, memoryBudgetBytes?: number }) => Promise<CaptureSink>
+/**
+ * Opens the capture of one request (CaptureSession.start with the engine's sidecar and root). `tokens`
+ * are the very ids the engine prefills; the capture records their digest for the block writer.
+ */
+export type StartCapture = (opts: { requestId: string, tokenCount: number, tokens: Int32Array, memoryBudgetBytes?: number }) => Promise<CaptureSink>
 
 /** What a runner needs. */
 export interface RunnerDeps {
@@ -52,7 +55,7 @@ export function makeCaptureRunner (deps: RunnerDeps): JobRunner {
     deps.log({ event: 'prefill-start', request_id: job.requestId, token_count: tokenCount })
     let session: CaptureSink | undefined
     try {
-      session = await deps.startCapture({ requestId: job.requestId, tokenCount, memoryBudgetBytes: job.memoryBudgetBytes })
+      session = await deps.startCapture({ requestId: job.requestId, tokenCount, tokens: job.tokens, memoryBudgetBytes: job.memoryBudgetBytes })
       job.captureDir = session.dir
       const sink = session
       const hook: AttnInputHook = (layer, startPos, rows, count) => { sink.onAttentionInput(layer, startPos, rows, count) }
