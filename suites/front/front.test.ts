@@ -485,7 +485,13 @@ describe('the prefill engine killed mid-request', () => {
   it('declined: prefill engine unreachable; native answer; after a restart, bridging resumes', async () => {
     const p = chatPrompt(art.tokenizer, 122, 700)
     const pending = chat(fronts.main, p.messages)
-    await waitFor(async () => (await (await fetch(`${stack.engine.url}/health`)).json() as { running: string | null }).running ?? undefined, 30_000, 'the engine running the capture')
+    const id = await waitFor(async () => (await (await fetch(`${stack.engine.url}/health`)).json() as { running: string | null }).running ?? undefined, 30_000, 'the engine running the capture')
+    // Kill only once the capture's manifest is on disk saying `running`: the engine reports the job
+    // running a moment before it writes the manifest, and a kill in between leaves nothing to recover.
+    await waitFor(async () => {
+      try { return JSON.parse(readFileSync(join(stack.captureRoot, id, 'manifest.json'), 'utf8')).state === 'running' ? true : undefined }
+      catch { return undefined }
+    }, 30_000, 'the capture manifest written')
     stack.engine.child.kill('SIGKILL')
     const a = await pending
     expect(a.verdict).toMatch(/^declined: prefill engine unreachable during the prefill \(6 status polls failed\): connection refused/)
