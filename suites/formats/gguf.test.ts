@@ -1,10 +1,14 @@
 // GGUF: the writer's bytes against a file laid out by hand from the format's definition (magic,
 // version, counts, length-prefixed strings, typed values, tensor infos, aligned data), round trips
 // of every value and tensor type, and a reader that answers every truncated or mutated file with a
-// GgufError (fast-check, fixed seed), never another exception.
+// GgufError (fast-check, fixed seed), never another exception; the streaming file writer and the
+// header-only reader (a prefix of the file, grown as the header needs) against them.
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import fc from 'fast-check'
-import { describe, expect, it } from 'vitest'
-import { GgufError, parseGguf, serializeGguf, type GgufTensor, type GgufValue } from '../../src/formats/gguf/index.ts'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { GgufError, parseGguf, parseGgufHeader, readGgufHeader, serializeGguf, writeGgufFile, type GgufTensor, type GgufValue } from '../../src/formats/gguf/index.ts'
 
 function le (...parts: Array<[string, number | bigint]>): number[] {
   const out: number[] = []
@@ -129,5 +133,86 @@ describe('the reader refuses broken files with a GgufError, never another except
       try { parseGguf(b); parsed++ } catch (e) { if (!(e instanceof GgufError)) throw e }
     }), { seed: 7, numRuns: 2000 })
     console.log(`gguf reader fuzz: 2000 mutated files, ${parsed} still parsed, the rest refused with a GgufError`)
+  })
+})
+
+describe('streaming writer and header reader', () => {
+  const tensors: GgufTensor[] = [
+    { name: 'token_embd.weight', type: 'F32', dims: [4, 3], data: new Uint8Array(Float32Array.from({ length: 12 }, (_, i) => i / 7).buffer) },
+    { name: 'blk.0.ffn_gate_tid2eid.weight', type: 'I32', dims: [2, 3], data: new Uint8Array(Int32Array.of(0, 1, 2, 3, 1, 0).buffer) },
+    { name: 'blk.0.attn_q_a.weight', type: 'BF16', dims: [5], data: new Uint8Array(10).fill(7) },
+  ]
+  const metadata: Array<[string, GgufValue]> = [
+    ['general.architecture', { type: 'STRING', value: 'deepseek4' }],
+    ['deepseek4.attention.compress_ratios', { type: 'ARRAY', itemType: 'UINT32', value: [0, 4, 128, 4] }],
+  ]
+  let dir: string
+  beforeAll(() => { dir = mkdtempSync(join(tmpdir(), 'pd-bridge-gguf-')) })
+  afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+  it('writeGgufFile writes the bytes serializeGguf makes, calling lazy data once each, in order', async () => {
+    const calls: string[] = []
+    const lazy = tensors.map((t) => ({ ...t, data: () => { calls.push(t.name); return t.data } }))
+    const path = join(dir, 'a.gguf')
+    const size = await writeGgufFile(path, { metadata, tensors: lazy })
+    const expected = serializeGguf({ metadata, tensors })
+    expect(Buffer.compare(readFileSync(path), Buffer.from(expected))).toBe(0)
+    expect(size).toBe(expected.length)
+    expect(calls).toEqual(tensors.map((t) => t.name))
+    expect(readdirSync(dir)).toEqual(['a.gguf'])
+  })
+
+  it('lazy data of the wrong size: a GgufError naming the tensor, and no file (not even the temporary one)', async () => {
+    const bad = tensors.map((t, i) => i === 1 ? { ...t, data: () => new Uint8Array(4) } : t)
+    const path = join(dir, 'bad.gguf')
+    await expect(writeGgufFile(path, { metadata, tensors: bad })).rejects.toThrow('tensor blk.0.ffn_gate_tid2eid.weight: I32 [2, 3] needs 24 bytes of data, got 4')
+    expect(readdirSync(dir).filter((f) => f.startsWith('bad'))).toEqual([])
+  })
+
+  it('readGgufHeader = parseGguf without the data: the same metadata and tensor table, absolute data offsets', async () => {
+    const path = join(dir, 'h.gguf')
+    const bytes = serializeGguf({ metadata, tensors })
+    writeFileSync(path, bytes)
+    const h = await readGgufHeader(path)
+    const whole = parseGguf(bytes)
+    expect([...h.metadata]).toEqual([...whole.metadata])
+    expect(h.tensors.map((t) => [t.name, t.type, t.dims])).toEqual(whole.tensors.map((t) => [t.name, t.type, t.dims]))
+    for (const [i, t] of h.tensors.entries()) expect(Buffer.compare(Buffer.from(bytes.subarray(t.start, t.start + t.bytes)), Buffer.from(tensors[i].data))).toBe(0)
+    expect(h.fileSize).toBe(bytes.length)
+    expect(h.dataStart % 32).toBe(0)
+  })
+
+  it('a header larger than the first read (several MiB of strings) is read by growing the prefix', async () => {
+    const big: Array<[string, GgufValue]> = [...metadata, ['tokenizer.ggml.tokens', { type: 'ARRAY', itemType: 'STRING', value: Array.from({ length: 200_000 }, (_, i) => `token-${i}-${'x'.repeat(i % 13)}`) }]]
+    const path = join(dir, 'big.gguf')
+    writeFileSync(path, serializeGguf({ metadata: big, tensors }))
+    const h = await readGgufHeader(path)
+    expect(h.dataStart).toBeGreaterThan(4 << 20)
+    expect((h.metadata.get('tokenizer.ggml.tokens')!.value as string[])[199_999]).toBe(`token-199999-${'x'.repeat(199_999 % 13)}`)
+    expect(h.tensors).toHaveLength(3)
+  })
+
+  it('parseGgufHeader on every prefix of a good file: null (read more) or the header, never a wrong answer', () => {
+    const bytes = serializeGguf({ metadata, tensors })
+    const full = parseGgufHeader(bytes)!
+    for (let n = 0; n < bytes.length; n++) {
+      const h = parseGgufHeader(bytes.subarray(0, n), bytes.length)
+      if (h !== null) expect(h).toEqual(full)
+    }
+  })
+
+  it('a truncated file through readGgufHeader: a GgufError naming the path', async () => {
+    const path = join(dir, 'cut.gguf')
+    writeFileSync(path, serializeGguf({ metadata, tensors }).subarray(0, 100))
+    await expect(readGgufHeader(path)).rejects.toThrow(GgufError)
+    await expect(readGgufHeader(path)).rejects.toThrow(`${path}: byte`)
+  })
+
+  it('parseGguf copies tensor data out of a Buffer (Buffer.prototype.slice would share it)', () => {
+    const file = Buffer.from(serializeGguf({ metadata, tensors }))
+    for (const t of parseGguf(file).tensors) {
+      expect(t.data.byteOffset).toBe(0)
+      expect(t.data.buffer.byteLength).toBe(t.data.length)
+    }
   })
 })

@@ -7,6 +7,7 @@ import { demoCommand } from './demo.ts'
 import { diffStateCommand } from './diff-state.ts'
 import { doctorCommand } from './doctor.ts'
 import { dumpCommand } from './dump.ts'
+import { exportGgufCommand } from './export-gguf.ts'
 import { exportWeightsCommand } from './export-weights.ts'
 import { frontCommand } from './front.ts'
 import { gateCommand } from './gate.ts'
@@ -24,6 +25,7 @@ export const commands: Command[] = [
   inspectCommand,
   dumpCommand,
   exportWeightsCommand,
+  exportGgufCommand,
   poolCommand,
   prefillEngineCommand,
   shareCommand,

@@ -2,12 +2,13 @@
 // For a DeepSeek-V4 checkpoint: which naming and weight formats it uses, its parameter count and
 // its cache geometry (what the decoder's cache and a bridge capture cost per token and per block).
 import { readFileSync } from 'node:fs'
-import { stat } from 'node:fs/promises'
+import { open, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Command } from 'commander'
 import { cacheGeometry } from '../../capture/index.ts'
 import { DEFAULT_BLOCK_SIZE } from '../../decode/store/metadata.ts'
 import { PdBridgeError } from '../../errors.ts'
+import { readGgufHeader, type GgufValue } from '../../formats/gguf/index.ts'
 import { SafetensorsFile, ShardedCheckpoint } from '../../formats/safetensors/index.ts'
 import { describeCheckpoint, namingLabel, type CheckpointSource } from '../../model/checkpoint/index.ts'
 import { parseDeepseekV4Config, type DeepseekV4Config } from '../../model/config.ts'
@@ -36,6 +37,37 @@ async function inspectFile (path: string, out: NodeJS.WritableStream): Promise<v
   finally {
     await file.close()
   }
+}
+
+/** Whether the file starts with GGUF's magic. */
+async function isGguf (path: string): Promise<boolean> {
+  const handle = await open(path, 'r')
+  try {
+    const head = new Uint8Array(4)
+    const { bytesRead } = await handle.read(head, 0, 4, 0)
+    return bytesRead === 4 && String.fromCharCode(...head) === 'GGUF'
+  }
+  finally {
+    await handle.close()
+  }
+}
+
+// One metadata value on one line: strings quoted (long ones cut), arrays by type and count with their first items.
+function describeGgufValue (v: GgufValue): string {
+  const show = (x: unknown) => {
+    if (typeof x === 'string') return JSON.stringify(x.length > 80 ? `${x.slice(0, 77)}...` : x)
+    return String(x)
+  }
+  if (v.type !== 'ARRAY') return `${show(v.value)} (${v.type})`
+  const items = (v.value as unknown[]).slice(0, 8).map(show).join(', ')
+  return `[${items}${v.value.length > 8 ? ', ...' : ''}] (ARRAY of ${v.value.length} ${v.itemType})`
+}
+
+async function inspectGguf (path: string, out: NodeJS.WritableStream): Promise<void> {
+  const h = await readGgufHeader(path)
+  out.write(`${path}: GGUF v${h.version}, ${h.tensors.length} tensors, ${h.metadata.size} metadata keys, data starts at byte ${h.dataStart} (alignment ${h.alignment})\n`)
+  for (const [key, value] of h.metadata) out.write(`  metadata ${key} = ${describeGgufValue(value)}\n`)
+  for (const t of h.tensors) out.write(`  ${t.name}  ${t.type} [${t.dims.join(', ')}]  bytes ${t.start}..${t.start + t.bytes}\n`)
 }
 
 async function listTensors (dir: string, out: NodeJS.WritableStream): Promise<void> {
@@ -77,8 +109,8 @@ function parseBlockSize (text: string): number {
 
 /** The inspect command: every header rule is checked on open, so a broken file reports what is wrong. */
 export const inspectCommand = new Command('inspect')
-  .description('validate a .safetensors file or a checkpoint directory and list its tensors; for a DeepSeek-V4 checkpoint, its naming, weight formats, parameter count and cache geometry')
-  .argument('[path]', 'a .safetensors file, or a directory with model.safetensors or model.safetensors.index.json')
+  .description('validate a .safetensors or .gguf file or a checkpoint directory and list its tensors (a GGUF: its metadata and tensor table, dims in ggml order); for a DeepSeek-V4 checkpoint, its naming, weight formats, parameter count and cache geometry')
+  .argument('[path]', 'a .safetensors or .gguf file, or a directory with model.safetensors or model.safetensors.index.json')
   .option('--geometry <name>', `a built-in architecture instead of a path: ${Object.keys(GEOMETRIES).join(', ')}`)
   .option('--block-size <n>', `decoder block size in tokens for the per-block figures (default ${DEFAULT_BLOCK_SIZE})`)
   .action(async (path: string | undefined, opts: { geometry?: string, blockSize?: string }) => {
@@ -96,7 +128,8 @@ export const inspectCommand = new Command('inspect')
     }
     if (path === undefined) throw new PdBridgeError('inspect needs a path (a .safetensors file or a checkpoint directory) or --geometry NAME')
     if (!(await stat(path)).isDirectory()) {
-      await inspectFile(path, out)
+      if (await isGguf(path)) await inspectGguf(path, out)
+      else await inspectFile(path, out)
       return
     }
     const isModel = await stat(join(path, 'config.json')).then((s) => s.isFile(), () => false)

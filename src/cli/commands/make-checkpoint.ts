@@ -21,7 +21,8 @@ export const makeCheckpointCommand = new Command('make-checkpoint')
   .requiredOption('--out <dir>', 'directory to write (created if absent)')
   .option('--max-shard-bytes <n>', 'split the weights into shards of at most N bytes of tensor data')
   .option('--force', 'write into a non-empty directory, replacing the checkpoint files there')
-  .action(async (opts: { preset: string, seed: string, out: string, maxShardBytes?: string, force?: boolean }) => {
+  .option('--mirror-indexer-heads', 'make every odd indexer head the negation of the one before it, so indexer scores are never exactly 0 and top-k never meets ties (docs/llama-cpp.md); needs an even index_n_heads')
+  .action(async (opts: { preset: string, seed: string, out: string, maxShardBytes?: string, force?: boolean, mirrorIndexerHeads?: boolean }) => {
     if (!isPresetName(opts.preset)) {
       throw new PdBridgeError(`--preset: unknown preset ${JSON.stringify(opts.preset)}, expected one of ${PRESET_NAMES.join(', ')}`)
     }
@@ -31,7 +32,7 @@ export const makeCheckpointCommand = new Command('make-checkpoint')
     const progress = startProgress({ label: `make-checkpoint ${opts.preset}`, total: expectedParameters(presetConfig(opts.preset)).length, unit: 'tensors' })
     let made
     try {
-      made = await makeCheckpoint({ preset: opts.preset, seed, out: opts.out, maxShardBytes, force: opts.force === true, onTensor: (done) => progress.tick(done) })
+      made = await makeCheckpoint({ preset: opts.preset, seed, out: opts.out, maxShardBytes, force: opts.force === true, mirrorIndexerHeads: opts.mirrorIndexerHeads === true, onTensor: (done) => progress.tick(done) })
     }
     catch (err) {
       progress.fail()

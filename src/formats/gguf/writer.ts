@@ -1,5 +1,6 @@
 // Serialising a GGUF file: header, typed metadata, tensor infos, then the tensor data, each tensor
 // starting at a multiple of the alignment (offsets counted from the start of the data section).
+import { open, rename, rm } from 'node:fs/promises'
 import { GgufError } from './errors.ts'
 import { GGML_TYPE, GGML_TYPE_BYTES, GGUF_DEFAULT_ALIGNMENT, GGUF_MAGIC, GGUF_VALUE_TYPE, GGUF_VERSION, type GgufScalarType, type GgufTensor, type GgufValue } from './types.ts'
 
@@ -92,7 +93,15 @@ function writeValue (out: Bytes, key: string, v: GgufValue): void {
   writeScalar(out, v.type, v.value, key)
 }
 
-function checkTensor (t: GgufTensor, seen: Set<string>): number {
+/** A tensor to write: its data now, or a function that makes it when the writer reaches it. */
+export interface GgufTensorSource {
+  name: string
+  type: GgufTensor['type']
+  dims: number[]
+  data: Uint8Array | (() => Uint8Array)
+}
+
+function tensorBytes (t: { name: string, type: GgufTensor['type'], dims: number[] }, seen: Set<string>): number {
   const nameBytes = encoder.encode(t.name).length
   if (nameBytes === 0 || nameBytes > GGML_MAX_NAME_BYTES) throw new GgufError(`tensor ${JSON.stringify(t.name)}: a name is 1 to ${GGML_MAX_NAME_BYTES} bytes of UTF-8, this one is ${nameBytes}`)
   if (seen.has(t.name)) throw new GgufError(`tensor ${t.name}: given twice`)
@@ -101,17 +110,18 @@ function checkTensor (t: GgufTensor, seen: Set<string>): number {
   if (t.dims.length < 1 || t.dims.length > GGML_MAX_DIMS || t.dims.some((d) => !Number.isSafeInteger(d) || d < 1)) {
     throw new GgufError(`tensor ${t.name}: dims [${t.dims.join(', ')}] must be 1 to ${GGML_MAX_DIMS} positive integers`)
   }
-  const bytes = t.dims.reduce((a, b) => a * b, 1) * GGML_TYPE_BYTES[t.type]
-  if (t.data.length !== bytes) throw new GgufError(`tensor ${t.name}: ${t.type} [${t.dims.join(', ')}] needs ${bytes} bytes of data, got ${t.data.length}`)
-  return bytes
+  return t.dims.reduce((a, b) => a * b, 1) * GGML_TYPE_BYTES[t.type]
+}
+
+function checkData (t: { name: string, type: GgufTensor['type'], dims: number[] }, data: Uint8Array, bytes: number): void {
+  if (data.length !== bytes) throw new GgufError(`tensor ${t.name}: ${t.type} [${t.dims.join(', ')}] needs ${bytes} bytes of data, got ${data.length}`)
 }
 
 /**
- * The bytes of a GGUF v3 file holding `metadata` (in the order given) and `tensors` (in the order
- * given, each at the next multiple of `alignment`). A `general.alignment` key, if given, must be a
- * UINT32 equal to `alignment`. Every value and tensor is checked; a problem is a GgufError naming it.
+ * The header of a GGUF v3 file (magic, counts, metadata, tensor infos, padding to the alignment) and
+ * each tensor's size, after checking every key, value and tensor entry (not the data itself).
  */
-export function serializeGguf (o: { metadata: Iterable<[string, GgufValue]>, tensors: readonly GgufTensor[], alignment?: number }): Uint8Array {
+function headerBytes (o: { metadata: Iterable<[string, GgufValue]>, tensors: ReadonlyArray<{ name: string, type: GgufTensor['type'], dims: number[] }>, alignment?: number }): { header: Uint8Array, sizes: number[], alignment: number } {
   const metadata = [...o.metadata]
   const alignment = o.alignment ?? GGUF_DEFAULT_ALIGNMENT
   if (!Number.isSafeInteger(alignment) || alignment < 1 || (alignment & (alignment - 1)) !== 0) throw new GgufError(`alignment ${alignment} is not a power of two`)
@@ -125,7 +135,7 @@ export function serializeGguf (o: { metadata: Iterable<[string, GgufValue]>, ten
     }
   }
   const seen = new Set<string>()
-  const sizes = o.tensors.map((t) => checkTensor(t, seen))
+  const sizes = o.tensors.map((t) => tensorBytes(t, seen))
 
   const out = new Bytes()
   out.u32(GGUF_MAGIC)
@@ -147,9 +157,60 @@ export function serializeGguf (o: { metadata: Iterable<[string, GgufValue]>, ten
     offset += (alignment - (offset % alignment)) % alignment
   })
   out.padTo(alignment)
+  return { header: out.done(), sizes, alignment }
+}
+
+/**
+ * The bytes of a GGUF v3 file holding `metadata` (in the order given) and `tensors` (in the order
+ * given, each at the next multiple of `alignment`). A `general.alignment` key, if given, must be a
+ * UINT32 equal to `alignment`. Every value and tensor is checked; a problem is a GgufError naming it.
+ */
+export function serializeGguf (o: { metadata: Iterable<[string, GgufValue]>, tensors: readonly GgufTensor[], alignment?: number }): Uint8Array {
+  const { header, sizes, alignment } = headerBytes(o)
+  o.tensors.forEach((t, i) => checkData(t, t.data, sizes[i]))
+  const out = new Bytes()
+  out.bytes(header)
   for (const t of o.tensors) {
     out.bytes(t.data)
     out.padTo(alignment)
   }
   return out.done()
+}
+
+/**
+ * Write the same file as serializeGguf to `path`, one tensor at a time: a tensor's data may be a
+ * function, called when the writer reaches it, so only one converted tensor need be in memory. The
+ * file appears whole or not at all (written under a temporary name, then renamed). Returns its size.
+ */
+export async function writeGgufFile (path: string, o: { metadata: Iterable<[string, GgufValue]>, tensors: readonly GgufTensorSource[], alignment?: number }): Promise<number> {
+  const { header, sizes, alignment } = headerBytes(o)
+  const temporary = `${path}.partial-${process.pid}`
+  const handle = await open(temporary, 'w')
+  let written = 0
+  try {
+    const write = async (b: Uint8Array) => {
+      let at = 0
+      while (at < b.length) {
+        const { bytesWritten } = await handle.write(b, at, b.length - at)
+        at += bytesWritten
+      }
+      written += b.length
+    }
+    await write(header)
+    for (const [i, t] of o.tensors.entries()) {
+      const data = typeof t.data === 'function' ? t.data() : t.data
+      checkData(t, data, sizes[i])
+      await write(data)
+      const pad = (alignment - (data.length % alignment)) % alignment
+      if (pad > 0) await write(new Uint8Array(pad))
+    }
+    await handle.close()
+    await rename(temporary, path)
+    return written
+  }
+  catch (err) {
+    await handle.close().catch(() => {})
+    await rm(temporary, { force: true })
+    throw err
+  }
 }

@@ -55,3 +55,32 @@ export function initialValues (spec: ParamSpec, seed: number): ParamValues {
   }
   throw new PdBridgeError(`${spec.name}: normal init cannot fill dtype ${spec.dtype}`)
 }
+
+/**
+ * Opt-in (make-checkpoint's `mirrorIndexerHeads`): make the lightning indexer's top-k free of
+ * exact ties. An indexer score is sum_h w_h * relu(q_h . k_s) (times constants), so it is exactly
+ * zero whenever every head's q_h . k_s <= 0, which random weights make common (1 in 2^heads entries
+ * for independent heads); several entries at exactly zero tie, and engines break such ties
+ * differently (ours: the lower index; llama.cpp's CPU top-k: whatever std::partial_sort leaves).
+ * Here head 2j+1's rows of `indexer.q_b_proj` are head 2j's with the sign flipped (exact in bf16),
+ * so q_{2j+1} = -q_{2j} for every token (rope and any rotation are linear) and relu(a) + relu(-a)
+ * = |a|: every pair contributes one non-zero term, and a score can only be zero or tie another by an
+ * exact floating-point coincidence. Needs an even index_n_heads. Changes only those tensors, in place.
+ */
+export function mirrorIndexerHeads (cfg: { indexNHeads: number, indexHeadDim: number, qLoraRank: number, layerTypes: readonly string[] }, tensors: Map<string, { dtype: string, shape: number[], data: Uint8Array }>): string[] {
+  if (cfg.indexNHeads % 2 !== 0) throw new PdBridgeError(`mirrorIndexerHeads: index_n_heads is ${cfg.indexNHeads}, it needs an even number of heads to pair them`)
+  const changed: string[] = []
+  cfg.layerTypes.forEach((type, n) => {
+    if (type !== 'compressed_sparse_attention') return
+    const name = `model.layers.${n}.self_attn.compressor.indexer.q_b_proj.weight`
+    const t = tensors.get(name)
+    if (t === undefined || t.dtype !== 'BF16') throw new PdBridgeError(`mirrorIndexerHeads: ${name} is missing or not BF16`)
+    const codes = new Uint16Array(t.data.buffer, t.data.byteOffset, t.data.byteLength / 2)
+    const headValues = cfg.indexHeadDim * cfg.qLoraRank
+    for (let h = 0; h + 1 < cfg.indexNHeads; h += 2) {
+      for (let i = 0; i < headValues; i++) codes[(h + 1) * headValues + i] = codes[h * headValues + i] ^ 0x8000
+    }
+    changed.push(name)
+  })
+  return changed
+}

@@ -6,7 +6,7 @@ import { tensorFrom, writeShardedCheckpoint, type Tensor } from '../../formats/s
 import { pythonStyleJson, toHfConfigJson, type DeepseekV4Config } from '../config.ts'
 import { HF_FORMAT_VERSION } from '../config/defaults.ts'
 import { buildTokenizerFiles, PAD_TOKEN, NAMED_SPECIAL_TOKENS } from '../tokenizer/index.ts'
-import { initialValues } from './init.ts'
+import { initialValues, mirrorIndexerHeads } from './init.ts'
 import { deepseekLayout } from './naming.ts'
 import { expectedParameters } from './params.ts'
 import { presetConfig } from './presets.ts'
@@ -27,6 +27,11 @@ export interface MakeCheckpointOptions {
   maxShardBytes?: number
   /** Allow a non-empty `out`: checkpoint files there are replaced, other files are left alone. */
   force?: boolean
+  /**
+   * Opt-in, off by default (the default bytes are unchanged): pair the indexer's heads with opposite
+   * queries so its top-k never meets exact ties (see mirrorIndexerHeads). Needs an even index_n_heads.
+   */
+  mirrorIndexerHeads?: boolean
   /** Called after each tensor is generated (for progress: generation is most of the time on large presets). */
   onTensor?: (done: number, total: number) => void
 }
@@ -135,6 +140,7 @@ export async function makeCheckpoint (opts: MakeCheckpointOptions): Promise<Made
   const needle = opts.preset === 'needle'
   const tensors = makeTensors(cfg, opts.seed, opts.onTensor)
   if (needle) writeNeedleCircuit(cfg, opts.seed, tensors)
+  if (opts.mirrorIndexerHeads === true) mirrorIndexerHeads(cfg, tensors)
   let parameterCount = 0
   for (const t of tensors.values()) parameterCount += t.shape.reduce((a, b) => a * b, 1)
   const { files: weightFiles } = await writeShardedCheckpoint(opts.out, toDeepseekTensors(cfg, tensors), {
