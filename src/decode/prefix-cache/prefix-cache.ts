@@ -20,6 +20,12 @@ export type PrefixCacheEvent =
   | { kind: 'integrity-miss', block: number, hash: string, reason: 'integrity' | 'unverified', detail: string, integrityMisses: number }
   | { kind: 'lookup', tokens: number, cachedTokens: number, blocks: number, reason?: string, integrityMisses?: number }
   | { kind: 'stored', block: number, hash: string, written: boolean, bytes?: number }
+  /**
+   * Writing the decoder's own block failed (a full or read-only disk, a permission, any I/O error):
+   * logged and counted, never thrown; the request goes on and answers as if nothing was stored.
+   * `code` is the errno code when the error carried one; `writeFailures` is the running count.
+   */
+  | { kind: 'write-failed', block: number, hash: string, code: string | null, detail: string, writeFailures: number }
 
 /** Options of `DecoderPrefixCache.open`. */
 export interface PrefixCacheOptions {
@@ -58,6 +64,19 @@ export interface StoredBlock {
   written: boolean
   /** File size, when written. */
   bytes?: number
+  /** Set when the block could not be written (or checked for): why. The prefill went on regardless. */
+  failed?: string
+}
+
+/** The last failed write-back of a block, for /health. */
+export interface WriteFailure {
+  /** ISO time of the failure. */
+  at: string
+  block: number
+  hash: string
+  /** errno code (ENOSPC, EROFS, EACCES, EFBIG, EIO, ...) when the error carried one. */
+  code: string | null
+  detail: string
 }
 
 /** What `prefillAndStore` returns. */
@@ -98,6 +117,8 @@ export interface PrefixCacheStats {
   writtenBlocks: number
   /** Boundaries whose block was already stored. */
   reusedBlocks: number
+  /** Boundaries whose block could not be written (write-back is best-effort: the answer still went out). */
+  writeFailures: number
   /** Boundary snapshots (block payloads) being built or written right now, and the most ever at once. */
   heldSnapshots: number
   peakHeldSnapshots: number
@@ -115,6 +136,7 @@ function defaultLog (e: PrefixCacheEvent): void {
   else if (e.kind === 'temp-removed') line = `removed leftover ${e.path} (${e.why})`
   else if (e.kind === 'quarantined') line = `quarantined ${e.from} -> ${e.to} (${e.why})`
   else if (e.kind === 'restore-rejected') line = `restore rejected: ${e.reason}`
+  else if (e.kind === 'write-failed') line = `could not write block ${e.block} (${e.hash}; ${e.writeFailures} failed so far), answering without it: ${e.detail}`
   else return
   process.stderr.write(`pd-bridge prefix cache: ${line}\n`)
 }
@@ -133,8 +155,12 @@ function sliceTokens (tokens: ArrayLike<number>, from: number, to: number): numb
 /** The decoder's prefix cache. Open with `DecoderPrefixCache.open`. */
 export class DecoderPrefixCache {
   private readonly counters: PrefixCacheStats = {
-    lookups: 0, hits: 0, misses: 0, geometryMisses: 0, integrityMisses: 0, exactPromptDrops: 0, restoredBlocks: 0, writtenBlocks: 0, reusedBlocks: 0, heldSnapshots: 0, peakHeldSnapshots: 0,
+    lookups: 0, hits: 0, misses: 0, geometryMisses: 0, integrityMisses: 0, exactPromptDrops: 0, restoredBlocks: 0, writtenBlocks: 0, reusedBlocks: 0, writeFailures: 0, heldSnapshots: 0, peakHeldSnapshots: 0,
   }
+
+  private lastFailure: WriteFailure | null = null
+  /** Whether the most recent write-back attempt failed (cleared by the next block written). */
+  private failing = false
 
   /** The last refusal per block hash, so a lookup can say why its chain stopped. */
   private readonly refusals = new Map<string, { reason: IncompatibleReason, detail: string }>()
@@ -190,6 +216,16 @@ export class DecoderPrefixCache {
   /** Counters since open (a copy). */
   get stats (): PrefixCacheStats {
     return { ...this.counters }
+  }
+
+  /** The last failed write-back, or null when none failed since open. */
+  get lastWriteFailure (): WriteFailure | null {
+    return this.lastFailure === null ? null : { ...this.lastFailure }
+  }
+
+  /** True while the most recent write-back failed and no block has been written since. */
+  get writesFailing (): boolean {
+    return this.failing
   }
 
   /** The store's own counters (refusals by reason, writes, evictions...). */
@@ -292,8 +328,32 @@ export class DecoderPrefixCache {
     }
   }
 
+  /**
+   * A failed write-back: counted, remembered for /health, logged; never thrown. The block is simply
+   * not stored, as if the store had evicted it.
+   */
+  private writeFailed (k: number, hash: string, err: unknown): StoredBlock {
+    const e = err as { code?: unknown, cause?: { code?: unknown }, message?: unknown }
+    const detail = err instanceof Error ? err.message : String(err)
+    const found = typeof e?.code === 'string' ? e.code : typeof e?.cause?.code === 'string' ? e.cause.code : /\b(E[A-Z]{2,})\b/.exec(detail)?.[1]
+    const code = found ?? null
+    this.counters.writeFailures++
+    this.failing = true
+    this.lastFailure = { at: new Date().toISOString(), block: k, hash, code, detail }
+    this.log({ kind: 'write-failed', block: k, hash, code, detail, writeFailures: this.counters.writeFailures })
+    return { block: k, hash, written: false, failed: detail }
+  }
+
   private async storeBoundary (cache: ModelCache, k: number, hash: string): Promise<StoredBlock> {
-    if (await this.store.has(hash)) {
+    // Write-back is best-effort: a store that cannot be read for presence or written to (full,
+    // read-only, permissions, I/O errors) costs this block, never the answer.
+    let present: boolean
+    try {
+      present = await this.store.has(hash)
+    } catch (e) {
+      return this.writeFailed(k, hash, e)
+    }
+    if (present) {
       this.counters.reusedBlocks++
       const stored: StoredBlock = { block: k, hash, written: false }
       this.log({ kind: 'stored', ...stored })
@@ -303,8 +363,17 @@ export class DecoderPrefixCache {
     this.counters.heldSnapshots++
     this.counters.peakHeldSnapshots = Math.max(this.counters.peakHeldSnapshots, this.counters.heldSnapshots)
     try {
-      const put = await this.store.put(hash, cacheToBlockPayload(this.cfg, cache, k, this.blockSize, { storage: this.storage }))
-      if (put.written) this.counters.writtenBlocks++
+      const payload = cacheToBlockPayload(this.cfg, cache, k, this.blockSize, { storage: this.storage })
+      let put
+      try {
+        put = await this.store.put(hash, payload)
+      } catch (e) {
+        return this.writeFailed(k, hash, e)
+      }
+      if (put.written) {
+        this.counters.writtenBlocks++
+        this.failing = false
+      }
       else this.counters.reusedBlocks++
       const stored: StoredBlock = { block: k, hash, written: put.written, bytes: put.written ? put.bytes : undefined }
       this.log({ kind: 'stored', ...stored })

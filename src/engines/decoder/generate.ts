@@ -50,6 +50,8 @@ export interface GenerationOutcome {
   /** Blocks this request's prefill wrote, and boundaries whose block was already stored. */
   storedBlocks: number
   reusedBlocks: number
+  /** Boundaries whose block could not be written (the store is full, read-only...); the answer is unaffected. */
+  failedBlocks: number
   /** Every generated id (an end-of-sentence token and tokens cut by a stop string included). */
   completionIds: number[]
   text: string
@@ -93,7 +95,7 @@ async function prefillWithoutCache (engine: DeepseekV4Engine, tokens: number[], 
 export async function generate (ctx: GenerationContext, job: GenerationJob, hooks: GenerationHooks, signal: AbortSignal): Promise<GenerationOutcome> {
   const { engine, tokenizer, config } = ctx.model
   const outcome: GenerationOutcome = {
-    promptTokens: job.tokens.length, cachedTokens: 0, storedBlocks: 0, reusedBlocks: 0, completionIds: [], text: '', finishReason: 'cancelled', prefillMs: 0, decodeMs: 0,
+    promptTokens: job.tokens.length, cachedTokens: 0, storedBlocks: 0, reusedBlocks: 0, failedBlocks: 0, completionIds: [], text: '', finishReason: 'cancelled', prefillMs: 0, decodeMs: 0,
   }
   const emit = async (text: string): Promise<void> => {
     if (text === '') return
@@ -115,7 +117,8 @@ export async function generate (ctx: GenerationContext, job: GenerationJob, hook
     cache = filled.cache
     logits = lastRow(filled.logits, config.vocabSize)
     outcome.storedBlocks = filled.storedBlocks.filter((b) => b.written).length
-    outcome.reusedBlocks = filled.storedBlocks.length - outcome.storedBlocks
+    outcome.failedBlocks = filled.storedBlocks.filter((b) => b.failed !== undefined).length
+    outcome.reusedBlocks = filled.storedBlocks.length - outcome.storedBlocks - outcome.failedBlocks
   } else {
     const filled = await prefillWithoutCache(engine, job.tokens, ctx.prefillSlice ?? 256, signal)
     if (filled === null) return outcome

@@ -1,6 +1,7 @@
 // The embedded decoder: an OpenAI-compatible server over one DeepSeek-V4 engine and its prefix cache.
 export { launchDecoder, DECODER_DEFAULTS, type DecoderLaunchOptions, type LaunchedDecoder } from './launch.ts'
-export { startDecoderServer, type DecoderServer, type DecoderServerOptions, type ServedPrefixCache } from './server.ts'
+export { startDecoderServer, degradedReasons, type DecoderServer, type DecoderServerOptions, type ServedPrefixCache, type StoreHealth } from './server.ts'
+export { StoreProbe, probeStoreWrite, probeFileName, STORE_PROBE_EVERY_MS, STORE_PROBE_BYTES, type StoreWriteCheck } from './store-probe.ts'
 export { openServedPrefixCache, type ServedPrefixCacheOptions } from './prefix-cache.ts'
 export { loadDecoderModel, type DecoderModel } from './model.ts'
 export { generate, argmaxLogit, eosIds, type GenerationContext, type GenerationJob, type GenerationHooks, type GenerationOutcome, type FinishReason, type PrefixCacheLike } from './generate.ts'

@@ -36,6 +36,8 @@ export interface DecoderLaunchOptions {
   maxBodyBytes?: number
   maxQueue?: number
   logger: Logger
+  /** How often /health may really write a probe file into the store (ms); default 10 s. */
+  storeProbeMs?: number
 }
 
 /** A launched decoder. */
@@ -63,7 +65,7 @@ export async function launchDecoder (opts: DecoderLaunchOptions): Promise<Launch
   if (modelName === '') throw new PdBridgeError('--model-name must not be empty')
   const prefixCache = opts.cacheDir === undefined
     ? undefined
-    : await openServedPrefixCache({ dir: opts.cacheDir, modelName, model, blockSize, maxSizeBytes: opts.maxCacheBytes, logger: opts.logger })
+    : await openServedPrefixCache({ dir: opts.cacheDir, modelName, model, blockSize, maxSizeBytes: opts.maxCacheBytes, logger: opts.logger, storeProbeMs: opts.storeProbeMs })
   const geometryFingerprint = prefixCache?.geometryFingerprint ?? deepseekV4GeometryFingerprint(model.config, model.engine.profile as unknown as JsonValue)
   const server = await startDecoderServer({
     model, modelName, geometryFingerprint, prefixCache,

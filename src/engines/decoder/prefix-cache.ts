@@ -3,7 +3,8 @@
 import type { Logger } from 'pino'
 import { DecoderPrefixCache, type PrefixCacheEvent } from '../../decode/prefix-cache/index.ts'
 import type { DecoderModel } from './model.ts'
-import type { ServedPrefixCache } from './server.ts'
+import type { ServedPrefixCache, StoreHealth } from './server.ts'
+import { STORE_PROBE_EVERY_MS, StoreProbe } from './store-probe.ts'
 
 /** Options of `openServedPrefixCache`. */
 export interface ServedPrefixCacheOptions {
@@ -15,13 +16,16 @@ export interface ServedPrefixCacheOptions {
   blockSize: number
   maxSizeBytes?: number
   logger: Logger
+  /** How often /health may really write a probe file into the store (ms); default 10 s. */
+  storeProbeMs?: number
 }
 
 /** Events worth a warning; the rest are info. */
-const WARN: ReadonlySet<PrefixCacheEvent['kind']> = new Set(['refused', 'unreadable', 'quarantined', 'restore-rejected', 'geometry-miss'])
+const WARN: ReadonlySet<PrefixCacheEvent['kind']> = new Set(['refused', 'unreadable', 'quarantined', 'restore-rejected', 'geometry-miss', 'write-failed'])
 
 /** Open the store for the served model and profile, logging its events through `logger`. */
 export async function openServedPrefixCache (opts: ServedPrefixCacheOptions): Promise<ServedPrefixCache & { geometryFingerprint: string }> {
+  const probe = new StoreProbe(opts.dir, opts.storeProbeMs ?? STORE_PROBE_EVERY_MS)
   const cache = await DecoderPrefixCache.open({
     storeRoot: opts.dir,
     modelName: opts.modelName,
@@ -30,6 +34,9 @@ export async function openServedPrefixCache (opts: ServedPrefixCacheOptions): Pr
     blockSize: opts.blockSize,
     maxSizeBytes: opts.maxSizeBytes,
     log: (event) => {
+      // A failed block write says more than a cached probe: the next /health probes again.
+      if (event.kind === 'write-failed') probe.invalidate()
+      else if (event.kind === 'written') probe.invalidateIfFailing()
       if (WARN.has(event.kind)) opts.logger.warn({ event: `cache.${event.kind}`, detail: event }, `prefix cache: ${event.kind}`)
       else opts.logger.info({ event: `cache.${event.kind}`, detail: event }, `prefix cache: ${event.kind}`)
     },
@@ -40,7 +47,18 @@ export async function openServedPrefixCache (opts: ServedPrefixCacheOptions): Pr
     geometryFingerprint: cache.geometryFingerprint,
     lookup: (tokens) => cache.lookup(tokens),
     prefillAndStore: (engine, tokens, fromCache) => cache.prefillAndStore(engine, tokens, fromCache),
-    describe: () => ({ blocks: cache.store.size, bytes: cache.store.totalBytes, stats: cache.stats, store: cache.storeStats }),
+    describe: () => ({
+      blocks: cache.store.size, bytes: cache.store.totalBytes,
+      write_failures: cache.stats.writeFailures, last_write_failure: cache.lastWriteFailure,
+      stats: cache.stats, store: cache.storeStats,
+    }),
+    storeHealth: async (): Promise<StoreHealth> => {
+      const c = await probe.check()
+      return {
+        dir: opts.dir, writable: c.writable, code: c.code, error: c.error, checked_at: c.checkedAt, probe_every_ms: probe.everyMs,
+        writes_failing: cache.writesFailing, write_failures: cache.stats.writeFailures, last_write_failure: cache.lastWriteFailure,
+      }
+    },
     rescan: async () => ({ ...await cache.store.rescan() }),
   }
 }

@@ -9,6 +9,7 @@ import type { Logger } from 'pino'
 import { ApiError, toApiError } from './api-error.ts'
 import { generate, type GenerationContext, type GenerationOutcome, type PrefixCacheLike } from './generate.ts'
 import type { DecoderModel } from './model.ts'
+import type { WriteFailure } from '../../decode/prefix-cache/index.ts'
 import { completionBudget, promptTokens } from './prompt.ts'
 import { EngineQueue, QueueAbandoned, type QueueStats } from './queue.ts'
 import { parseChatRequest, parseCompletionRequest, type GenerationRequest } from './request.ts'
@@ -22,8 +23,39 @@ export interface ServedPrefixCache extends PrefixCacheLike {
   blockSize: number
   /** Counters and sizes for /health. */
   describe: () => Record<string, unknown>
+  /** Whether the store can be written now (a real probe write, cached for a few seconds). */
+  storeHealth: () => Promise<StoreHealth>
   /** Re-read the store from disk; returns the scan report. */
   rescan: () => Promise<Record<string, unknown>>
+}
+
+/** /health's `store`: can the decoder write its blocks? */
+export interface StoreHealth {
+  dir: string
+  /** The last probe's real write (create, write, fsync, remove) succeeded. */
+  writable: boolean
+  /** errno code and sentence of the probe's failure; null when writable. */
+  code: string | null
+  error: string | null
+  /** When the probe last really wrote, and how often it may. */
+  checked_at: string
+  probe_every_ms: number
+  /** The most recent block write-back failed and none succeeded since. */
+  writes_failing: boolean
+  write_failures: number
+  last_write_failure: WriteFailure | null
+}
+
+/** Why /health says `degraded` (empty when it says `ok`): the decoder answers, but not fully. */
+export function degradedReasons (store: StoreHealth | null): string[] {
+  if (store === null) return []
+  const reasons: string[] = []
+  if (!store.writable) reasons.push(`the block store cannot be written (${store.code ?? 'error'}): ${store.error ?? 'unknown'}; prompts are answered, their blocks are not stored`)
+  if (store.writes_failing && store.last_write_failure !== null) {
+    const f = store.last_write_failure
+    reasons.push(`the last block write failed at ${f.at} (${f.code ?? 'error'}; ${store.write_failures} failed since start): ${f.detail}`)
+  }
+  return reasons
 }
 
 /** Options of `startDecoderServer`. */
@@ -141,17 +173,24 @@ export async function startDecoderServer (opts: DecoderServerOptions): Promise<D
 
   const modelCard = { id: modelName, object: 'model', created: createdAt, owned_by: 'pd-bridge' }
 
-  app.get('/health', async () => ({
-    status: closing ? 'shutting_down' : 'ok',
-    model: modelName,
-    model_dir: model.dir,
-    profile: model.profileName,
-    geometry_fingerprint: opts.geometryFingerprint,
-    max_position_embeddings: model.config.maxPositionEmbeddings,
-    limits: { max_tokens: opts.maxTokens, max_body_bytes: opts.maxBodyBytes, max_queue: opts.maxQueue },
-    queue: queueView(queue.stats),
-    cache: opts.prefixCache === undefined ? null : { dir: opts.prefixCache.dir, block_size: opts.prefixCache.blockSize, ...opts.prefixCache.describe() },
-  }))
+  app.get('/health', async () => {
+    const store = opts.prefixCache === undefined ? null : await opts.prefixCache.storeHealth()
+    const degraded = degradedReasons(store)
+    return {
+      // Degraded is still a 200: the decoder answers every prompt, it just cannot store blocks.
+      status: closing ? 'shutting_down' : degraded.length > 0 ? 'degraded' : 'ok',
+      degraded,
+      model: modelName,
+      model_dir: model.dir,
+      profile: model.profileName,
+      geometry_fingerprint: opts.geometryFingerprint,
+      max_position_embeddings: model.config.maxPositionEmbeddings,
+      limits: { max_tokens: opts.maxTokens, max_body_bytes: opts.maxBodyBytes, max_queue: opts.maxQueue },
+      queue: queueView(queue.stats),
+      cache: opts.prefixCache === undefined ? null : { dir: opts.prefixCache.dir, block_size: opts.prefixCache.blockSize, ...opts.prefixCache.describe() },
+      store,
+    }
+  })
 
   app.get('/v1/models', async () => ({ object: 'list', data: [modelCard] }))
   app.get<{ Params: { id: string } }>('/v1/models/:id', async (request) => {
@@ -202,7 +241,7 @@ export async function startDecoderServer (opts: DecoderServerOptions): Promise<D
       if (outcome === null) return
       logger.info({
         event: 'generation', id, endpoint: parsed.endpoint, stream: parsed.stream,
-        prompt_tokens: outcome.promptTokens, cached_tokens: outcome.cachedTokens, stored_blocks: outcome.storedBlocks, reused_blocks: outcome.reusedBlocks,
+        prompt_tokens: outcome.promptTokens, cached_tokens: outcome.cachedTokens, stored_blocks: outcome.storedBlocks, reused_blocks: outcome.reusedBlocks, failed_blocks: outcome.failedBlocks,
         completion_tokens: outcome.completionIds.length, finish_reason: outcome.finishReason,
         prefill_ms: Math.round(outcome.prefillMs), decode_ms: Math.round(outcome.decodeMs),
       }, 'generation finished')

@@ -1,14 +1,14 @@
 // `pd-bridge doctor`: check every link of a deployment, from its front door config or from the
 // embedded stack's state directory. Each link is asked over HTTP for what it says it is, and the
 // answers are compared with each other and with the files (sidecar, store) the config names.
-import { randomBytes } from 'node:crypto'
-import { mkdir, open, rm, stat } from 'node:fs/promises'
+import { mkdir, stat } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { loadSidecar, type Sidecar } from '../../capture/index.ts'
 import { loadFrontConfig, type FrontConfig } from '../../config/index.ts'
 import { geometryFingerprint, type JsonValue } from '../../decode/store/index.ts'
 import { getProfile, profileFingerprint } from '../../model/profiles/index.ts'
 import { sidecarRope } from '../../capture/sidecar-format.ts'
+import { probeStoreWrite } from '../../engines/decoder/store-probe.ts'
 import { isAlive, readStackRecord, type StackRecord } from '../record.ts'
 import { Checklist, type DoctorReport } from './checks.ts'
 import { clockSkew, field, probe, type Probe } from './probe.ts'
@@ -44,31 +44,46 @@ async function locate (o: DoctorOptions): Promise<Where> {
   return { source: `embedded stack in ${o.stateDir}`, env: {}, missing: `nothing to check in ${o.stateDir}: no stack.json and no run/front.json (start one with \`pd-bridge serve\`, or pass --config FILE)` }
 }
 
-/** A health probe judged: answered 200 with status "ok". */
-function healthy (p: Probe): string | undefined {
+/**
+ * A health probe judged: answered 200 with status "ok". The decoder may also answer 200 with
+ * "degraded" (it answers prompts but cannot store blocks): up, judged by the store check.
+ */
+function healthy (p: Probe, degradedIsUp = false): string | undefined {
   if (!p.ok) return p.problem
   if (p.status !== 200) return `/health answered HTTP ${p.status}`
   const status = field(p.body, 'status')
+  if (status === 'degraded' && degradedIsUp) return undefined
   if (status !== 'ok') return `/health says status ${JSON.stringify(status)}`
   return undefined
 }
 
+/**
+ * A real write: a probe file (a leading dot, outside every hex shard directory, so the block scan
+ * never matches it) created, filled with two pages, fsynced and removed. A full disk fails it
+ * where access() or a write of a few bytes kept inline in the file system's metadata would pass.
+ */
 async function writable (dir: string): Promise<string | undefined> {
-  // A name the block scan never matches (no hex shard directory, a leading dot).
-  const probePath = join(dir, `.pd-doctor-${process.pid}-${randomBytes(4).toString('hex')}`)
   try {
     await mkdir(dir, { recursive: true })
-    const fh = await open(probePath, 'wx')
-    await fh.writeFile('pd-bridge doctor\n')
-    await fh.sync()
-    await fh.close()
-    await rm(probePath)
-    return undefined
   }
   catch (err) {
-    await rm(probePath, { force: true }).catch(() => {})
-    return `${dir}: cannot write (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`
+    return `${dir}: cannot create it (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`
   }
+  const c = await probeStoreWrite(dir)
+  return c.writable ? undefined : `${dir}: cannot write (${c.code ?? c.error})`
+}
+
+/** What the decoder's own /health says about its store: undefined when it can write, else why not. */
+function decoderStoreProblem (decoder: unknown): string | undefined {
+  const store = field(decoder, 'store')
+  if (store === null || typeof store !== 'object') return undefined
+  const problems: string[] = []
+  if (field(store, 'writable') === false) problems.push(`the decoder cannot write its store ${String(field(store, 'dir'))} (${String(field(store, 'code') ?? 'error')}): ${String(field(store, 'error'))}`)
+  const last = field(store, 'last_write_failure')
+  if (field(store, 'writes_failing') === true && last !== null && typeof last === 'object') {
+    problems.push(`its last block write failed at ${String(field(last, 'at'))} (${String(field(last, 'code') ?? 'error')}, ${String(field(store, 'write_failures'))} failed since start)`)
+  }
+  return problems.length > 0 ? `${problems.join('; ')}; prompts are answered, but no block is stored and nothing can be bridged` : undefined
 }
 
 /** Run every check and return the report (it never throws for a broken deployment: that is the report). */
@@ -114,7 +129,7 @@ export async function runDoctor (options: DoctorOptions): Promise<DoctorReport> 
     const deadline = l.name === 'front door' ? timeoutMs + config.deadlines.linkMs : timeoutMs
     if (l.url !== undefined) probes.set(l.name, await probe(`${l.url.replace(/\/$/, '')}/health`, deadline))
   }))
-  const up = (name: string): boolean => { const p = probes.get(name); return p !== undefined && healthy(p) === undefined }
+  const up = (name: string): boolean => { const p = probes.get(name); return p !== undefined && healthy(p, name === 'decoder') === undefined }
   for (const l of links) {
     const p = probes.get(l.name)
     if (p === undefined) {
@@ -132,6 +147,11 @@ export async function runDoctor (options: DoctorOptions): Promise<DoctorReport> 
     }
     const problem = healthy(p)
     if (problem === undefined) list.pass(l.name, `${l.url} answers /health (${p.ms} ms)`)
+    else if (l.name === 'decoder' && p.ok && healthy(p, true) === undefined) {
+      // Degraded: it answers every prompt; why (its store) is judged by the store check below.
+      const why = field(p.body, 'degraded')
+      list.warn(l.name, `${l.url} answers /health (${p.ms} ms) with status "degraded"${Array.isArray(why) && why.length > 0 ? `: ${why.join('; ')}` : ''}`)
+    }
     else if (l.name === 'front door' && p.ok) {
       // It answers; what it finds wrong with its links is judged link by link below, not twice.
       const seen = field(p.body, 'bridge', 'problems')
@@ -166,7 +186,9 @@ export async function runDoctor (options: DoctorOptions): Promise<DoctorReport> 
   else {
     const problem = await writable(config.decoder.cacheDir)
     const served = field(decoderHealth, 'cache', 'dir')
-    if (problem !== undefined) list.fail('store', problem)
+    const decoderSays = decoderStoreProblem(decoderHealth)
+    if (problem !== undefined) list.fail('store', decoderSays === undefined ? problem : `${problem}; ${decoderSays}`)
+    else if (decoderSays !== undefined) list.fail('store', `${config.decoder.cacheDir} is writable here, but ${decoderSays}`)
     else if (typeof served === 'string' && resolve(served) !== resolve(config.decoder.cacheDir)) {
       list.fail('store', `the config writes blocks to ${resolve(config.decoder.cacheDir)} but the decoder serves from ${resolve(served)}`)
     }
