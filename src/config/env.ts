@@ -48,6 +48,8 @@ export const ENV_OVERRIDES: readonly EnvOverride[] = [
   { name: 'PD_DEADLINE_DECODER_IDLE_MS', key: 'deadlines.decoderIdleMs', kind: 'integer', help: 'silence inside a decoder response' },
   { name: 'PD_LINK_TIMEOUT_MS', key: 'deadlines.linkMs', kind: 'integer', help: 'one link check or status poll' },
   { name: 'PD_MAX_BODY_BYTES', key: 'limits.maxBodyBytes', kind: 'integer', help: 'largest request body' },
+  { name: 'PD_TOKENIZE_WORKER_BYTES', key: 'limits.tokenizeWorkerBytes', kind: 'integer', help: 'bodies this large are tokenized in a worker thread' },
+  { name: 'PD_REQUEST_RULES', key: 'decoder.requestRules', kind: 'string', help: "auto, embedded or off: the decoder's request checks run in the front door" },
   { name: 'PD_LOG_FILE', key: 'log.file', kind: 'string', help: 'pino JSON log file' },
   { name: 'PD_LOG_LEVEL', key: 'log.level', kind: 'string', help: 'log level' },
 ]

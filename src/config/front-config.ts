@@ -62,6 +62,12 @@ export const frontConfigSchema = z.strictObject({
     cacheDir: path.optional(),
     /** Tokens per block; must equal the decoder's and the sidecar's. */
     blockSize: int(1).default(2048),
+    /**
+     * Which request rules the front door checks before any work: `embedded` (the embedded decoder's own
+     * checks, src/engines/decoder/request.ts), `off` (only what routing reads), `auto` (embedded when the
+     * decoder's /v1/models says owned_by pd-bridge).
+     */
+    requestRules: z.enum(['auto', 'embedded', 'off']).default('auto'),
   }),
   prefill: z.strictObject({
     /** The prefill engine's base URL; absent: bridging is off. */
@@ -99,6 +105,8 @@ export const frontConfigSchema = z.strictObject({
   limits: z.strictObject({
     /** Largest request body; larger is a 413. */
     maxBodyBytes: int(1).default(4 * 1024 * 1024),
+    /** Bodies of at least this many bytes are tokenized in a worker thread, so the event loop stays free. */
+    tokenizeWorkerBytes: int(0).default(256 * 1024),
   }).prefault({}),
   log: z.strictObject({
     /** pino JSON lines go here (created with its directory); absent: stderr. */

@@ -37,6 +37,9 @@ export interface DecoderFacts {
   profile?: string
   blockSize?: number
   geometryFingerprint?: string
+  /** max_position_embeddings and limits.max_tokens (the embedded decoder's completion limits). */
+  maxPositions?: number
+  maxTokens?: number
 }
 
 /** Read the decoder's facts from its /health body. */
@@ -48,12 +51,23 @@ export function decoderFacts (health: Record<string, unknown> | undefined): Deco
     profile: typeof health.profile === 'string' ? health.profile : undefined,
     blockSize: typeof cache?.block_size === 'number' ? cache.block_size : undefined,
     geometryFingerprint: typeof health.geometry_fingerprint === 'string' ? health.geometry_fingerprint : undefined,
+    maxPositions: typeof health.max_position_embeddings === 'number' ? health.max_position_embeddings : undefined,
+    maxTokens: isRecord(health.limits) && typeof health.limits.max_tokens === 'number' ? health.limits.max_tokens : undefined,
   }
 }
 
 /** The model ids the decoder lists in /v1/models (empty when it lists none or cannot be asked). */
 export async function decoderModelIds (url: string, timeoutMs: number): Promise<string[]> {
+  return (await decoderModels(url, timeoutMs)).ids
+}
+
+/** The decoder's /v1/models: the ids, and whether it is our embedded decoder (every model owned_by pd-bridge). */
+export async function decoderModels (url: string, timeoutMs: number): Promise<{ ids: string[], embedded: boolean }> {
   const a = await callJson('decoder', joinUrl(url, '/v1/models'), { timeoutMs })
-  if (a.status !== 200 || !isRecord(a.body) || !Array.isArray(a.body.data)) return []
-  return a.body.data.flatMap((m) => isRecord(m) && typeof m.id === 'string' ? [m.id] : [])
+  if (a.status !== 200 || !isRecord(a.body) || !Array.isArray(a.body.data)) return { ids: [], embedded: false }
+  const models = a.body.data.filter(isRecord)
+  return {
+    ids: models.flatMap((m) => typeof m.id === 'string' ? [m.id] : []),
+    embedded: models.length > 0 && models.every((m) => m.owned_by === 'pd-bridge'),
+  }
 }

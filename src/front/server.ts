@@ -1,9 +1,10 @@
 // The front door: an OpenAI-compatible fastify server in front of the decoder. Completion
 // requests are routed (short, warm, over the guard -> straight to the decoder; cold and long ->
-// bridged first), forwarded, and answered with the verdict. /health reports every link; every
-// other route passes through to the decoder untouched. HTTP handling is concurrent; only bridge
+// bridged first), forwarded, and answered with the verdict. Requests the embedded decoder would
+// refuse are refused first, with its own rules. /health reports every link; the decoder's internal
+// routes (/v1/cache/...) are a 404; every other route passes through to the decoder untouched. HTTP handling is concurrent; only bridge
 // work is serialized, in a bounded queue.
-import { mkdtemp, rm } from 'node:fs/promises'
+import { mkdtemp, readdir, rm } from 'node:fs/promises'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -12,15 +13,20 @@ import type { Logger } from 'pino'
 import { request as undiciRequest, type Dispatcher } from 'undici'
 import type { FrontConfig } from '../config/index.ts'
 import type { PrefixCacheEvent } from '../decode/prefix-cache/index.ts'
+// The embedded decoder's own request checks, run here before any bridge work (never copied).
+import { completionBudget } from '../engines/decoder/prompt.ts'
+import { parseChatRequest, parseCompletionRequest, type GenerationRequest } from '../engines/decoder/request.ts'
 import { FrontApiError, invalidRequest, toFrontApiError } from './api-error.ts'
 import { BridgeFailure, runBridge } from './bridge.ts'
 import { forwardGeneration, type ForwardPlan, type PdBridgeInfo } from './forward.ts'
 import { describeFailure, joinUrl } from './http.ts'
-import { checkLink, decoderFacts, decoderModelIds, type LinkState } from './links.ts'
-import { promptTokenIds, readFrontRequest, type Endpoint, type FrontRequest } from './prompt.ts'
+import { checkLink, decoderFacts, decoderModels, type LinkState } from './links.ts'
+import { readFrontRequest, type Endpoint, type FrontRequest } from './prompt.ts'
 import { BridgeQueue, QueueFull, QueueLeft } from './queue.ts'
+import { pathRedactor, redactDeep } from './redact.ts'
 import { decideRoute } from './routing.ts'
 import { buildSetup, missingForBridge, type BridgeSetup } from './setup.ts'
+import { PromptTokenizer } from './tokenize.ts'
 import { declined, VERDICT_HEADER, verdictText, type BridgedPlan, type Verdict } from './verdict.ts'
 
 /** A running front door. */
@@ -28,6 +34,8 @@ export interface FrontDoor {
   url: string
   app: FastifyInstance
   queue: BridgeQueue
+  /** The prompt tokenizer (its `stats`, and `start` / `done` events). */
+  tokenizer: PromptTokenizer
   /** Stop accepting, let running requests finish, remove the spool if it was ours. */
   close: () => Promise<void>
 }
@@ -39,6 +47,13 @@ export interface FrontDoorOptions {
 }
 
 const PASSTHROUGH_VERDICT = 'declined: passthrough (not a completion request)'
+/** The decoder's internal routes (operators only): never passed through, a 404 from the front door. */
+const INTERNAL_PREFIXES = ['/v1/cache']
+
+function isInternal (url: string): boolean {
+  const path = url.split('?')[0].replace(/\/+/g, '/').replace(/\/$/, '').toLowerCase()
+  return INTERNAL_PREFIXES.some((p) => path === p || path.startsWith(p + '/'))
+}
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'host', 'content-length'])
 
 function fromFastify (err: unknown, maxBodyBytes: number): FrontApiError {
@@ -71,8 +86,16 @@ export async function startFrontDoor (options: FrontDoorOptions): Promise<FrontD
   const spoolDir = ownSpool ? await mkdtemp(join(tmpdir(), 'pd-bridge-front-spool-')) : config.capture.spoolDir
   const effective: FrontConfig = { ...config, capture: { ...config.capture, spoolDir } }
   const queue = new BridgeQueue(config.queue.maxWaiting)
+  const tokenizer = new PromptTokenizer(config.limits.tokenizeWorkerBytes)
+  const redact = pathRedactor(config, spoolDir)
+  /** The decoder's completion limits, from its /health (the embedded decoder reports them). */
+  let decoderLimits: { maxTokens: number, maxPositions: number } | undefined
+  const noteFacts = (facts: ReturnType<typeof decoderFacts>): void => {
+    if (facts.model !== undefined) decoderModel = facts.model
+    if (facts.maxTokens !== undefined && facts.maxPositions !== undefined) decoderLimits = { maxTokens: facts.maxTokens, maxPositions: facts.maxPositions }
+  }
   const setups = new Map<string, Promise<BridgeSetup>>()
-  let modelIds: { at: number, ids: string[] } | undefined
+  let modelIds: { at: number, ids: string[], embedded: boolean } | undefined
   // The model the decoder last said it serves: block keys are hashed with it.
   let decoderModel: string | undefined
   let bridgeMsAverage = 0
@@ -97,15 +120,15 @@ export async function startFrontDoor (options: FrontDoorOptions): Promise<FrontD
     return await setup
   }
 
-  /** The decoder's served model ids, cached for 5 s (empty when it cannot be asked). */
-  async function servedModels (): Promise<string[]> {
-    if (modelIds !== undefined && Date.now() - modelIds.at < 5000) return modelIds.ids
+  /** The decoder's served model ids and whether it is the embedded decoder, cached for 5 s (empty when it cannot be asked). */
+  async function servedModels (): Promise<{ ids: string[], embedded: boolean }> {
+    if (modelIds !== undefined && Date.now() - modelIds.at < 5000) return modelIds
     try {
-      modelIds = { at: Date.now(), ids: await decoderModelIds(config.decoder.url, d.linkMs) }
+      modelIds = { at: Date.now(), ...await decoderModels(config.decoder.url, d.linkMs) }
     } catch {
-      return []
+      return { ids: [], embedded: false }
     }
-    return modelIds.ids
+    return modelIds
   }
 
   interface LinkReport {
@@ -134,7 +157,7 @@ export async function startFrontDoor (options: FrontDoorOptions): Promise<FrontD
     if (prefill !== undefined && !prefill.ok) report.problems.push(`prefill engine unreachable: ${prefill.error}`)
     if (share !== undefined && !share.ok) report.problems.push(`share unreachable: ${share.error}`)
     const facts = decoderFacts(decoder.health)
-    if (facts.model !== undefined) decoderModel = facts.model
+    noteFacts(facts)
     let setup: BridgeSetup | undefined
     try {
       setup = await setupFor(facts.model)
@@ -157,23 +180,32 @@ export async function startFrontDoor (options: FrontDoorOptions): Promise<FrontD
   }
 
   /** Route one request and bridge it when the rule says so; fills `info`; returns what to confirm. */
-  async function plan (fr: FrontRequest, info: PdBridgeInfo, signal: AbortSignal): Promise<{ bridged: BridgedPlan } | { verdict: Verdict }> {
+  async function plan (fr: FrontRequest, info: PdBridgeInfo, signal: AbortSignal, checked: GenerationRequest | undefined, bodyBytes: number): Promise<{ bridged: BridgedPlan } | { verdict: Verdict }> {
     const off = missingForBridge(config)
     if (off !== undefined) return { verdict: declined(off) }
     if (fr.prompt.kind === 'opaque') return { verdict: declined(`prompt not tokenizable by the front door: ${fr.prompt.why}`) }
     let setup: BridgeSetup
     try {
-      if (config.decoder.modelName === undefined && decoderModel === undefined) {
-        decoderModel = decoderFacts((await checkLink('decoder', config.decoder.url, d.linkMs)).health).model
+      if ((config.decoder.modelName === undefined && decoderModel === undefined) || (checked !== undefined && decoderLimits === undefined)) {
+        noteFacts(decoderFacts((await checkLink('decoder', config.decoder.url, d.linkMs)).health))
       }
       setup = await setupFor(decoderModel)
     } catch (e) {
       return { verdict: declined(`bridge unavailable: ${(e as Error).message}`) }
     }
-    const tokens = promptTokenIds(fr.prompt, setup.tokenizer, setup.cfg.vocabSize)
+    let tokens: number[] | null
+    try {
+      // Once per request: these ids are routed, looked up in the store and bridged.
+      tokens = await tokenizer.tokenize({ prompt: fr.prompt, bodyBytes, modelDir: config.decoder.model as string, tokenizer: setup.tokenizer, vocabSize: setup.cfg.vocabSize })
+    } catch (e) {
+      logger.error({ err: e }, 'tokenizer failed')
+      return { verdict: declined(`prompt not tokenizable by the front door: ${(e as Error).message}`) }
+    }
     if (tokens === null) return { verdict: declined('prompt holds token ids outside the vocabulary') }
     const t = tokens.length
     info.prompt_tokens = t
+    // The decoder's own context check, with the same ids, before any bridge work.
+    if (checked !== undefined && decoderLimits !== undefined) completionBudget(t, checked, decoderLimits)
     const rules = config.routing
     // Only prompts the length rules let through are worth a look at the store.
     const probe = t >= rules.minTokens && t <= rules.maxBridgeTokens
@@ -224,7 +256,8 @@ export async function startFrontDoor (options: FrontDoorOptions): Promise<FrontD
   app.setErrorHandler((err, _request, reply) => {
     const api = fromFastify(err, config.limits.maxBodyBytes)
     if (api.status >= 500) logger.error({ err }, 'request failed')
-    return reply.code(api.status).headers(api.headers).send(api.toBody())
+    const shown = new FrontApiError(api.status, api.type, redact(api.message), api.param, api.code, api.headers)
+    return reply.code(api.status).headers(api.headers).send(shown.toBody())
   })
   app.addHook('onSend', async (request, reply) => {
     if (!reply.hasHeader(VERDICT_HEADER)) {
@@ -238,7 +271,9 @@ export async function startFrontDoor (options: FrontDoorOptions): Promise<FrontD
     const setup = links.setup
     const ok = links.decoder.ok
     const view = (l: LinkState | undefined): object | null => l === undefined ? null : { ok: l.ok, url: l.url, ms: l.ms, ...(l.error !== undefined ? { error: l.error } : {}) }
-    return reply.code(ok ? 200 : 503).send({
+    let spoolEntries: number | null = null
+    if (spoolDir !== undefined) spoolEntries = await readdir(spoolDir).then((l) => l.length, () => null)
+    return reply.code(ok ? 200 : 503).send(redactDeep({
       ok,
       front: 'pd',
       status: closing ? 'shutting_down' : !ok ? 'down' : links.problems.length > 0 ? 'degraded' : 'ok',
@@ -253,12 +288,13 @@ export async function startFrontDoor (options: FrontDoorOptions): Promise<FrontD
         sidecar: setup === undefined
           ? { ok: false, dir: config.sidecar ?? null }
           : { ok: true, dir: setup.sidecar.dir, fingerprint: setup.sidecar.fingerprint, block_size: setup.sidecar.json.blockSize, profile: setup.sidecar.json.profile.name },
-        capture: { mode: config.share.url !== undefined ? 'share' : config.capture.dir !== undefined ? 'local' : 'none', dir: config.capture.dir ?? null, spool_dir: spoolDir ?? null },
+        capture: { mode: config.share.url !== undefined ? 'share' : config.capture.dir !== undefined ? 'local' : 'none', dir: config.capture.dir ?? null, spool_dir: spoolDir ?? null, spool_entries: spoolEntries },
       },
       queue: { ...queue.view, when_full: config.queue.whenFull },
       routing: { min_tokens: config.routing.minTokens, min_tail: config.routing.minTail, max_bridge_tokens: config.routing.maxBridgeTokens, block_size: config.decoder.blockSize },
       requests: counts,
-    })
+      tokenize: tokenizer.stats,
+    }, redact))
   })
 
   async function generation (endpoint: Endpoint, path: string, request: FastifyRequest, reply: FastifyReply): Promise<void> {
@@ -273,12 +309,18 @@ export async function startFrontDoor (options: FrontDoorOptions): Promise<FrontD
       throw invalidRequest(`the request body is not valid JSON: ${(e as Error).message}`, null, 'invalid_json')
     }
     const fr = readFrontRequest(body, endpoint)
-    if (fr.model !== undefined) {
-      const served = await servedModels()
+    const rules = config.decoder.requestRules
+    const decoder = fr.model !== undefined || rules === 'auto' ? await servedModels() : undefined
+    if (fr.model !== undefined && decoder !== undefined) {
+      const served = decoder.ids
       if (served.length > 0 && !served.includes(fr.model)) {
         throw new FrontApiError(404, 'invalid_request_error', `the model '${fr.model}' does not exist; the decoder serves ${served.map((m) => `'${m}'`).join(', ')}`, 'model', 'model_not_found')
       }
     }
+    // The embedded decoder's own request checks, before any bridge work: what it would refuse 8 s
+    // later (max_tokens 0, temperature 0.7) is refused now with the same status and error body.
+    const embedded = rules === 'embedded' || (rules === 'auto' && decoder?.embedded === true)
+    const checked = embedded ? (endpoint === 'chat' ? parseChatRequest(body) : parseCompletionRequest(body)) : undefined
     counts.requests++
     const abort = new AbortController()
     const onClose = (): void => { if (!reply.raw.writableFinished) abort.abort() }
@@ -286,7 +328,10 @@ export async function startFrontDoor (options: FrontDoorOptions): Promise<FrontD
     const t0 = performance.now()
     const info = newInfo()
     try {
-      const outcome = await plan(fr, info, abort.signal)
+      const planned = await plan(fr, info, abort.signal, checked, raw.length)
+      // Client-facing reasons name files relative to the configured roots, never by absolute path.
+      const outcome = 'verdict' in planned && planned.verdict.kind === 'declined' ? { verdict: declined(redact(planned.verdict.reason)) } : planned
+      if (info.rescan?.error !== undefined) info.rescan = { ...info.rescan, error: redact(info.rescan.error) }
       if (abort.signal.aborted) {
         logger.info({ event: 'request', endpoint, cancelled: true, pd_bridge: info }, 'client left before the answer')
         reply.hijack()
@@ -304,7 +349,7 @@ export async function startFrontDoor (options: FrontDoorOptions): Promise<FrontD
         const api = toFrontApiError(e)
         if (!reply.raw.headersSent) {
           reply.raw.writeHead(api.status, { 'content-type': 'application/json; charset=utf-8', [VERDICT_HEADER]: `declined: front door error (${api.status})` })
-          reply.raw.end(JSON.stringify(api.toBody()))
+          reply.raw.end(JSON.stringify(new FrontApiError(api.status, api.type, redact(api.message), api.param, api.code).toBody()))
         } else reply.raw.end()
         return
       }
@@ -322,6 +367,9 @@ export async function startFrontDoor (options: FrontDoorOptions): Promise<FrontD
 
   // Everything else is the decoder's: passed through as sent, answered as it answers.
   app.all('/*', async (request, reply) => {
+    if (isInternal(request.url)) {
+      throw new FrontApiError(404, 'not_found_error', `no route ${request.method} ${request.url.split('?')[0]}`, null, 'unknown_route')
+    }
     const headers: Record<string, string> = {}
     for (const [k, v] of Object.entries(request.headers)) if (!HOP_BY_HOP.has(k) && v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : v
     const body = request.body as Buffer | undefined
@@ -351,9 +399,11 @@ export async function startFrontDoor (options: FrontDoorOptions): Promise<FrontD
     url: `http://${host}:${address.port}`,
     app,
     queue,
+    tokenizer,
     close: async () => {
       closing = true
       await app.close()
+      await tokenizer.close()
       if (ownSpool && spoolDir !== undefined) await rm(spoolDir, { recursive: true, force: true })
     },
   }
