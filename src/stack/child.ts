@@ -3,6 +3,7 @@
 // that escalates from SIGTERM to SIGKILL. A child that dies before it is ready is an error naming
 // it, with the last lines it printed.
 import { spawn, type ChildProcess } from 'node:child_process'
+import { createServer } from 'node:net'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { StackError } from './errors.ts'
 import { ProcessLog } from './log-file.ts'
@@ -160,6 +161,20 @@ export class StackChild {
     if (this.exitInfo === undefined) this.signal('SIGKILL')
   }
 
+  /**
+   * SIGKILL what is left of the process group of a child that has exited (its leader is gone, but
+   * a process it started may still hold its port). Nothing when it never started.
+   */
+  killGroup (): void {
+    if (this.pid === undefined) return
+    try {
+      process.kill(-this.pid, 'SIGKILL')
+    }
+    catch {
+      // No process is left in the group.
+    }
+  }
+
   private signal (sig: NodeJS.Signals): void {
     if (this.pid === undefined || this.exitInfo !== undefined) return
     try {
@@ -168,5 +183,28 @@ export class StackChild {
     catch {
       // The group is already gone; the 'exit' event is on its way.
     }
+  }
+}
+
+/** Whether host:port can be listened on right now. */
+async function portFree (host: string, port: number): Promise<boolean> {
+  return await new Promise<boolean>((resolve) => {
+    const probe = createServer()
+    probe.once('error', () => resolve(false))
+    probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve(true)))
+  })
+}
+
+/**
+ * Wait until host:port is free (a dead child's socket is released by the kernel as its process
+ * goes), polling for at most `ms`; resolves either way: a port still busy makes the restarted
+ * child fail its start, which counts as another death.
+ */
+export async function waitPortFree (host: string, port: number, ms: number): Promise<boolean> {
+  const end = Date.now() + ms
+  for (;;) {
+    if (await portFree(host, port)) return true
+    if (Date.now() >= end) return false
+    await new Promise((resolve) => setTimeout(resolve, 100))
   }
 }

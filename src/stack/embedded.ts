@@ -65,7 +65,7 @@ export interface EmbeddedStackOptions {
   /** Routing thresholds for the front door (default: 2 blocks minimum, 1 block of uncached tail, the window minus room for an answer). */
   routing?: { minTokens?: number, minTail?: number, maxBridgeTokens?: number }
   onEvent?: (e: StackEvent) => void
-  /** A child died while the stack was running (the stack is then stopped; see `stopped`). */
+  /** A child died while the stack was running (the caller stops the stack); with restarts on (serve), a child given up on after too many restarts. */
   onDeath?: (message: string) => void
 }
 
@@ -151,7 +151,19 @@ export async function startEmbeddedStack (options: EmbeddedStackOptions): Promis
   await mkdir(paths.captures, { recursive: true })
   const childEnv = childEnvironment()
   const readyTimeoutMs = options.readyTimeoutMs ?? EMBEDDED_DEFAULTS.readyTimeoutMs
-  const supervisor = new Supervisor({ logDir: paths.logs, graceMs: options.graceMs ?? EMBEDDED_DEFAULTS.graceMs, onEvent: emit })
+  // A restarted child (serve restarts them: Supervisor.restartOnDeath) has a new pid: the record
+  // (doctor's `processes` check) follows it. Its URL is the one it had: it listens on the same port.
+  // Writes are chained (they share one temporary file), and stop waits for the last one.
+  let running: StackRecord | undefined
+  let recordWrite = Promise.resolve()
+  const onEvent = (e: StackEvent): void => {
+    emit(e)
+    if (e.kind !== 'restarted' || running === undefined) return
+    const r: StackRecord = running
+    running = { ...r, processes: r.processes.map((p) => p.name === e.name ? { ...p, pid: e.pid, url: e.url } : p) }
+    recordWrite = recordWrite.then(async () => await writeStackRecord(paths.record, running as StackRecord)).catch(() => {})
+  }
+  const supervisor = new Supervisor({ logDir: paths.logs, graceMs: options.graceMs ?? EMBEDDED_DEFAULTS.graceMs, onEvent })
   const common = { readyTimeoutMs, env: childEnv }
   try {
     const [prefill, share, decoder] = await allOrFirstFailure([
@@ -190,8 +202,10 @@ export async function startEmbeddedStack (options: EmbeddedStackOptions): Promis
       processes: supervisor.started.map((c) => ({ name: c.spec.name, pid: c.pid ?? -1, url: c.ready?.url ?? '', log: c.logPath })),
     }
     await writeStackRecord(paths.record, record)
+    running = record
     const stop = async (): Promise<void> => {
       await supervisor.stopAll()
+      await recordWrite
       await removeStackRecord(paths.record, process.pid)
     }
     supervisor.onDeath((_child, message) => options.onDeath?.(message))

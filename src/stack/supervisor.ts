@@ -1,16 +1,36 @@
 // The supervisor: starts children one after another (each waits for the previous one's URL),
 // watches them, and stops them all, newest first, on request, on a child's unexpected death, and
-// when this process exits. A child that dies after start-up stops the whole stack: a bridge with
-// a missing link would only answer with fallbacks, which is worse than saying so.
+// when this process exits. By default a child that dies after start-up is a death: its listeners
+// (the demo) stop the whole stack. With restarts on (serve: restartOnDeath), a child that exits
+// for any reason, code 0 included, is started again on the port it had, after a backoff, and only
+// a child that keeps dying past the limit is a death.
 import { StackError } from './errors.ts'
-import { StackChild, describeExit, type ChildExit, type ChildSpec } from './child.ts'
+import { StackChild, describeExit, waitPortFree, type ChildExit, type ChildSpec } from './child.ts'
 import type { ReadyInfo } from './ready-line.ts'
+
+/** When and how often a dead child is started again. */
+export interface RestartPolicy {
+  /** Wait before the first restart; each further restart within the window waits twice as long. */
+  firstDelayMs: number
+  /** The longest wait. */
+  maxDelayMs: number
+  /** At most this many restarts of one child within `windowMs`; one more death is given up on. */
+  limit: number
+  windowMs: number
+}
+
+/** serve's restarts: 0.5 s doubling to 8 s, at most 5 within 60 s. */
+export const DEFAULT_RESTART_POLICY: RestartPolicy = { firstDelayMs: 500, maxDelayMs: 8000, limit: 5, windowMs: 60_000 }
 
 /** What the supervisor reports as it goes (serve prints these; the demo feeds its progress display). */
 export type SupervisorEvent =
   | { kind: 'starting', name: string }
   | { kind: 'ready', name: string, url: string, pid: number, ms: number }
   | { kind: 'died', name: string, exit: ChildExit, message: string }
+  /** A child died and will be started again on `port` after `delayMs` (`attempt` of `limit` within the window). */
+  | { kind: 'restarting', name: string, pid: number, exit: ChildExit, port: number | undefined, attempt: number, limit: number, windowMs: number, delayMs: number, message: string }
+  /** A restarted child is ready again. */
+  | { kind: 'restarted', name: string, url: string, pid: number, ms: number, attempt: number }
   | { kind: 'stopping', name: string }
   | { kind: 'stopped', name: string, exit: ChildExit }
 
@@ -29,6 +49,13 @@ export class Supervisor {
   private readonly onExit = (): void => this.killAllNow()
   private readonly deathListeners: Array<(child: StackChild, message: string) => void> = []
   private readonly deaths: Array<{ child: StackChild, message: string }> = []
+  private restartPolicy: RestartPolicy | undefined
+  /** Per child name: when it was restarted (within the policy's window). */
+  private readonly restarts = new Map<string, number[]>()
+  /** Per child name: the port of its first ready URL, which every restart listens on again. */
+  private readonly ports = new Map<string, number>()
+  /** Wakes restarts that wait out their backoff when the stack stops. */
+  private readonly stopWaiters = new Set<() => void>()
 
   constructor (readonly options: SupervisorOptions) {
     // Last line of defence: whatever ends this process, no child outlives it.
@@ -40,7 +67,16 @@ export class Supervisor {
     return this.children
   }
 
-  /** Call `fn` when a ready child dies without being asked to stop (at once for deaths already seen). */
+  /**
+   * From now on restart a ready child that exits without being asked to (any code, 0 included, or
+   * any signal) instead of reporting its death; a child that dies more than `policy.limit` times
+   * within the window is reported to onDeath listeners as before (its message says so).
+   */
+  restartOnDeath (policy: RestartPolicy = DEFAULT_RESTART_POLICY): void {
+    this.restartPolicy = policy
+  }
+
+  /** Call `fn` when a ready child dies without being asked to stop (at once for deaths already seen); with restarts on, when one is given up on. */
   onDeath (fn: (child: StackChild, message: string) => void): void {
     this.deathListeners.push(fn)
     for (const d of this.deaths) fn(d.child, d.message)
@@ -53,20 +89,92 @@ export class Supervisor {
     const child = StackChild.spawn({ ...spec, logDir: this.options.logDir })
     this.children.push(child)
     const ready = await child.waitReady()
+    const port = portOf(ready.url)
+    if (port !== undefined) this.ports.set(spec.name, port)
     this.emit({ kind: 'ready', name: spec.name, url: ready.url, pid: child.pid ?? -1, ms: Date.now() - child.started })
+    this.watch(child)
+    return ready
+  }
+
+  /** React to the death of a ready child: a restart, or (no restarts, or past the limit) a reported death. */
+  private watch (child: StackChild): void {
     void child.exited.then((exit) => {
       if (child.stopRequested) return
-      const message = `${spec.name} (pid ${String(child.pid)}) ${describeExit(exit)} while the stack was running${child.tailText()}`
-      this.deaths.push({ child, message })
-      this.emit({ kind: 'died', name: spec.name, exit, message })
-      for (const fn of this.deathListeners) fn(child, message)
+      const message = `${child.spec.name} (pid ${String(child.pid)}) ${describeExit(exit)} while the stack was running${child.tailText()}`
+      if (this.restartPolicy !== undefined) {
+        if (this.stopAllPromise !== undefined) return
+        void this.restart(child, exit, message)
+        return
+      }
+      this.reportDeath(child, exit, message)
     })
-    return ready
+  }
+
+  private reportDeath (child: StackChild, exit: ChildExit, message: string): void {
+    this.deaths.push({ child, message })
+    this.emit({ kind: 'died', name: child.spec.name, exit, message })
+    for (const fn of this.deathListeners) fn(child, message)
+  }
+
+  /** Start `dead`'s spec again after its backoff, on its first port; a failed start counts as another death. */
+  private async restart (dead: StackChild, exit: ChildExit, message: string): Promise<void> {
+    const policy = this.restartPolicy as RestartPolicy
+    const name = dead.spec.name
+    // Whatever the dead process left in its group (it is its leader) must not hold the port.
+    dead.killGroup()
+    const now = Date.now()
+    const times = (this.restarts.get(name) ?? []).filter((t) => t > now - policy.windowMs)
+    if (times.length >= policy.limit) {
+      const windowS = Math.round(policy.windowMs / 1000)
+      this.reportDeath(dead, exit, `${name} died ${times.length + 1} times within ${windowS} s (at most ${policy.limit} restarts are allowed): giving up, the stack stops. Its last death: ${message}`)
+      return
+    }
+    const delayMs = Math.min(policy.firstDelayMs * 2 ** times.length, policy.maxDelayMs)
+    times.push(now)
+    this.restarts.set(name, times)
+    const port = this.ports.get(name)
+    this.emit({ kind: 'restarting', name, pid: dead.pid ?? -1, exit, port, attempt: times.length, limit: policy.limit, windowMs: policy.windowMs, delayMs, message })
+    await dead.log.close()
+    await this.sleepUnlessStopping(delayMs)
+    if (this.stopAllPromise !== undefined) return
+    const host = hostOf(dead.ready?.url)
+    if (port !== undefined && host !== undefined) await waitPortFree(host, port, 5000)
+    if (this.stopAllPromise !== undefined) return
+    const next = StackChild.spawn(withPort(dead.spec, port))
+    const at = this.children.indexOf(dead)
+    if (at >= 0) this.children[at] = next
+    else this.children.push(next)
+    let ready: ReadyInfo
+    try {
+      ready = await next.waitReady()
+    }
+    catch (err) {
+      const e = await next.exited
+      if (this.stopAllPromise !== undefined || this.restartPolicy === undefined) return
+      await this.restart(next, e, (err as Error).message)
+      return
+    }
+    if (this.stopAllPromise !== undefined) return
+    this.emit({ kind: 'restarted', name, url: ready.url, pid: next.pid ?? -1, ms: Date.now() - next.started, attempt: times.length })
+    this.watch(next)
+  }
+
+  private async sleepUnlessStopping (ms: number): Promise<void> {
+    await new Promise<void>((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer)
+        this.stopWaiters.delete(done)
+        resolve()
+      }
+      const timer = setTimeout(done, ms)
+      this.stopWaiters.add(done)
+    })
   }
 
   /** Stop every child, newest first, each with SIGTERM then SIGKILL after the grace period. */
   async stopAll (): Promise<void> {
     this.stopAllPromise ??= (async () => {
+      for (const wake of [...this.stopWaiters]) wake()
       for (const child of [...this.children].reverse()) {
         if (child.exit === undefined) this.emit({ kind: 'stopping', name: child.spec.name })
         const exit = await child.stop(this.options.graceMs ?? 10_000)
@@ -91,4 +199,41 @@ export class Supervisor {
   private emit (e: SupervisorEvent): void {
     this.options.onEvent?.(e)
   }
+}
+
+/** The port of an http URL, if it names one. */
+function portOf (url: string): number | undefined {
+  try {
+    const port = new URL(url).port
+    return port === '' ? undefined : Number(port)
+  }
+  catch {
+    return undefined
+  }
+}
+
+function hostOf (url: string | undefined): string | undefined {
+  if (url === undefined) return undefined
+  try {
+    return new URL(url).hostname.replace(/^\[(.*)\]$/, '$1')
+  }
+  catch {
+    return undefined
+  }
+}
+
+/**
+ * `spec` to start again on `port`: the value after its last `--port` replaced (or `--port N`
+ * appended: the front door takes its port from its config, and --port overrides it). A stand-in
+ * (`argv`) gets the same replacement in its argv, and nothing appended.
+ */
+export function withPort<T extends { args: string[], argv?: string[] }> (spec: T, port: number | undefined): T {
+  if (port === undefined) return spec
+  const replace = (list: string[], append: boolean): string[] => {
+    const at = list.lastIndexOf('--port')
+    if (at >= 0 && at + 1 < list.length) return [...list.slice(0, at + 1), String(port), ...list.slice(at + 2)]
+    return append ? [...list, '--port', String(port)] : list
+  }
+  if (spec.argv !== undefined) return { ...spec, argv: replace(spec.argv, false) }
+  return { ...spec, args: replace(spec.args, true) }
 }

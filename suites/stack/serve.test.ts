@@ -1,7 +1,8 @@
 // `pd-bridge serve` as a real child process: it starts every part of the embedded stack, the front
 // door's /health reports each link, doctor passes on it and names a stopped decoder, a second
 // serve on the same state is refused, `serve --config` runs the front door alone, SIGINT stops
-// every child, a child dying mid-run stops the stack, a SIGKILLed supervisor leaves no orphans,
+// every child, a child dying mid-run is restarted on its port until it dies past the limit, which
+// stops the stack, a SIGKILLed supervisor leaves no orphans,
 // and a child that dies at start-up is named with its log tail.
 import { readFileSync, readdirSync, existsSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -179,17 +180,37 @@ describe('SIGINT', () => {
 })
 
 describe('a child that dies while the stack runs', () => {
-  it('stops the whole stack, and serve exits 1 naming it with its log tail', async () => {
+  it('is restarted on its port (an exit with code 0 too); one that keeps dying past the limit stops the stack, and serve exits 1 naming it with its log tail', async () => {
     const again = await startServe(['--port', '0'], env)
-    const processes = JSON.parse(readFileSync(join(state, 'stack.json'), 'utf8')).processes as Array<{ name: string, pid: number }>
-    const share = processes.find((p) => p.name === 'share') as { pid: number }
-    process.kill(share.pid, 'SIGKILL')
+    const processes = (): Array<{ name: string, pid: number }> => JSON.parse(readFileSync(join(state, 'stack.json'), 'utf8')).processes
+    const sharePid = (): number => (processes().find((p) => p.name === 'share') as { pid: number }).pid
+    const others = processes().filter((p) => p.name !== 'share').map((p) => p.pid)
+    const port = new URL(again.ready.share).port
+    const seen: number[] = []
+    const delays = ['0.5', '1.0', '2.0', '4.0', '8.0']
+    for (let n = 1; n <= 6; n++) {
+      const pid = sharePid()
+      seen.push(pid)
+      // The first stop is a clean one: SIGTERM, the share closes and exits 0, and is restarted all the same.
+      process.kill(pid, n === 1 ? 'SIGTERM' : 'SIGKILL')
+      if (n === 6) break
+      const how = n === 1 ? 'exited with code 0' : 'was killed by SIGKILL'
+      expect(await eventually(() => again.stderr().includes(`pd-bridge serve: share (pid ${pid}) ${how}; restarting it on port ${port} in ${delays[n - 1]} s (restart ${n} of at most 5 within 60 s)\n`), 20_000)).toBe(true)
+      // Back on the same URL: the front door's link to it is up again.
+      expect(await eventually(() => sharePid() !== pid && alive(sharePid()), 30_000)).toBe(true)
+      expect(await eventually(async () => {
+        const h = await (await fetch(`${again.ready.front}/health`)).json() as Record<string, any>
+        return h.links?.share?.ok === true && h.links.share.url === again.ready.share
+      }, 20_000)).toBe(true)
+      for (const p of others) expect(alive(p)).toBe(true)
+    }
     const [code] = await again.exited
     expect(code).toBe(1)
-    expect(again.stderr()).toContain(`pd-bridge serve: share (pid ${share.pid}) was killed by SIGKILL while the stack was running; last lines of ${join(state, 'logs', 'share.log')}:\n  ${again.ready.share}`)
+    expect(again.stderr()).toContain(`pd-bridge serve: share died 6 times within 60 s (at most 5 restarts are allowed): giving up, the stack stops. Its last death: share (pid ${seen[5]}) was killed by SIGKILL while the stack was running; last lines of ${join(state, 'logs', 'share.log')}:\n  ${again.ready.share}`)
     expect(again.stderr().trim().split('\n').at(-1)).toBe('pd-bridge serve: stopped')
-    for (const p of processes) expect(alive(p.pid)).toBe(false)
-  })
+    for (const p of [...others, ...seen]) expect(alive(p)).toBe(false)
+    expect(existsSync(join(state, 'stack.json'))).toBe(false)
+  }, 180_000)
 })
 
 describe('a supervisor killed with SIGKILL', () => {

@@ -1,7 +1,7 @@
 // `pd-bridge serve`: with no config, the embedded default (checkpoint, sidecar, prefill engine,
 // share, decoder and front door on 127.0.0.1); with --config, the front door alone for a
 // deployment whose engines run elsewhere. Either way every process is a supervised child with its
-// own log, and Ctrl-C stops them all.
+// own log; a child that exits is restarted on its port (backoff, a limit), and Ctrl-C stops them all.
 import { Command } from 'commander'
 import pino from 'pino'
 import { ConfigError, PdBridgeError } from '../../errors.ts'
@@ -11,6 +11,7 @@ import { describeStackEvent } from '../../stack/describe.ts'
 import { EMBEDDED_DEFAULTS, EMBEDDED_PREFILL_PROFILE, startEmbeddedStack, type StackEvent } from '../../stack/embedded.ts'
 import { startFrontOnly } from '../../stack/front-only.ts'
 import { resolveStateDir } from '../../stack/state-dir.ts'
+import { DEFAULT_RESTART_POLICY, type SupervisorEvent } from '../../stack/supervisor.ts'
 import { runUntilStopped } from '../../stack/until-stopped.ts'
 
 /** A decimal integer flag in [min, max]. */
@@ -44,6 +45,13 @@ export function requireNativeKernels (command: string, path: string = DEFAULT_AD
   }
 }
 
+/** serve's line for a restart: which child, how it ended, when and on which port it comes back, how many restarts are left. */
+export function restartLine (e: Extract<SupervisorEvent, { kind: 'restarting' }>): string {
+  const how = e.exit.signal !== null ? `was killed by ${e.exit.signal}` : `exited with code ${String(e.exit.code)}`
+  const where = e.port !== undefined ? ` on port ${e.port}` : ''
+  return `${e.name} (pid ${e.pid}) ${how}; restarting it${where} in ${(e.delayMs / 1000).toFixed(1)} s (restart ${e.attempt} of at most ${e.limit} within ${Math.round(e.windowMs / 1000)} s)`
+}
+
 interface ServeOptions {
   config?: string
   stateDir?: string
@@ -75,12 +83,16 @@ export const serveCommand = new Command('serve')
     const say = (line: string): void => { process.stderr.write(`pd-bridge serve: ${line}\n`) }
     const onEvent = (e: StackEvent): void => {
       logger.info({ event: e }, e.kind)
-      const line = describeStackEvent(e)
+      // One line per restart, when the child died; its return is in serve.log and the child's log.
+      const line = e.kind === 'restarting' ? restartLine(e) : e.kind === 'restarted' ? undefined : describeStackEvent(e)
       if (line !== undefined) say(line)
     }
     const running = opts.config !== undefined
       ? await startFrontOnly({ config: opts.config, stateDir, onEvent })
       : await startEmbeddedStack({ stateDir, preset: opts.preset, seed: opts.seed, blockSize: opts.blockSize, prefillProfile: opts.prefillProfile, host: opts.host, port: opts.port, onEvent })
+    // From here on a child that exits (any code, any signal) is started again on its port; only
+    // one that keeps dying past the limit, or SIGINT/SIGTERM to serve, stops the stack.
+    running.supervisor.restartOnDeath(DEFAULT_RESTART_POLICY)
     process.stdout.write(JSON.stringify({ event: 'ready', url: running.urls.front, pid: process.pid, state_dir: stateDir, logs: running.logDir, ...running.urls }) + '\n')
     say(`ready: point any OpenAI client at ${running.urls.front}/v1 (logs in ${running.logDir}); Ctrl-C stops everything`)
     const reason = await runUntilStopped(running.supervisor, running.stop, (r) => {
