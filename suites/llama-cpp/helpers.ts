@@ -10,6 +10,7 @@ import { checkpointDigest, makeCheckpoint } from '../../src/model/checkpoint/ind
 import type { MakeCheckpointOptions } from '../../src/model/checkpoint/make.ts'
 import { DeepseekV4Engine } from '../../src/model/engine/index.ts'
 import { exportGguf } from '../../src/model/gguf/index.ts'
+import { relError } from '../engine/helpers.ts'
 
 /** Rows of logits compared (the fixtures hold the last 64 positions) and greedy tokens. */
 export const TAIL = 64
@@ -92,17 +93,8 @@ export function argmax (row: ArrayLike<number>): number {
   return best
 }
 
-/** ||a - ref|| / ||ref|| in float64. */
-export function relError (a: ArrayLike<number>, ref: ArrayLike<number>): number {
-  if (a.length !== ref.length) throw new Error(`length ${a.length} vs ${ref.length}`)
-  let d = 0
-  let r = 0
-  for (let i = 0; i < a.length; i++) {
-    d += (a[i] - ref[i]) ** 2
-    r += ref[i] ** 2
-  }
-  return Math.sqrt(d / r)
-}
+/** ||a - ref|| / ||ref|| in float64: the engine suites' own measure. */
+export { relError }
 
 /** Our engine in the f32 profile: prefill with the last 64 logits, then 12 greedy picks continuing from that cache (as `pd-bridge dump --greedy`). */
 export async function runOurs (model: string, ids: readonly number[]): Promise<EngineRun> {
