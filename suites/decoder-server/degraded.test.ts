@@ -12,12 +12,13 @@
 //   seen on the embedded stack.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
-import { closeSync, cpSync, mkdirSync, openSync, readdirSync, rmSync, writeSync } from 'node:fs'
+import { cpSync, mkdirSync, readdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import pino from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { launchDecoder, type LaunchedDecoder } from '../../src/engines/decoder/index.ts'
 import { cutAtEos, makeTiny, tempDir, waitFor } from './helpers.ts'
+import { canMountTmpfs, fillUntilFull, mountTmpfs, unmountTmpfs } from '../support/tmpfs.ts'
 
 const tmp = tempDir('decoder-degraded')
 const BLOCK = 256
@@ -177,42 +178,25 @@ describe('a store every write to which fails (EFBIG, ulimit -f 0)', () => {
   })
 })
 
-function canMount (): boolean {
-  const at = join(tmp.dir, 'mount-check')
-  mkdirSync(at, { recursive: true })
-  try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', at], { stdio: 'ignore' })
-    execFileSync('umount', [at], { stdio: 'ignore' })
-    return true
-  } catch {
-    return false
-  }
-}
-
-describe.skipIf(!canMount())('a store on a real tmpfs: full (ENOSPC), then read-only (EROFS)', () => {
+describe.skipIf(!canMountTmpfs(tmp.dir))('a store on a real tmpfs: full (ENOSPC), then read-only (EROFS)', () => {
   const mnt = join(tmp.dir, 'tmpfs')
   const filler = join(mnt, 'filler')
   let dec: LaunchedDecoder
 
   beforeAll(async () => {
-    mkdirSync(mnt, { recursive: true })
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=4m', 'tmpfs', mnt])
+    mountTmpfs(mnt, '4m')
     dec = await launchDecoder({ modelDir, cacheDir: join(mnt, 'store'), blockSize: BLOCK, port: 0, modelName: 'tiny', maxTokens: 64, logger: pino({ level: 'silent' }) })
   })
 
   afterAll(async () => {
     await dec?.server.close()
-    try { execFileSync('umount', [mnt]) } catch { /* not mounted */ }
+    unmountTmpfs(mnt)
   })
 
   it('full: 200 with the right tokens, failures counted as ENOSPC, /health degraded', async () => {
     expect((await health(dec.server.url)).status).toBe('ok')
     // Fill every page of the tmpfs.
-    const fd = openSync(filler, 'w')
-    for (const size of [65536, 4096, 1]) {
-      try { for (;;) writeSync(fd, Buffer.alloc(size, 1)) } catch (e) { expect((e as NodeJS.ErrnoException).code).toBe('ENOSPC') }
-    }
-    closeSync(fd)
+    expect(fillUntilFull(filler)).toEqual(['ENOSPC', 'ENOSPC', 'ENOSPC'])
     const p = prompt(3)
     const want = await complete(healthy.server.url, p)
     const a = await complete(dec.server.url, p)

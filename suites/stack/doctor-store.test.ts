@@ -4,12 +4,13 @@
 // fails (a filled tmpfs, where mount works; skipped elsewhere), although access() passes there.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
-import { accessSync, closeSync, constants, mkdirSync, openSync, writeFileSync, writeSync } from 'node:fs'
+import { accessSync, constants, mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { makeCheckpoint } from '../../src/model/checkpoint/index.ts'
 import { runDoctor } from '../../src/stack/doctor/doctor.ts'
 import { tempDir } from './helpers.ts'
+import { canMountTmpfs, fillUntilFull, mountTmpfs, unmountTmpfs } from '../support/tmpfs.ts'
 
 const tmp = tempDir('stack-doctor-store')
 const bin = new URL('../../src/cli/pd-bridge.mjs', import.meta.url).pathname
@@ -72,32 +73,15 @@ describe('a decoder that cannot write its store', () => {
   })
 })
 
-function canMount (): boolean {
-  const at = join(tmp.dir, 'mount-check')
-  mkdirSync(at, { recursive: true })
-  try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', at], { stdio: 'ignore' })
-    execFileSync('umount', [at], { stdio: 'ignore' })
-    return true
-  } catch {
-    return false
-  }
-}
-
-describe.skipIf(!canMount())('a full disk (a filled tmpfs)', () => {
+describe.skipIf(!canMountTmpfs(tmp.dir))('a full disk (a filled tmpfs)', () => {
   const mnt = join(tmp.dir, 'full')
   beforeAll(() => {
-    mkdirSync(mnt, { recursive: true })
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', mnt])
+    mountTmpfs(mnt, '1m')
     mkdirSync(join(mnt, 'store'))
-    const fd = openSync(join(mnt, 'filler'), 'w')
-    for (const size of [65536, 4096, 1]) {
-      try { for (;;) writeSync(fd, Buffer.alloc(size, 1)) } catch (e) { expect((e as NodeJS.ErrnoException).code).toBe('ENOSPC') }
-    }
-    closeSync(fd)
+    expect(fillUntilFull(join(mnt, 'filler'))).toEqual(['ENOSPC', 'ENOSPC', 'ENOSPC'])
   })
   afterAll(() => {
-    try { execFileSync('umount', [mnt]) } catch { /* not mounted */ }
+    unmountTmpfs(mnt)
   })
 
   it('fails the store check with ENOSPC, where access(W_OK) says writable', async () => {
