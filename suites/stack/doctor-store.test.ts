@@ -2,7 +2,7 @@
 // decoder's /health (a decoder under `ulimit -f 0`, whose every file write fails with EFBIG, while
 // the directory is writable from here), and its own store check is a real write that a full disk
 // fails (a filled tmpfs, where mount works; skipped elsewhere), although access() passes there.
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
+import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
 import { accessSync, constants, mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
