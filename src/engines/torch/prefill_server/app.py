@@ -1,0 +1,141 @@
+"""The HTTP API (docs/prefill-engine.md): POST /v1/prefill, GET /v1/prefill/{id}, GET /health,
+GET /v1/models, every refusal as {"error": {...}} with the embedded engine's statuses."""
+import asyncio
+import collections
+import json
+import os
+
+from aiohttp import web
+
+from pd_torch_hook import manifest as mf
+
+from .api_error import ApiError, bad_request
+from .request import parse
+from .runner import Job, run_job
+
+REMEMBERED = 1024
+
+
+class Engine:
+    def __init__(self, model, tokenizer, sidecar, root, opts):
+        self.model, self.tokenizer, self.sidecar, self.root, self.opts = model, tokenizer, sidecar, root, opts
+        self.queue = collections.deque()
+        self.jobs = collections.OrderedDict()
+        self.running = None
+        self.stopping = False
+        self.wake = asyncio.Event()
+        self.rate = None  # tokens per second of the last prefill, for Retry-After
+
+    def check_id(self, rid: str) -> None:
+        try:
+            mf.check_request_id(rid)
+        except ValueError as e:
+            raise bad_request(str(e), 'request_id')
+        if rid in self.jobs or os.path.exists(os.path.join(self.root, rid)):
+            raise ApiError(409, 'conflict_error', f'request_id {rid!r} is already queued, running, remembered or captured', 'request_id')
+
+    async def worker(self) -> None:
+        while not self.stopping:
+            if not self.queue:
+                self.wake.clear()
+                await self.wake.wait()
+                continue
+            job = self.queue.popleft()
+            self.running = job
+            await run_job(job, self.model, self.sidecar, self.root, self.opts.max_chunk, self.opts.device, lambda: self.stopping)
+            if job.timings.get('prefill'):
+                self.rate = job.prefilled / (job.timings['prefill'] / 1000)
+            self.running = None
+            while len(self.jobs) > REMEMBERED:
+                old = next(iter(self.jobs))
+                if self.jobs[old].state in ('queued', 'running'):
+                    break
+                self.jobs.pop(old)
+
+    def retry_after(self) -> str:
+        left = 0 if self.running is None else len(self.running.tokens) - self.running.prefilled
+        return str(max(1, int(left / self.rate) if self.rate else 1))
+
+
+def _status(job: Job, engine: Engine) -> dict:
+    out = {'request_id': job.id, 'state': job.state, 'token_count': len(job.tokens), 'sealed_length': job.sealed_length,
+           'prefilled_tokens': job.prefilled, 'timings': job.timings}
+    if job.state == 'queued':
+        out['queue_position'] = list(engine.queue).index(job) + (1 if engine.running else 0)
+    if job.error:
+        out['error'] = job.error
+    return out
+
+
+def make_app(engine: Engine) -> web.Application:
+    opts = engine.opts
+
+    @web.middleware
+    async def errors(request, handler):
+        try:
+            return await handler(request)
+        except ApiError as e:
+            return web.json_response(e.body(), status=e.status, headers=e.headers)
+        except web.HTTPMethodNotAllowed as e:
+            allow = ', '.join(sorted(e.allowed_methods))
+            err = ApiError(405, 'method_not_allowed_error', f'{request.method} is not allowed on {request.path}; allowed: {allow}', headers={'Allow': allow})
+            return web.json_response(err.body(), status=405, headers=err.headers)
+        except web.HTTPNotFound:
+            return web.json_response(ApiError(404, 'not_found_error', f'no such resource: {request.path}').body(), status=404)
+
+    async def submit(request):
+        if engine.stopping:
+            raise ApiError(503, 'service_unavailable_error', 'the engine is shutting down')
+        ctype = request.headers.get('Content-Type', '').split(';')[0].strip()
+        if ctype not in ('', 'application/json'):
+            raise ApiError(415, 'unsupported_media_type_error', f'Content-Type {ctype} is not application/json')
+        if request.content_length is not None and request.content_length > opts.max_body_bytes:
+            raise ApiError(413, 'request_too_large_error', f'the body is {request.content_length} bytes, over {opts.max_body_bytes}')
+        raw = await request.content.read(opts.max_body_bytes + 1)
+        if len(raw) > opts.max_body_bytes:
+            raise ApiError(413, 'request_too_large_error', f'the body is over {opts.max_body_bytes} bytes')
+        try:
+            body = json.loads(raw)
+        except ValueError as e:
+            raise bad_request(f'the body is not JSON: {e}')
+        cfg = engine.model.config
+        rid, tokens, budget = parse(body, cfg.vocab_size, opts.max_tokens, cfg.max_position_embeddings, engine.tokenizer, engine.check_id)
+        if len(engine.queue) >= opts.max_queue:
+            raise ApiError(429, 'rate_limit_error', f'{opts.max_queue} requests already wait', headers={'Retry-After': engine.retry_after()})
+        job = Job(rid, tokens, budget if budget is not None else opts.memory_budget)
+        engine.jobs[rid] = job
+        engine.queue.append(job)
+        position = len(engine.queue) - 1 + (1 if engine.running else 0)
+        engine.wake.set()
+        url = f'{request.scheme}://{request.host}/v1/prefill/{rid}'
+        return web.json_response({'request_id': rid, 'status_url': url, 'token_count': len(tokens), 'queue_position': position},
+                                 status=202, headers={'Location': f'/v1/prefill/{rid}'})
+
+    async def status(request):
+        rid = request.match_info['id']
+        job = engine.jobs.get(rid)
+        if job is not None:
+            return web.json_response(_status(job, engine))
+        try:
+            m = mf.read(os.path.join(engine.root, rid))
+        except (OSError, ValueError):
+            raise ApiError(404, 'not_found_error', f'no request {rid!r} here')
+        return web.json_response({'request_id': rid, 'state': m['state'], 'token_count': m['tokenCount'], 'sealed_length': m['sealedLength'],
+                                  'prefilled_tokens': m['sealedLength'], 'timings': m['timings'], **({'error': m['error']} if 'error' in m else {})})
+
+    async def health(_request):
+        return web.json_response({'status': 'stopping' if engine.stopping else 'ok', 'model': opts.model_name, 'profile': 'transformers',
+                                  'sidecar_fingerprint': engine.sidecar.fingerprint, 'queue_length': len(engine.queue),
+                                  'running': engine.running.id if engine.running else None, 'max_queue': opts.max_queue,
+                                  'max_tokens': opts.max_tokens, 'prefix_caching': False})
+
+    async def models(_request):
+        return web.json_response({'object': 'list', 'data': [{'id': opts.model_name, 'object': 'model', 'owned_by': 'pd-bridge',
+                                                              'max_model_len': engine.model.config.max_position_embeddings}]})
+
+    app = web.Application(middlewares=[errors])
+    app.router.add_post('/v1/prefill', submit)
+    app.router.add_get('/v1/prefill/{id}', status)
+    app.router.add_get('/health', health)
+    app.router.add_get('/v1/models', models)
+    return app
