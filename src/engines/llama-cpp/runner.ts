@@ -2,6 +2,7 @@
 // the CPU with one fixed context configuration, tokenize, evaluate token ids and read raw logits,
 // greedy decode. One sequence per context, no sampling of ours: logits come from llama.cpp as it
 // computed them, and greedy picks are the argmax taken here (lowest id on ties, as our engine does).
+import { readFileSync } from 'node:fs'
 import { PdBridgeError } from '../../errors.ts'
 
 /** The node-llama-cpp version this wrapper and the GGUF exporter are pinned to. */
@@ -159,6 +160,28 @@ export class LlamaCppSession {
       if (i + 1 < k) row = (await this.evaluate([picks[i]], 1)).logits
     }
     return picks
+  }
+
+  /** Write this sequence's state as llama.cpp saves it (its own bytes, tokens included) to `path`. */
+  async saveState (path: string): Promise<void> {
+    await this.sequence.saveStateToFile(path)
+  }
+
+  /**
+   * Replace this sequence's state with the file at `path`. `check` sees the bytes first and throws
+   * on a state that does not fit (state/guard.ts): llama.cpp trusts the file and a foreign one can
+   * crash the process. What llama.cpp still refuses surfaces with its own error lines.
+   */
+  async loadState (path: string, check: (bytes: Uint8Array) => void): Promise<void> {
+    check(new Uint8Array(readFileSync(path)))
+    recentErrors.length = 0
+    try {
+      await this.sequence.loadStateFromFile(path, { acceptRisk: true })
+    }
+    catch (err) {
+      const cause = recentErrors.length > 0 ? recentErrors.join('; ') : (err as Error).message
+      throw new PdBridgeError(`${path}: llama.cpp refused the sequence state: ${cause}`)
+    }
   }
 
   async dispose (): Promise<void> {
