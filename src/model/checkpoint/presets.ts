@@ -125,7 +125,37 @@ function needleJson (): Record<string, unknown> {
   return tinyJson()
 }
 
-const PRESETS = { tiny: tinyJson, small: smallJson, needle: needleJson } as const
+/** V4-Flash's layer schedule as transformers writes it (src/model/config/v4-flash-config.json): 43 layers, no sliding one. */
+function flashSchedule (): { layerTypes: string[], mlpLayerTypes: string[] } {
+  const hashLayers = 3
+  const layerTypes = [HCA, HCA]
+  while (layerTypes.length < 43) layerTypes.push(layerTypes.length % 2 === 1 ? CSA : HCA)
+  return { layerTypes, mlpLayerTypes: layerTypes.map((_, i) => (i < hashLayers ? 'hash_moe' : 'moe')) }
+}
+
+/**
+ * `flash-schedule`: V4-Flash's 43-layer schedule (20 CSA, 23 HCA; hash MoE in the first 3) at the
+ * tiny preset's widths but hidden 128, 2 heads and 4 experts, so a 43-layer prefill stays quick on
+ * a CPU. It is the preset on which the seed's per-array and per-block tables are counted.
+ */
+function flashScheduleJson (): Record<string, unknown> {
+  const { layerTypes, mlpLayerTypes } = flashSchedule()
+  return {
+    ...tinyJson(),
+    hidden_size: 128,
+    num_hidden_layers: layerTypes.length,
+    layer_types: layerTypes,
+    mlp_layer_types: mlpLayerTypes,
+    num_attention_heads: 2,
+    q_lora_rank: 64,
+    o_lora_rank: 32,
+    index_n_heads: 2,
+    n_routed_experts: 4,
+    moe_intermediate_size: 64,
+  }
+}
+
+const PRESETS = { tiny: tinyJson, small: smallJson, needle: needleJson, 'flash-schedule': flashScheduleJson } as const
 
 /** A preset's name. */
 export type PresetName = keyof typeof PRESETS

@@ -71,6 +71,13 @@ export class CompressorState {
   /** CSA: Ca half of the last complete window's kv and gate (+ position bias), [ratio, dim]; null before one. */
   overlapKv: Float32Array | null = null
   overlapGate: Float32Array | null = null
+  /**
+   * CSA: the last complete window's kv and gate projections as they were buffered (both halves,
+   * gate WITHOUT the position bias), [ratio, width]; null before one. oMLX's PoolingCache carries
+   * exactly this (`prev_win_kv`, `prev_win_gate`), and so does llama.cpp's compressor state.
+   */
+  prevWindowKv: Float32Array | null = null
+  prevWindowGate: Float32Array | null = null
 
   constructor (readonly ratio: number, readonly dim: number, readonly overlap: boolean) {
     this.entries = new RowStore(dim)
@@ -97,6 +104,8 @@ export class CompressorState {
     c.bufferLength = this.bufferLength
     c.overlapKv = this.overlapKv?.slice() ?? null
     c.overlapGate = this.overlapGate?.slice() ?? null
+    c.prevWindowKv = this.prevWindowKv?.slice() ?? null
+    c.prevWindowGate = this.prevWindowGate?.slice() ?? null
     return c
   }
 

@@ -93,5 +93,7 @@ function poolWindow (state: CompressorState, p: CompressorParams, act: Activatio
     }
     state.overlapKv = kvCarry
     state.overlapGate = gateCarry
+    state.prevWindowKv = state.bufferKv.slice(0, ratio * width)
+    state.prevWindowGate = state.bufferGate.slice(0, ratio * width)
   }
 }

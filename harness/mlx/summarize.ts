@@ -1,0 +1,61 @@
+// Writes harness/fixtures/mlx/summary.json from the comparison itself: every MLX reference case run
+// through our engine (harness/mlx/mlx-fixture.ts), per case the tensors compared, how many are
+// bit-identical, the fraction of identical elements and the worst ulp. Never edited by hand.
+//   npx tsx harness/mlx/summarize.ts --tiny DIR --flash DIR --hf-saved DIR [--blocks FILE] --out FILE
+import { readFileSync, writeFileSync } from 'node:fs'
+import { parseArgs } from 'node:util'
+import { loadCheckpoint } from '../../src/model/checkpoint/index.ts'
+import { DeepseekV4Engine } from '../../src/model/engine/index.ts'
+import { combine } from './distance.ts'
+import { readMlxFixture, runCase } from './mlx-fixture.ts'
+
+const { values: opts } = parseArgs({
+  options: {
+    tiny: { type: 'string' }, flash: { type: 'string' }, 'hf-saved': { type: 'string' },
+    blocks: { type: 'string' }, out: { type: 'string' }, fixtures: { type: 'string' },
+  },
+})
+for (const k of ['tiny', 'flash', 'hf-saved', 'out'] as const) if (opts[k] === undefined) throw new Error(`summarize: --${k} is required`)
+const dirs: Record<string, string> = { tiny: opts.tiny!, flash: opts.flash!, hfsaved: opts['hf-saved']! }
+const CASES: Array<[string, string]> = [
+  ['tiny-t301-f32', 'f32'], ['tiny-t1020-f32', 'f32'], ['hfsaved-t777-f32', 'f32'], ['flash-t301-f32', 'f32'],
+  ['tiny-t301-mxq', 'decoder'], ['flash-t301-mxq', 'decoder'],
+]
+
+const here = new URL('.', import.meta.url).pathname
+const manifest = JSON.parse(readFileSync(`${here}omlx-files.json`, 'utf8')) as { files: Array<{ path: string, commit: string, repo: string }> }
+const model = manifest.files.find((f) => f.path.endsWith('deepseek_v4_model.py'))!
+const cases = []
+let mlx = { version: '', commit: '' }
+let mlxLm = ''
+for (const [name, profile] of CASES) {
+  const fx = await readMlxFixture(name)
+  mlx = { version: fx.metadata.mlx_version, commit: fx.metadata.mlx_commit }
+  mlxLm = fx.metadata.mlx_lm_commit
+  const dir = dirs[name.split('-')[0]]
+  const engine = DeepseekV4Engine.fromCheckpoint(await loadCheckpoint(dir), profile)
+  const run = runCase(fx, engine)
+  const all = combine(run.distances.map((d) => d.distance))
+  cases.push({
+    case: name, checkpoint: fx.metadata.checkpoint_sha256, tokens: Number(fx.metadata.tokens), chunks: fx.chunks,
+    mlx_dtype: fx.dtype, mlx_quantized: fx.quantized, profile,
+    tensors: run.distances.length,
+    bit_identical_tensors: run.distances.filter((d) => d.distance.identical === d.distance.elements).length,
+    elements_identical_fraction: all.identicalFraction,
+    max_ulp: all.maxUlp,
+    max_rel_error: all.relError,
+    greedy_equal: JSON.stringify(run.greedy) === JSON.stringify(fx.greedy),
+  })
+  console.log(`${name}: ${run.distances.length} tensors, identical elements ${(100 * all.identicalFraction).toFixed(2)}%, worst rel ${all.relError.toExponential(2)}`)
+}
+const blocks = opts.blocks === undefined ? { compared: 0, identical: 0, note: 'not run' } : JSON.parse(readFileSync(opts.blocks, 'utf8'))
+const summary = {
+  producer: 'harness/mlx/summarize.ts (from harness/mlx/make-fixtures.sh)',
+  mlx,
+  mlx_lm: { commit: mlxLm },
+  model_code: { source: `${model.repo} ${model.path}`, commit: model.commit, files: manifest.files.map((f) => ({ repo: f.repo, path: f.path, commit: f.commit })) },
+  cases,
+  blocks,
+}
+writeFileSync(opts.out!, JSON.stringify(summary, null, 2) + '\n')
+console.log(`wrote ${opts.out}`)
