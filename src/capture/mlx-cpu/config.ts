@@ -1,0 +1,45 @@
+// The few config fields the cache path reads, as oMLX's ModelArgs holds them (harness/mlx/omlx_reference.py
+// model_args maps transformers' config.json onto them the same way).
+import type { DeepseekV4Config } from '../../model/config/types.ts'
+import type { MlxYarn } from '../../numerics/mlx-cpu/rope.ts'
+
+export interface MlxCpuCacheConfig {
+  hiddenSize: number
+  headDim: number
+  /** The indexer compressor's head dim (CSA layers). */
+  indexHeadDim: number
+  /** qk_rope_head_dim: rotated channels, the last ones of each head. */
+  ropeDim: number
+  slidingWindow: number
+  rmsNormEps: number
+  /** Per layer: 0 (sliding), 4 (CSA, overlap) or 128 (HCA). */
+  compressRatios: number[]
+  /** The sliding layers' rope base (no scaling in oMLX). */
+  ropeTheta: number
+  /** The compressed layers' base, for their attention and their compressors. */
+  compressRopeTheta: number
+  /** rope_scaling: YaRN of the compressed layers, or null. */
+  compressYarn: MlxYarn | null
+}
+
+/** oMLX's view of a parsed DeepSeek-V4 config. */
+export function mlxCpuCacheConfig (cfg: DeepseekV4Config): MlxCpuCacheConfig {
+  if (cfg.rope.main.ropeType !== 'default') {
+    throw new Error('mlx-cpu cache path: oMLX applies YaRN only to the compressed layers\' rope')
+  }
+  const c = cfg.rope.compress
+  return {
+    hiddenSize: cfg.hiddenSize,
+    headDim: cfg.headDim,
+    indexHeadDim: cfg.indexHeadDim,
+    ropeDim: Math.round(cfg.headDim * cfg.rope.main.partialRotaryFactor),
+    slidingWindow: cfg.slidingWindow,
+    rmsNormEps: cfg.rmsNormEps,
+    compressRatios: [...cfg.compressRatios],
+    ropeTheta: cfg.rope.main.theta,
+    compressRopeTheta: c.theta,
+    compressYarn: c.ropeType === 'yarn' && c.originalMaxPositionEmbeddings !== null
+      ? { factor: c.factor, originalMaxPositionEmbeddings: c.originalMaxPositionEmbeddings, betaFast: c.betaFast, betaSlow: c.betaSlow }
+      : null,
+  }
+}
