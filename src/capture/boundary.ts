@@ -26,6 +26,9 @@ export interface PoolBoundary {
   /** [ratio, dim] each (copies), or null before the first complete window and in pools without overlap. */
   overlapKv: Float32Array | null
   overlapGate: Float32Array | null
+  /** The last complete window as buffered, both halves, gate without bias, [ratio, width] (copies); null as above. */
+  prevWindowKv: Float32Array | null
+  prevWindowGate: Float32Array | null
 }
 
 /** One layer's state at boundary `boundary`, without pooled rows. */
@@ -53,6 +56,8 @@ function poolBoundary (name: PoolBoundary['name'], s: CompressorState): PoolBoun
     bufferGate: s.bufferGate.slice(0, n * s.width),
     overlapKv: s.overlapKv?.slice() ?? null,
     overlapGate: s.overlapGate?.slice() ?? null,
+    prevWindowKv: s.prevWindowKv?.slice() ?? null,
+    prevWindowGate: s.prevWindowGate?.slice() ?? null,
   }
 }
 
@@ -72,7 +77,8 @@ export function boundaryPrefix (layer: number, boundary: number): string {
 /**
  * A snapshot's tensors under `layers.{i}.boundary.{b}.`: `window` [rows, head_dim] and, per pool,
  * `{compressor|indexer}.{entry_count, buffer_kv, buffer_gate}` plus `overlap_kv`/`overlap_gate`
- * when the pool holds a carry: ModelCache.tensors' names without `compressed_kv`.
+ * when the pool holds a carry (ModelCache.tensors' names without `compressed_kv`), and the raw
+ * previous window `prev_window_kv`/`prev_window_gate` [ratio, width] that oMLX's blocks store.
  */
 export function boundaryTensors (layer: number, snap: BoundarySnapshot): Map<string, DumpTensor> {
   const base = boundaryPrefix(layer, snap.boundary)
@@ -87,6 +93,10 @@ export function boundaryTensors (layer: number, snap: BoundarySnapshot): Map<str
       out.set(`${at}.overlap_kv`, { dtype: 'F32', shape: [p.ratio, p.dim], data: p.overlapKv })
       out.set(`${at}.overlap_gate`, { dtype: 'F32', shape: [p.ratio, p.dim], data: p.overlapGate })
     }
+    if (p.prevWindowKv !== null && p.prevWindowGate !== null) {
+      out.set(`${at}.prev_window_kv`, { dtype: 'F32', shape: [p.ratio, p.width], data: p.prevWindowKv })
+      out.set(`${at}.prev_window_gate`, { dtype: 'F32', shape: [p.ratio, p.width], data: p.prevWindowGate })
+    }
   }
   return out
 }
@@ -97,7 +107,8 @@ export function boundarySnapshotValues (g: LayerGeometry, boundary: number): num
   for (const p of g.pools) {
     const width = p.overlap ? 2 * p.dim : p.dim
     values += (boundary % p.ratio) * width * 2
-    if (p.overlap && boundary >= p.ratio) values += 2 * p.ratio * p.dim
+    // the overlap carry [ratio, dim] and the previous window [ratio, 2 dim], kv and gate each
+    if (p.overlap && boundary >= p.ratio) values += 2 * p.ratio * p.dim + 2 * p.ratio * width
   }
   return values
 }

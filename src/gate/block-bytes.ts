@@ -1,8 +1,9 @@
 // Bytes the decoder's block store needs for one full window, for the store-size rule. A block at
-// boundary b = (k+1)*bs holds, per layer (docs/decoder-cache.md): the window's last
-// min(b, window-1) rows of head_dim; per pool, the open buffers (b mod r rows of kv and gate, width
-// 2d with overlap, else d), this block's pooled rows (floor(b/r) - floor(k*bs/r) of d), the CSA
-// carry (kv and gate, r rows of d, once b >= r) and an int64 [2] row range. The store cannot keep
+// boundary b = (k+1)*bs holds, per layer (docs/decoder-cache.md): the window's rows of head_dim
+// (mlx-lm's layout: `window` rows once b >= window, the oldest an unread slot, else b); per pool,
+// the open buffers (b mod r rows of kv and gate, width 2d with overlap, else d), this block's pooled
+// rows (floor(b/r) - floor(k*bs/r) of d), the CSA previous window (kv and gate, r rows of 2d, once
+// b >= r) and an int64 [2] row range. The store cannot keep
 // a tensor with a zero dimension or a None, so it writes a one-element stand-in instead
 // (src/decode/store/encode.ts): float32 for None and for the window's zero-width values, the
 // tensor's own dtype for an empty pooled delta. Floats take the decoder profile's element size
@@ -20,14 +21,15 @@ export type BlockGeometry = Pick<SidecarJson, 'layers' | 'headDim' | 'indexHeadD
 const F32_STAND_IN = 4
 
 function layerBlockData (g: LayerGeometry, b: number, previous: number, e: number): number {
-  let bytes = Math.min(b, g.windowRows) * g.headDim * e + F32_STAND_IN
+  const windowRows = b >= g.windowRows + 1 ? g.windowRows + 1 : Math.min(b, g.windowRows)
+  let bytes = windowRows * g.headDim * e + F32_STAND_IN
   for (const p of g.pools) {
     const width = p.overlap ? 2 * p.dim : p.dim
     const open = b % p.ratio
     bytes += open > 0 ? open * width * 2 * e : 2 * F32_STAND_IN
     const rows = Math.floor(b / p.ratio) - Math.floor(previous / p.ratio)
     bytes += rows > 0 ? rows * p.dim * e : e
-    bytes += p.overlap && b >= p.ratio ? 2 * p.ratio * p.dim * e : 2 * F32_STAND_IN
+    bytes += p.overlap && b >= p.ratio ? 2 * p.ratio * width * e : 2 * F32_STAND_IN
     bytes += 2 * 8
   }
   return bytes

@@ -41,6 +41,12 @@ describe('boundary snapshots in the layer files', () => {
         const prefix = `layers.${i}.boundary.${boundary}.`
         const got = new Map([...file].filter(([name]) => name.startsWith(prefix)).map(([name, t]) => [name.slice(prefix.length), t]))
         const want = new Map([...expected].filter(([name]) => name.startsWith(`x.layers.${i}.`) && !name.endsWith('.compressed_kv')).map(([name, t]) => [name.slice(`x.layers.${i}.`.length), t]))
+        // Besides the dump's arrays, a snapshot keeps the raw previous window (what oMLX's blocks store).
+        for (const [pool, s] of [['compressor', at.layers[i].compressor], ['indexer', at.layers[i].indexer]] as const) {
+          if (s === null || s.prevWindowKv === null || s.prevWindowGate === null) continue
+          want.set(`${pool}.prev_window_kv`, { dtype: 'F32', shape: [s.ratio, s.width], data: s.prevWindowKv })
+          want.set(`${pool}.prev_window_gate`, { dtype: 'F32', shape: [s.ratio, s.width], data: s.prevWindowGate })
+        }
         expect([...got.keys()].sort()).toEqual([...want.keys()].sort())
         for (const [name, t] of want) expect(same(got.get(name)!, t), `layer ${i} ${name} at ${boundary}`).toBe(true)
       }
@@ -69,8 +75,9 @@ describe('boundary snapshots in the layer files', () => {
   it('the payload report counts them: the files hold the minimum plus the snapshots plus headers (under 2%)', async () => {
     const c = await capture(b, tokens, { requestId: 'report' })
     // Per boundary, at bf16: 4 windows of 127 x 128, and per CSA layer (1 and 3) two pools' carries,
-    // kv and gate [4, 128] each; 256 is a multiple of 4 and 128, so no buffered tokens.
-    const perBoundary = (4 * 127 * 128 + 2 * 2 * 2 * 4 * 128) * 2
+    // kv and gate [4, 128] each, and their previous windows, kv and gate [4, 256] each; 256 is a
+    // multiple of 4 and 128, so no buffered tokens.
+    const perBoundary = (4 * 127 * 128 + 2 * 2 * 2 * 4 * 128 + 2 * 2 * 2 * 4 * 256) * 2
     expect(c.report.boundarySnapshots).toEqual({ blockSize: BS, boundaries: 2, bytes: 2 * perBoundary })
     expect(c.report.overRequired).toBeGreaterThan(1)
     expect(c.report.overRequired).toBeLessThan(1.02)

@@ -63,7 +63,7 @@ export function prompt (n: number, seed = 1): number[] {
 
 /** The decoder's prefix cache (decoder profile, block size BS) on a fresh store root. */
 export async function openStore (b: Bench, name: string): Promise<DecoderPrefixCache> {
-  return await DecoderPrefixCache.open({ storeRoot: b.scratch(name), modelName: b.modelDir, cfg: b.ckpt.config, profile: 'decoder', blockSize: BS, log: () => {} })
+  return await DecoderPrefixCache.open({ storeRoot: b.scratch(name), modelName: b.modelDir, cfg: b.ckpt.config, profile: 'decoder', blockSize: BS, engine: b.engine('decoder'), log: () => {} })
 }
 
 /** A capture made by a live prefill of `profile`'s engine with the session as its hook; its manifest carries the tokens' digest. */

@@ -21,7 +21,7 @@ describe('a partial capture', () => {
     const stored = await native.prefillAndStore(engine, tokens)
 
     // 128-token chunks hold every layer until the end, so this budget seals a prefix of 2 full blocks and a bit.
-    const c = await capture(b, tokens, { requestId: 'partial', memoryBudgetBytes: 1_100_000, maxChunk: 128 })
+    const c = await capture(b, tokens, { requestId: 'partial', memoryBudgetBytes: 1160000, maxChunk: 128 })
     const sealed = c.manifest.sealedLength
     expect(c.manifest.state).toBe('partial')
     expect(sealed).toBeGreaterThanOrEqual(2 * BS)

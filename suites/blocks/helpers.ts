@@ -56,7 +56,7 @@ export function prompt (n: number, seed = 1): number[] {
 /** A prefix cache on `root` for the tiny model under `profile`, collecting its events. */
 export async function openPrefixCache (model: TinyModel, root: string, profile: string, blockSize = BS): Promise<{ pc: DecoderPrefixCache, events: PrefixCacheEvent[] }> {
   const events: PrefixCacheEvent[] = []
-  const pc = await DecoderPrefixCache.open({ storeRoot: root, modelName: model.dir, cfg: model.ckpt.config, profile, blockSize, log: (e) => events.push(e) })
+  const pc = await DecoderPrefixCache.open({ storeRoot: root, modelName: model.dir, cfg: model.ckpt.config, profile, blockSize, engine: model.engine(profile), log: (e) => events.push(e) })
   return { pc, events }
 }
 

@@ -47,10 +47,13 @@ describe('streaming block writes', () => {
       expect(b.tensors.get('layer_2_sub_1_state_2')?.shape).toEqual([1, BS / 128, 128])
       expect(b.metadata.layer_1_sub_1_state_class_name).toBe('PoolingCacheDelta')
       expect(b.tensors.get('layer_1_sub_1_state_5')).toEqual({ dtype: 'I64', shape: [2] })
-      // The window of the boundary: 127 rows, values zero-width (K = V).
-      expect(b.tensors.get('layer_0_state_0')?.shape).toEqual([1, 1, 127, 128])
-      expect(b.metadata.layer_0_state_1_zero_dim).toBe('1,1,127,0')
-      expect(JSON.parse(b.metadata.layer_meta_states)[0]).toEqual(['0', '128', String((k + 1) * BS), '127'])
+      // The window of the boundary: mlx-lm's 128 rows, values zero-width (K = V).
+      expect(b.tensors.get('layer_0_state_0')?.shape).toEqual([1, 1, 128, 128])
+      expect(b.metadata.layer_0_state_1_zero_dim).toBe('1,1,128,0')
+      expect(JSON.parse(b.metadata.layer_meta_states)[0]).toEqual(['0', '128', String((k + 1) * BS), '128'])
+      // oMLX's five-part pool carries the raw previous window, both halves: [1, 1, ratio, 2 dim].
+      expect(b.tensors.get('layer_1_sub_1_state_3')?.shape).toEqual([1, 1, 4, 256])
+      expect(b.tensors.get('layer_1_sub_1_state_4')?.shape).toEqual([1, 1, 4, 256])
     })
   })
 })

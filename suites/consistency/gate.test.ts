@@ -216,7 +216,7 @@ describe('a too-small capture budget', () => {
     try {
       const r = await runGate(d.options())
       expect(failures(r)).toEqual([[d.launchFile, 'PD_CAPTURE_BUDGET_BYTES']])
-      expect(failMessages(r)[0]).toMatch(/^is 10,000,000 bytes, but a capture of the longest bridged prompt \(32,000 tokens\) holds 51,348,480 bytes \(1604\.6 bytes\/token\): captures past about [\d,]+ tokens seal a partial prefix/)
+      expect(failMessages(r)[0]).toMatch(/^is 10,000,000 bytes, but a capture of the longest bridged prompt \(32,000 tokens\) holds 55,444,480 bytes \(1732\.6 bytes\/token\): captures past about [\d,]+ tokens seal a partial prefix/)
     }
     finally {
       await d.writeLaunch()

@@ -105,7 +105,7 @@ describe('each limit sized against the window', () => {
   it('the store size: one full window of blocks must fit', async () => {
     const r = await gateWith({ PD_STORE_MAX_BYTES: '20000000' })
     expect(failing(r)).toEqual([[d.launchFile, 'PD_STORE_MAX_BYTES',
-      'is 20,000,000 bytes, but one full window is 128 blocks of 256 tokens, 28,264,448 bytes (26,167,296 of tensor data plus header allowance): the store evicts a long prompt\'s first blocks while writing its last']])
+      'is 20,000,000 bytes, but one full window is 128 blocks of 256 tokens, 29,444,096 bytes (27,346,944 of tensor data plus header allowance): the store evicts a long prompt\'s first blocks while writing its last']])
   })
 
   it('stage deadlines that contain the prefill: at least the full-window prefill time times the margin', async () => {

@@ -39,7 +39,7 @@ beforeAll(async () => {
     faulty: c({}, proxy.url),
     tight: c({ queue: { maxWaiting: 0, whenFull: 'native' } }),
     reject: c({ queue: { maxWaiting: 0, whenFull: 'reject' } }),
-    budget: c({ prefill: { memoryBudgetBytes: 700_000 } }),
+    budget: c({ prefill: { memoryBudgetBytes: 760_000 } }),
     mismatch: { ...c(), sidecar: join(tmp.dir, 'sidecar-512') },
     local: (() => { const x = c(); delete (x as { share?: unknown }).share; return { ...x, capture: { dir: stack.captureRoot } } })(),
     // Bridges into the main store but forwards to the reference decoder, which has its own store.

@@ -63,7 +63,7 @@ export const diffStateCommand = new Command('diff-state')
       process.exitCode = 1
       return
     }
-    const restored = hit.cache
+    const restored = engine.completeCarries(hit.cache)
     const T = restored.tokenCount
     out.write(`restored ${hit.blocks} block(s) = ${T} of ${tokens.length} tokens (profile ${engine.profile.name}, block size ${blockSize}); native prefill of tokens [0, ${T})\n`)
     const native = engine.newCache()

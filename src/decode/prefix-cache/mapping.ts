@@ -33,11 +33,19 @@ function checkCacheShape (cfg: DeepseekV4Config, cache: ModelCache, what: string
 }
 
 // A window as mlx-lm's DeepSeek-V4 RotatingKVCache holds it: keys [1, 1, rows, head_dim]; the
-// values are a zero-width [1, 1, rows, 0] because K = V (attention reads the keys twice).
+// values are a zero-width [1, 1, rows, 0] because K = V (attention reads the keys twice). Past the
+// window mlx-lm holds at least max_size = window rows (it cannot resume a decode from fewer: its
+// in-place update would grow the buffer by max_size - offset < 0), while a query reads only the last
+// window-1 of them: the oldest slot is overwritten by the next decode step before attention and
+// trimmed away by the next prefill chunk (harness/mlx/omlx_restore.py checks this on oMLX's model).
+// We keep window-1 rows, so that slot is written as zeros.
 function windowSnapshot (cfg: DeepseekV4Config, layer: LayerCache, tokenCount: number, rule: StorageRule): LayerSnapshot['rotating'] {
-  const rows = layer.windowLength
+  const held = layer.windowLength
+  const rows = tokenCount >= cfg.slidingWindow ? cfg.slidingWindow : held
+  const keys = new Float32Array(rows * layer.headDim)
+  keys.set(layer.windowRows(), (rows - held) * layer.headDim)
   return {
-    keys: storeF32(layer.windowRows(), [1, 1, rows, layer.headDim], rule),
+    keys: storeF32(keys, [1, 1, rows, layer.headDim], rule),
     values: { dtype: 'F32', shape: [1, 1, rows, 0], data: new Uint8Array(0) },
     offset: tokenCount,
     maxSize: cfg.slidingWindow,
@@ -52,14 +60,18 @@ function poolSnapshot (state: CompressorState, blockIndex: number, blockSize: nu
   if (state.entryCount !== end) throw new PdBridgeError(`${where}: ${state.entryCount} pooled entries, a boundary at token ${(blockIndex + 1) * blockSize} with ratio ${ratio} has ${end}`)
   const n = state.bufferLength
   const buffer = (data: Float32Array) => n === 0 ? null : storeF32(data.subarray(0, n * width), [1, n, width], rule)
-  const carry = (data: Float32Array | null) => data === null ? null : storeF32(data, [1, 1, ratio, dim], rule)
+  // oMLX's carry: the last complete window as buffered, both halves, gate without the bias.
+  if (state.overlap && state.entryCount > 0 && (state.prevWindowKv === null || state.prevWindowGate === null)) {
+    throw new PdBridgeError(`${where}: ${state.entryCount} complete windows but no previous window to store (a cache from before prev_window was kept?)`)
+  }
+  const carry = (data: Float32Array | null) => data === null ? null : storeF32(data, [1, 1, ratio, width], rule)
   return {
     bufKv: buffer(state.bufferKv),
     bufGate: buffer(state.bufferGate),
     pooled: storeF32(state.entries.view().subarray(start * dim, end * dim), [1, end - start, dim], rule),
     pooledStart: start,
-    prevWinKv: carry(state.overlapKv),
-    prevWinGate: carry(state.overlapGate),
+    prevWinKv: carry(state.overlap ? state.prevWindowKv : null),
+    prevWinGate: carry(state.overlap ? state.prevWindowGate : null),
   }
 }
 
@@ -166,10 +178,19 @@ function restorePool (state: CompressorState, s: PlainState, tokenCount: number,
     return
   }
   if (prevKv === null || prevGate === null) throw new RestoreRejected(where, `${entries} complete windows need the overlap carry, but prev_win_kv or prev_win_gate is None`)
-  requireShape(prevKv, [1, 1, ratio, dim], `${where} prev_win_kv`)
-  requireShape(prevGate, [1, 1, ratio, dim], `${where} prev_win_gate`)
-  state.overlapKv = loadF32(prevKv, `${where} prev_win_kv`)
-  state.overlapGate = loadF32(prevGate, `${where} prev_win_gate`)
+  // oMLX's layout: the raw previous window, both halves [1, 1, ratio, 2 dim]; the engine derives the
+  // overlap carry from it (deriveOverlapCarry). Blocks this project wrote before 2026-12-01 hold the
+  // carry itself, Ca half with the bias [1, 1, ratio, dim]: still read.
+  const legacy = prevKv.shape[3] === dim && width !== dim
+  requireShape(prevKv, [1, 1, ratio, legacy ? dim : width], `${where} prev_win_kv`)
+  requireShape(prevGate, [1, 1, ratio, legacy ? dim : width], `${where} prev_win_gate`)
+  if (legacy) {
+    state.overlapKv = loadF32(prevKv, `${where} prev_win_kv`)
+    state.overlapGate = loadF32(prevGate, `${where} prev_win_gate`)
+  } else {
+    state.prevWindowKv = loadF32(prevKv, `${where} prev_win_kv`)
+    state.prevWindowGate = loadF32(prevGate, `${where} prev_win_gate`)
+  }
 }
 
 function restoreLayer (spec: LayerCacheSpec, layer: LayerCache, restored: RestoredCache, i: number): void {
@@ -268,5 +289,7 @@ export function restoreCache (engineOrCfg: DeepseekV4Engine | DeepseekV4Config, 
   const cfg = engineOrCfg instanceof DeepseekV4Engine ? engineOrCfg.config : engineOrCfg
   if (!Array.isArray(payloads)) throw new PdBridgeError('restoreCache: payloads must be an array of block payloads, oldest first')
   const restored = restoreBlocks(payloads.map((payload, k) => ({ hash: `block ${k}`, payload })), blockSize)
-  return modelCacheFromRestored(cfg, restored)
+  const cache = modelCacheFromRestored(cfg, restored)
+  // With the engine, the derived overlap carries too, so the cache reads as a native one.
+  return engineOrCfg instanceof DeepseekV4Engine ? engineOrCfg.completeCarries(cache) : cache
 }

@@ -42,6 +42,13 @@ export interface PrefixCacheOptions {
   maxSizeBytes?: number
   /** Receives every event; the default writes refusals, geometry misses and removals to stderr. */
   log?: (event: PrefixCacheEvent) => void
+  /**
+   * The decoder's engine, when there is one: restored caches then come with their derived overlap
+   * carries filled in (engine.completeCarries), so they read exactly as native caches do. Blocks
+   * hold only the raw previous window (oMLX's layout); the engine derives the carry from it anyway
+   * when it next pools, so this matters for comparing and dumping, not for decoding.
+   */
+  engine?: DeepseekV4Engine
 }
 
 /** What a lookup found. */
@@ -178,6 +185,7 @@ export class DecoderPrefixCache {
     /** How cache arrays are stored (from the profile). */
     readonly storage: StorageRule,
     private readonly log: (event: PrefixCacheEvent) => void,
+    private readonly engine: DeepseekV4Engine | undefined,
   ) {}
 
   /** Open (creating if needed) the store for this model, profile and block size, and scan it. */
@@ -203,7 +211,8 @@ export class DecoderPrefixCache {
         log(e)
       },
     })
-    const cache = new DecoderPrefixCache(store, cfg, profile, geometry, storageRuleFor(profile), log)
+    const cache = new DecoderPrefixCache(store, cfg, profile, geometry, storageRuleFor(profile), log, options.engine)
+    if (options.engine !== undefined) cache.checkEngine(options.engine)
     sink.to = cache
     return cache
   }
@@ -306,6 +315,7 @@ export class DecoderPrefixCache {
     try {
       const restored = restoreBlocks(chain, bs)
       const cache = modelCacheFromRestored(this.cfg, restored)
+      this.engine?.completeCarries(cache)
       if (restored.walkedBack > 0) notes.push(`walked back ${restored.walkedBack} block(s) whose state was incomplete`)
       const reason = notes.length > 0 ? notes.join('; ') : undefined
       return this.finish({ cachedTokens: cache.tokenCount, cache, blocks: restored.hashes.length, reason }, n, integrity)

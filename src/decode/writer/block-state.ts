@@ -24,6 +24,7 @@ export function blockCacheBytes (cache: ModelCache): number {
       if (s === null) continue
       bytes += s.entries.view().byteLength + s.bufferKv.byteLength + s.bufferGate.byteLength
       bytes += (s.overlapKv?.byteLength ?? 0) + (s.overlapGate?.byteLength ?? 0)
+      bytes += (s.prevWindowKv?.byteLength ?? 0) + (s.prevWindowGate?.byteLength ?? 0)
     }
   }
   return bytes
@@ -55,12 +56,16 @@ async function readPool (file: LayerFileReader, layer: number, name: 'compressor
   await place(file, `${at}.buffer_kv`, 0, buffered, { rows: buffered, width }, held, cache, (v) => state.bufferKv.set(v))
   await place(file, `${at}.buffer_gate`, 0, buffered, { rows: buffered, width }, held, cache, (v) => state.bufferGate.set(v))
   const carry = state.overlap && b >= ratio
-  if (carry !== file.has(`${at}.overlap_kv`) || carry !== file.has(`${at}.overlap_gate`)) {
-    throw new PdBridgeError(`${file.path}: ${at} ${carry ? 'lacks' : 'holds'} an overlap carry; a boundary at ${b} with ratio ${ratio} ${carry ? 'has one' : 'has none'}`)
+  for (const part of ['overlap_kv', 'overlap_gate', 'prev_window_kv', 'prev_window_gate']) {
+    if (carry !== file.has(`${at}.${part}`)) {
+      throw new PdBridgeError(`${file.path}: ${at} ${carry ? 'lacks' : 'holds'} ${part}; a boundary at ${b} with ratio ${ratio} ${carry ? 'has one' : 'has none'}`)
+    }
   }
   if (carry) {
     await place(file, `${at}.overlap_kv`, 0, ratio, { rows: ratio, width: dim }, held, cache, (v) => { state.overlapKv = v.slice() })
     await place(file, `${at}.overlap_gate`, 0, ratio, { rows: ratio, width: dim }, held, cache, (v) => { state.overlapGate = v.slice() })
+    await place(file, `${at}.prev_window_kv`, 0, ratio, { rows: ratio, width }, held, cache, (v) => { state.prevWindowKv = v.slice() })
+    await place(file, `${at}.prev_window_gate`, 0, ratio, { rows: ratio, width }, held, cache, (v) => { state.prevWindowGate = v.slice() })
   }
 }
 

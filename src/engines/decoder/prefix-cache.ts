@@ -31,6 +31,7 @@ export async function openServedPrefixCache (opts: ServedPrefixCacheOptions): Pr
     modelName: opts.modelName,
     cfg: opts.model.config,
     profile: opts.model.engine.profile,
+    engine: opts.model.engine,
     blockSize: opts.blockSize,
     maxSizeBytes: opts.maxSizeBytes,
     log: (event) => {

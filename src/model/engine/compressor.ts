@@ -46,6 +46,26 @@ export function compressTokens (state: CompressorState, kv: Float32Array, gate: 
   }
 }
 
+/**
+ * The overlap carry (Ca half of the last complete window, gate with the position bias) from the raw
+ * previous window, where a restore brought only that (oMLX's blocks carry `prev_win_kv/gate`, both
+ * halves, no bias): the same values poolWindow keeps, computed the same way. No-op without one.
+ */
+export function deriveOverlapCarry (state: CompressorState, p: Pick<CompressorParams, 'positionBias'>, act: ActivationRounding): void {
+  if (!state.overlap || state.prevWindowKv === null || state.prevWindowGate === null) return
+  const { ratio, dim, width } = state
+  const kvCarry = new Float32Array(ratio * dim)
+  const gateCarry = new Float32Array(ratio * dim)
+  for (let j = 0; j < ratio; j++) {
+    for (let c = 0; c < dim; c++) {
+      kvCarry[j * dim + c] = state.prevWindowKv[j * width + c]
+      gateCarry[j * dim + c] = act.round(fround(state.prevWindowGate[j * width + c] + p.positionBias[j * width + c]))
+    }
+  }
+  state.overlapKv = kvCarry
+  state.overlapGate = gateCarry
+}
+
 // Pool the full buffer (window i = entryCount) into entry i.
 function poolWindow (state: CompressorState, p: CompressorParams, act: ActivationRounding): void {
   const { ratio, dim, width } = state
@@ -60,6 +80,7 @@ function poolWindow (state: CompressorState, p: CompressorParams, act: Activatio
   const cb = state.overlap ? dim : 0
   const first = state.overlap ? ratio : 0
   if (state.overlap) {
+    if (state.overlapKv === null) deriveOverlapCarry(state, p, act)
     if (state.overlapKv !== null && state.overlapGate !== null) {
       slotKv.set(state.overlapKv)
       slotGate.set(state.overlapGate)

@@ -8,6 +8,7 @@ import { getProfile, referenceQuantHooks, type NumericsProfile } from '../profil
 import { prepareWeights, type PreparedWeights } from '../weights/index.ts'
 import { ModelCache } from './cache.ts'
 import { appendFromAttentionInputs, buildModel, forwardChunk, type AttnInputHook, type DeepseekV4Model } from './deepseek-v4.ts'
+import { deriveOverlapCarry } from './compressor.ts'
 
 export { ModelCache, LayerCache, CompressorState, type DumpTensor } from './cache.ts'
 export type { AttnInputHook } from './deepseek-v4.ts'
@@ -155,6 +156,21 @@ export class DeepseekV4Engine {
       return x
     })
     appendFromAttentionInputs(this.model, cache, count, (layer) => inputs[layer])
+  }
+
+  /**
+   * Fill the derived overlap carries of a cache restored from blocks that hold only the raw previous
+   * window (oMLX's `prev_win_kv/gate`), so its arrays read the same as a native cache's. Pooling
+   * derives them itself when needed; this is for comparing and dumping. Returns the cache.
+   */
+  completeCarries (cache: ModelCache): ModelCache {
+    this.checkCache(cache)
+    cache.layers.forEach((layer, i) => {
+      const w = this.model.layers[i].attention
+      if (layer.compressor !== null && w.compressor !== null) deriveOverlapCarry(layer.compressor, w.compressor, this.model.act)
+      if (layer.indexer !== null && w.indexer !== null) deriveOverlapCarry(layer.indexer, w.indexer, this.model.act)
+    })
+    return cache
   }
 
   private checkCache (cache: ModelCache): void {

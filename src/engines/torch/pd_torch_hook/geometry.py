@@ -47,8 +47,9 @@ def boundary_snapshot_values(g: LayerGeometry, b: int) -> int:
     for p in g.pools:
         width = 2 * p.dim if p.overlap else p.dim
         values += (b % p.ratio) * width * 2
+        # the overlap carry [ratio, dim] and the previous window [ratio, 2 dim], kv and gate each
         if p.overlap and b >= p.ratio:
-            values += 2 * p.ratio * p.dim
+            values += 2 * p.ratio * p.dim + 2 * p.ratio * width
     return values
 
 

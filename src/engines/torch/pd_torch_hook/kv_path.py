@@ -29,6 +29,10 @@ class PoolState:
     entry_count: int = 0
     overlap_kv: Optional[torch.Tensor] = None
     overlap_gate: Optional[torch.Tensor] = None
+    # CSA: the last complete window's kv and gate projections as buffered (both halves, gate
+    # WITHOUT the position bias), [ratio, width]; None before one (boundary snapshots only).
+    prev_window_kv: Optional[torch.Tensor] = None
+    prev_window_gate: Optional[torch.Tensor] = None
 
     @property
     def width(self) -> int:
@@ -147,6 +151,8 @@ class KvPath:
             slot_kv = torch.cat([prev_kv, wk[:, :, d:]], 1)
             slot_gate = torch.cat([prev_gate, biased[:, :, d:]], 1)
             s.overlap_kv, s.overlap_gate = wk[-1, :, :d].clone(), biased[-1, :, :d].clone()
+            s.prev_window_kv = wk[-1].clone()
+            s.prev_window_gate = all_gate[done - s.ratio:done].clone()
         else:
             slot_kv, slot_gate = wk, biased
         pooled = softmax_pool(slot_kv, slot_gate, act.bf16)

@@ -39,10 +39,15 @@ def _pool_tensors(out: dict, base: str, p: PoolState, bf16: bool, with_entries: 
     if p.overlap_kv is not None and p.overlap_gate is not None:
         out[f'{base}.overlap_kv'] = _float(p.overlap_kv, bf16)
         out[f'{base}.overlap_gate'] = _float(p.overlap_gate, bf16)
+    if not with_entries and p.prev_window_kv is not None and p.prev_window_gate is not None:
+        # snapshots only (boundary.ts): the raw previous window [ratio, width], gate without bias
+        out[f'{base}.prev_window_kv'] = _float(p.prev_window_kv, bf16)
+        out[f'{base}.prev_window_gate'] = _float(p.prev_window_gate, bf16)
 
 
 def state_tensors(prefix: str, state: LayerState, bf16: bool, with_entries: bool = True) -> dict:
-    """`prefix.window` and `prefix.{compressor|indexer}.*` (without compressed_kv for a snapshot)."""
+    """`prefix.window` and `prefix.{compressor|indexer}.*`; for a snapshot (with_entries=False)
+    without compressed_kv and with prev_window_kv/prev_window_gate once a window completed."""
     out = {f'{prefix}.window': _float(state.window, bf16)}
     for p in state.pools:
         _pool_tensors(out, f'{prefix}.{p.name}', p, bf16, with_entries)
