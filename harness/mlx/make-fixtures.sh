@@ -24,4 +24,11 @@ ref --ckpt "$fx/hf-saved" --tokens "$fx/tokens-777.json" --dtype float32 --block
 # V4-Flash's 43-layer schedule
 ref --ckpt "$tmp/flash" --tokens "$fx/tokens-301.json" --dtype float32 --block-size 256 --decode 4 --no-attn-inputs --logits-only --case flash-t301-f32 --out "$out/flash-t301-f32.safetensors"
 ref --ckpt "$tmp/flash" --tokens "$fx/tokens-301.json" --dtype bfloat16 --quantize --block-size 256 --decode 4 --no-chunked-cache --no-decode-cache --case flash-t301-mxq --save-cache-weights "$out/flash-mxq-cache-weights.safetensors" --out "$out/flash-t301-mxq.safetensors"
-(cd "$root" && npx tsx harness/mlx/summarize.ts --tiny "$tmp/tiny" --flash "$tmp/flash" --hf-saved "$fx/hf-saved" ${BLOCKS:+--blocks "$BLOCKS"} --out "$out/summary.json")
+# Our f32 blocks of a 1,100-token prompt restored into oMLX's model (tolerance-based: f32 caches of two
+# engines), once as written and once with the window's unread first row overwritten by noise.
+(cd "$root" && npx tsx harness/mlx/write-blocks.ts --ckpt "$tmp/tiny" --tokens "$fx/tokens-1100.json" --profile f32 --block-size 256 --out "$tmp/blocks")
+python3 "$here/omlx_restore.py" --ckpt "$tmp/tiny" --blocks "$tmp/blocks" --decode 12 --out "$out/restore-proof.json"
+python3 "$here/omlx_restore.py" --ckpt "$tmp/tiny" --blocks "$tmp/blocks" --decode 12 --zero-first-row random --out "$out/restore-proof-noisy-first-row.json"
+# Blocks computed with the mlx-cpu arithmetic restored bit for bit.
+OUT="$out/exact-restore-proof.json" bash "$here/make-exact-restore-proof.sh"
+(cd "$root" && npx tsx harness/mlx/summarize.ts --tiny "$tmp/tiny" --flash "$tmp/flash" --hf-saved "$fx/hf-saved" --fixtures "$out" --out "$out/summary.json")

@@ -28,13 +28,13 @@ export interface Bench {
   cleanup: () => Promise<void>
 }
 
-/** Make the tiny checkpoint and the decoder sidecar (block size BS). */
-export async function bench (label: string): Promise<Bench> {
+/** Make a checkpoint (the tiny preset unless told) and the decoder sidecar (block size BS unless told). */
+export async function bench (label: string, opts: { preset?: 'tiny' | 'flash-schedule', blockSize?: number } = {}): Promise<Bench> {
   const root = await mkdtemp(join(tmpdir(), `pd-bridge-${label}-`))
   const modelDir = resolve(join(root, 'model'))
-  await makeCheckpoint({ preset: 'tiny', seed: 1, out: modelDir, force: true })
+  await makeCheckpoint({ preset: opts.preset ?? 'tiny', seed: 1, out: modelDir, force: true })
   const ckpt = await loadCheckpoint(modelDir)
-  const sidecar = await exportWeights({ model: modelDir, profile: 'decoder', out: join(root, 'sidecar'), blockSize: BS })
+  const sidecar = await exportWeights({ model: modelDir, profile: 'decoder', out: join(root, 'sidecar'), blockSize: opts.blockSize ?? BS })
   const engines = new Map<string, DeepseekV4Engine>()
   let n = 0
   return {
@@ -62,8 +62,8 @@ export function prompt (n: number, seed = 1): number[] {
 }
 
 /** The decoder's prefix cache (decoder profile, block size BS) on a fresh store root. */
-export async function openStore (b: Bench, name: string): Promise<DecoderPrefixCache> {
-  return await DecoderPrefixCache.open({ storeRoot: b.scratch(name), modelName: b.modelDir, cfg: b.ckpt.config, profile: 'decoder', blockSize: BS, engine: b.engine('decoder'), log: () => {} })
+export async function openStore (b: Bench, name: string, blockSize = BS): Promise<DecoderPrefixCache> {
+  return await DecoderPrefixCache.open({ storeRoot: b.scratch(name), modelName: b.modelDir, cfg: b.ckpt.config, profile: 'decoder', blockSize, engine: b.engine('decoder'), log: () => {} })
 }
 
 /** A capture made by a live prefill of `profile`'s engine with the session as its hook; its manifest carries the tokens' digest. */

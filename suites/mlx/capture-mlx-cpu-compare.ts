@@ -1,7 +1,10 @@
 // The mlx-cpu cache path's output against an MLX fixture's one-shot cache, one array per stored
 // tensor of each layer (window, and each PoolingCache's parts MLX holds), bit for bit.
+import { expect } from 'vitest'
 import { distance, type Distance } from '../../harness/mlx/distance.ts'
-import type { MlxFixture } from '../../harness/mlx/mlx-fixture.ts'
+import { readMlxFixture, type MlxFixture } from '../../harness/mlx/mlx-fixture.ts'
+import { mlxCpuCacheConfig, mlxCpuLayerCache, readMlxCpuCacheWeights, type MlxCpuCacheConfig, type MlxCpuCacheWeights } from '../../src/capture/mlx-cpu/index.ts'
+import { presetConfig } from '../../src/model/checkpoint/presets.ts'
 import { viewAs } from '../../src/formats/safetensors/index.ts'
 import { f32ToBf16 } from '../../src/numerics/bf16.ts'
 import type { MlxCpuLayerCache, MlxCpuPoolState } from '../../src/capture/mlx-cpu/index.ts'
@@ -57,3 +60,36 @@ export function compareLayer (fx: MlxFixture, ours: MlxCpuLayerCache): ArrayComp
 export function showComparisons (cs: readonly ArrayComparison[]): string {
   return cs.map((c) => `  ${c.name.padEnd(40)} identical ${(100 * c.distance.identicalFraction).toFixed(3).padStart(7)} %  max ${String(c.distance.maxUlp).padStart(5)} ulp${c.bitIdentical ? '' : '  (bits differ)'}`).join('\n')
 }
+
+export interface Case {
+  fx: MlxFixture
+  weights: MlxCpuCacheWeights
+  cfg: MlxCpuCacheConfig
+  T: number
+}
+
+export async function loadCase (fixture: string, weightsName: string, preset: string): Promise<Case> {
+  const fx = await readMlxFixture(fixture)
+  const weights = await readMlxCpuCacheWeights(new URL(`../../harness/fixtures/mlx/${weightsName}.safetensors`, import.meta.url).pathname)
+  // Both files come from one reference run (same case, same checkpoint).
+  expect(weights.metadata.case).toBe(fx.metadata.case)
+  expect(weights.metadata.checkpoint_sha256).toBe(fx.metadata.checkpoint_sha256)
+  const cfg = mlxCpuCacheConfig(presetConfig(preset))
+  expect(weights.layers.length).toBe(cfg.compressRatios.length)
+  return { fx, weights, cfg, T: fx.ids.length }
+}
+
+export function layerCache (c: Case, layer: number): MlxCpuLayerCache {
+  return mlxCpuLayerCache(c.weights, c.cfg, layer, c.fx.f32(`oneshot.layers.${layer}.attn_input`), c.T)
+}
+
+export function runAll (c: Case): ArrayComparison[] {
+  const all: ArrayComparison[] = []
+  for (let l = 0; l < c.weights.layers.length; l++) all.push(...compareLayer(c.fx, layerCache(c, l)))
+  return all
+}
+
+export function tableLine (cs: readonly ArrayComparison[]): string {
+  return `arrays bit-identical, capture vs MLX-computed native: ${cs.filter((c) => c.bitIdentical).length}/${cs.length}`
+}
+

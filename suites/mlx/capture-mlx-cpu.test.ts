@@ -12,15 +12,10 @@
 // digest of MLX's own freqs for the exponents the model uses (harness/mlx/probes/probe_cache_path.py).
 import { createHash } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
-import { readMlxFixture, type MlxFixture } from '../../harness/mlx/mlx-fixture.ts'
-import {
-  compressorPool, compressorProject, mlxCpuCacheConfig, mlxCpuLayerCache, readMlxCpuCacheWeights,
-  type MlxCpuCacheConfig, type MlxCpuCacheWeights, type MlxCpuLayerCache,
-} from '../../src/capture/mlx-cpu/index.ts'
-import { presetConfig } from '../../src/model/checkpoint/presets.ts'
+import { compressorPool, compressorProject, type MlxCpuLayerCache } from '../../src/capture/mlx-cpu/index.ts'
 import { roundBf16 } from '../../src/numerics/bf16.ts'
 import { bf16, deepseekV4RopeFreqs, fma32, mlxCos, mlxExp, mlxSin } from '../../src/numerics/mlx-cpu/index.ts'
-import { compareLayer, showComparisons, type ArrayComparison } from './capture-mlx-cpu-compare.ts'
+import { compareLayer, layerCache, loadCase, runAll, showComparisons, tableLine } from './capture-mlx-cpu-compare.ts'
 
 const SLOW = 300_000
 
@@ -70,41 +65,9 @@ describe('mlx-cpu numerics against digests of MLX\'s own outputs (probe_cache_pa
   })
 })
 
-interface Case {
-  fx: MlxFixture
-  weights: MlxCpuCacheWeights
-  cfg: MlxCpuCacheConfig
-  T: number
-}
-
-async function loadCase (fixture: string, weightsName: string, preset: string): Promise<Case> {
-  const fx = await readMlxFixture(fixture)
-  const weights = await readMlxCpuCacheWeights(new URL(`../../harness/fixtures/mlx/${weightsName}.safetensors`, import.meta.url).pathname)
-  // Both files come from one reference run (same case, same checkpoint).
-  expect(weights.metadata.case).toBe(fx.metadata.case)
-  expect(weights.metadata.checkpoint_sha256).toBe(fx.metadata.checkpoint_sha256)
-  const cfg = mlxCpuCacheConfig(presetConfig(preset))
-  expect(weights.layers.length).toBe(cfg.compressRatios.length)
-  return { fx, weights, cfg, T: fx.ids.length }
-}
-
-function layerCache (c: Case, layer: number): MlxCpuLayerCache {
-  return mlxCpuLayerCache(c.weights, c.cfg, layer, c.fx.f32(`oneshot.layers.${layer}.attn_input`), c.T)
-}
-
-function runAll (c: Case): ArrayComparison[] {
-  const all: ArrayComparison[] = []
-  for (let l = 0; l < c.weights.layers.length; l++) all.push(...compareLayer(c.fx, layerCache(c, l)))
-  return all
-}
-
-function tableLine (cs: readonly ArrayComparison[]): string {
-  return `arrays bit-identical, capture vs MLX-computed native: ${cs.filter((c) => c.bitIdentical).length}/${cs.length}`
-}
-
+// The 43-layer V4-Flash schedule (312/312) is the seed's table, printed by suites/bitexact/seed-table.
 const CASES = [
   { fixture: 'tiny-t301-mxq', weights: 'tiny-mxq-cache-weights', preset: 'tiny', arrays: 27 },
-  { fixture: 'flash-t301-mxq', weights: 'flash-mxq-cache-weights', preset: 'flash-schedule', arrays: 312 },
 ]
 
 describe('mlx-cpu cache path against oMLX on MLX\'s CPU: every array of every layer bit-identical', () => {
