@@ -177,13 +177,13 @@ describe('cache-path weights built from the checkpoint against MLX\'s (bf16 cast
       const differ = ms.reduce((a, m) => a + m.differ, 0)
       const kinds = new Map<string, { arrays: number, identical: number, elements: number, differ: number }>()
       for (const m of ms) {
-        const kind = m.name.replace(/^model\.layers\.\d+\.attn\./, '').replace(/^(indexer\.)?compressor\./, (s) => s)
+        const kind = m.name.replace(/^model\.layers\.\d+\.attn\./, '')
         const e = kinds.get(kind) ?? { arrays: 0, identical: 0, elements: 0, differ: 0 }
         e.arrays++; e.elements += m.elements; e.differ += m.differ; if (m.differ === 0) e.identical++
         kinds.set(kind, e)
       }
       console.log(`${k.preset}: weights built from the checkpoint in ${built.toFixed(0)} ms vs MLX's ${k.weights} (${mlx.modes.size} quantized modules in the table, equal):\n` +
-        [...kinds].map(([n, e]) => `  ${n.padEnd(34)} ${String(e.identical).padStart(3)}/${String(e.arrays).padEnd(3)} arrays identical, ${e.elements - e.differ}/${e.elements} elements`).join('\n') +
+        [...kinds].map(([n, e]) => `  ${n.padEnd(42)} ${String(e.identical).padStart(3)}/${String(e.arrays).padEnd(3)} arrays identical, ${e.elements - e.differ}/${e.elements} elements`).join('\n') +
         `\n  all: ${ms.filter((m) => m.differ === 0).length}/${ms.length} arrays, ${elements - differ}/${elements} elements bit-identical`)
       expect(ms.filter((m) => m.differ !== 0).map((m) => `${m.name}: ${m.differ}/${m.elements}`)).toEqual([])
 

@@ -9,5 +9,9 @@ export {
   affineDequantized, affineMatmul, MLX_E4M3_VALUES, mxfp8Matmul, mxScale,
   type AffineWeight, type Mxfp8Weight,
 } from './quantized-matmul.ts'
+export {
+  affineQuantize, mxfp8Exponent, mxfp8Quantize, packBytes, rint, toFp8,
+  type AffineQuantized, type MxQuantized,
+} from './quantize.ts'
 export { mlxRmsNormRow, mlxRmsNormRows } from './rms-norm.ts'
 export { deepseekV4RopeFreqs, mlxRopeRow, ropeInvFreqs, type MlxYarn } from './rope.ts'
