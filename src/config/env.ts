@@ -43,6 +43,8 @@ export const ENV_OVERRIDES: readonly EnvOverride[] = [
   { name: 'PD_DEADLINE_CAPTURE_MS', key: 'deadlines.captureMs', kind: 'integer', help: 'engine prefill and capture transfer' },
   { name: 'PD_DEADLINE_WRITE_MS', key: 'deadlines.writeMs', kind: 'integer', help: 'block write and verification' },
   { name: 'PD_DEADLINE_RESCAN_MS', key: 'deadlines.rescanMs', kind: 'integer', help: "the decoder's cache rescan" },
+  { name: 'PD_DEADLINE_STALL_MS', key: 'deadlines.stallMs', kind: 'integer', help: "no bytes from the share, or no change in the capture's engine status, for this long" },
+  { name: 'PD_DEADLINE_ENGINE_STALL_MS', key: 'deadlines.engineStallMs', kind: 'integer', help: "the engine's progress deadline, when it must differ from PD_DEADLINE_STALL_MS" },
   { name: 'PD_DEADLINE_BRIDGE_MS', key: 'deadlines.bridgeMs', kind: 'integer', help: 'the whole bridge' },
   { name: 'PD_DEADLINE_DECODER_MS', key: 'deadlines.decoderHeadersMs', kind: 'integer', help: "the decoder's response headers" },
   { name: 'PD_DEADLINE_DECODER_IDLE_MS', key: 'deadlines.decoderIdleMs', kind: 'integer', help: 'silence inside a decoder response' },

@@ -28,6 +28,13 @@ const deadlinesSchema = z.strictObject({
   writeMs: ms.default(600_000),
   /** POST /v1/cache/rescan on the decoder. */
   rescanMs: ms.default(30_000),
+  /**
+   * Progress deadline beside the totals: the share sending nothing (no answer, no byte) for this
+   * long while a capture streams, or the engine's status of the capture not changing for this long.
+   */
+  stallMs: ms.default(20_000),
+  /** The engine's progress deadline alone, when it must differ from stallMs (e.g. chunks slower than it); default stallMs. */
+  engineStallMs: ms.optional(),
   /** The whole bridge, queue wait excluded. */
   bridgeMs: ms.default(3_600_000),
   /** Forwarded request until the decoder's response headers. */

@@ -11,9 +11,9 @@ import { captureDir, CaptureManifestError, tokenIdsSha256 } from '../capture/man
 import type { FrontConfig } from '../config/index.ts'
 import { BlockWriter, spoolCapture, type BlockWriterReport, type SpoolResult } from '../decode/writer/index.ts'
 import { PdBridgeError } from '../errors.ts'
-import { CaptureFailedError, ChecksumError, ShareAbortedError, ShareDeadlineError, ShareHttpError } from '../share/index.ts'
+import { CaptureFailedError, ChecksumError, ShareAbortedError, ShareDeadlineError, ShareHttpError, ShareStallError, type StreamCaptureOptions } from '../share/index.ts'
 import { EngineWatch, type EngineStatus } from './engine-watch.ts'
-import { callJson, errorMessageOf, joinUrl, LinkError } from './http.ts'
+import { acceptsConnections, callJson, errorMessageOf, isNoAnswer, joinUrl, LinkError } from './http.ts'
 import type { BridgeSetup } from './setup.ts'
 
 /** A bridge that did not happen; `reason` is the verdict's, `stage` where it stopped. */
@@ -64,6 +64,7 @@ function captureReason (e: unknown, watchReason: string | undefined, deadlineMs:
   if (e instanceof ChecksumError) return `capture checksum mismatch: ${e.message}`
   if (e instanceof CaptureManifestError) return `capture manifest mismatch: ${e.message}`
   if (e instanceof CaptureFailedError) return `prefill engine failed the capture: ${e.message}`
+  if (e instanceof ShareStallError) return `share stalled: ${e.message}`
   if (e instanceof ShareDeadlineError) return `timeout: the capture did not arrive within ${deadlineMs} ms (${e.message})`
   if (e instanceof ShareHttpError) return `share unreachable or refusing: ${e.message}`
   return `capture stream failed: ${e instanceof Error ? e.message : String(e)}`
@@ -108,15 +109,18 @@ export async function runBridge (config: FrontConfig, setup: BridgeSetup, job: B
         timeoutMs: d.submitMs,
       })
     } catch (e) {
+      // Connected but silent is a busy engine (its event loop held by a chunk), not a missing one.
+      if (isNoAnswer(e) && await acceptsConnections(prefillUrl, d.linkMs)) throw fail(`prefill engine busy: no answer to the submit within ${d.submitMs} ms, though it accepts connections`, 'submit')
       throw fail(`prefill engine unreachable: ${e instanceof LinkError ? e.problem : String(e)}`, 'submit')
     }
+    if (answer.status === 429) throw fail(`prefill engine busy: its queue is full (429): ${errorMessageOf(answer.body)}`, 'submit')
     if (answer.status !== 202) throw fail(`prefill engine refused the request (${answer.status}): ${errorMessageOf(answer.body)}`, 'submit')
     timings.submit = round(performance.now() - t)
 
     // 2. capture: the engine prefills while the capture streams; the watcher catches a dead engine.
     t = performance.now()
     watch = new EngineWatch({
-      url: prefillUrl, requestId, pollMs: d.pollMs, linkMs: d.linkMs, downPolls: d.engineDownPolls,
+      url: prefillUrl, requestId, pollMs: d.pollMs, linkMs: d.linkMs, downPolls: d.engineDownPolls, stallMs: d.engineStallMs ?? d.stallMs,
       onFailure: (reason) => {
         watchReason ??= reason
         control.abort()
@@ -130,7 +134,11 @@ export async function runBridge (config: FrontConfig, setup: BridgeSetup, job: B
       const spoolRoot = config.capture.spoolDir as string
       spoolDir = captureDir(spoolRoot, requestId)
       try {
-        spooled = await spoolCapture({ ...request, baseUrl: config.share.url, spoolRoot, pollMs: d.pollMs, deadlineMs: d.captureMs, signal: control.signal })
+        // spoolCapture hands its options on to streamCapture as they are, the stall deadline with them.
+        const options: Parameters<typeof spoolCapture>[0] & Pick<StreamCaptureOptions, 'stallMs'> = {
+          ...request, baseUrl: config.share.url, spoolRoot, pollMs: d.pollMs, deadlineMs: d.captureMs, stallMs: d.stallMs, signal: control.signal,
+        }
+        spooled = await spoolCapture(options)
       } catch (e) {
         throw fail(captureReason(e, watchReason, d.captureMs), 'capture')
       }

@@ -2,12 +2,22 @@
 // every pollMs. The share alone cannot tell a slow engine from a dead one (a killed engine leaves
 // a `running` manifest behind, which the share keeps serving), so the watcher is what turns a
 // dead or failed engine into a prompt fallback instead of a wait until the capture deadline.
-import { callJson, joinUrl, LinkError } from './http.ts'
+// Busy is not dead: a poll that gets no answer in time (a long chunk holds the engine's event
+// loop) is not a failed poll; only refusals are. What catches a wedged or stopped engine is the
+// progress deadline: its status of the request (state, tokens prefilled, queue position, and the
+// engine's own token count while the request waits) not changing for stallMs.
+import { callJson, isNoAnswer, joinUrl, LinkError } from './http.ts'
 
 /** The engine's last answer about the request. */
 export interface EngineStatus {
   state: string
   sealedLength?: number
+  /** Tokens the engine has run for this request. */
+  prefilled?: number
+  /** Requests ahead of this one, while it waits. */
+  queuePosition?: number
+  /** Tokens the engine has run for every request since it started (it moves while this one waits). */
+  engineTokens?: number
   timings?: Record<string, number>
   error?: string
 }
@@ -19,8 +29,10 @@ export interface EngineWatchOptions {
   pollMs: number
   /** Deadline of one poll. */
   linkMs: number
-  /** Consecutive failed polls before the engine counts as down. */
+  /** Consecutive failed polls (refused, reset, an error status; not a slow answer) before the engine counts as down. */
   downPolls: number
+  /** The status not changing (or no poll answered) for this long: the capture stalled. */
+  stallMs: number
   /** Called once with the reason when the engine failed the request or went away. */
   onFailure: (reason: string) => void
 }
@@ -35,6 +47,8 @@ export class EngineWatch {
   private stopped = false
   private misses = 0
   private lastProblem = ''
+  private progressKey = ''
+  private progressAt = performance.now()
   private resolveSealed!: (s: EngineStatus) => void
   /** The last status the engine gave. */
   last: EngineStatus | undefined
@@ -67,11 +81,23 @@ export class EngineWatch {
     this.o.onFailure(reason)
   }
 
+  /** Fail when nothing moved for stallMs; true when it did. */
+  private stalled (): boolean {
+    const still = performance.now() - this.progressAt
+    if (still < this.o.stallMs) return false
+    const last = this.last
+    const seen = last === undefined ? 'no status seen' : `last status: ${last.state}${last.prefilled !== undefined ? `, ${last.prefilled} tokens prefilled` : ''}${last.queuePosition !== undefined ? `, queue position ${last.queuePosition}` : ''}`
+    const polls = this.lastProblem === '' ? '' : `; last poll: ${this.lastProblem}`
+    this.fail(`capture stalled: the prefill engine's status of the request did not change for ${this.o.stallMs} ms (${seen}${polls})`)
+    return true
+  }
+
   private miss (problem: string): void {
     this.misses++
     this.lastProblem = problem
+    // A dead engine is named as dead, even when it also stopped moving some time ago.
     if (this.misses >= this.o.downPolls) this.fail(`prefill engine unreachable during the prefill (${this.misses} status polls failed): ${this.lastProblem}`)
-    else this.schedule(this.o.pollMs)
+    else if (!this.stalled()) this.schedule(this.o.pollMs)
   }
 
   private async poll (): Promise<void> {
@@ -80,6 +106,13 @@ export class EngineWatch {
     try {
       answer = await callJson('prefill engine', url, { timeoutMs: this.o.linkMs })
     } catch (e) {
+      if (this.stopped) return
+      if (isNoAnswer(e)) {
+        // Busy or stopped, not gone: the progress deadline decides.
+        this.lastProblem = (e as LinkError).problem
+        if (!this.stalled()) this.schedule(this.o.pollMs)
+        return
+      }
       this.miss(e instanceof LinkError ? e.problem : String(e))
       return
     }
@@ -93,14 +126,24 @@ export class EngineWatch {
       return
     }
     this.misses = 0
+    this.lastProblem = ''
     const b = answer.body
+    const num = (v: unknown): number | undefined => typeof v === 'number' ? v : undefined
     const status: EngineStatus = {
       state: b.state as string,
-      sealedLength: typeof b.sealed_length === 'number' ? b.sealed_length : undefined,
+      sealedLength: num(b.sealed_length),
+      prefilled: num(b.prefilled_tokens),
+      queuePosition: num(b.queue_position),
+      engineTokens: num(b.engine_prefilled_tokens),
       timings: isRecord(b.timings) ? b.timings as Record<string, number> : undefined,
       error: typeof b.error === 'string' ? b.error : undefined,
     }
     this.last = status
+    const key = JSON.stringify([status.state, status.sealedLength, status.prefilled, status.queuePosition, status.engineTokens])
+    if (key !== this.progressKey) {
+      this.progressKey = key
+      this.progressAt = performance.now()
+    }
     if (status.state === 'failed') {
       this.fail(`prefill engine failed the request: ${status.error ?? 'no reason given'}`)
       return
@@ -110,6 +153,7 @@ export class EngineWatch {
       this.resolveSealed(status)
       return
     }
+    if (this.stalled()) return
     this.schedule(this.o.pollMs)
   }
 }

@@ -1,6 +1,7 @@
 // Talking to the links (decoder, prefill engine, share) over HTTP with undici: every call has a
 // deadline, and every failure becomes a sentence that names the link and what went wrong
 // (connection refused, no answer within N ms, a status and its message).
+import { connect } from 'node:net'
 import { request, type Dispatcher } from 'undici'
 import { PdBridgeError } from '../errors.ts'
 
@@ -84,4 +85,28 @@ export async function callJson (link: string, url: string, options: CallOptions)
 /** Join a base URL and a path (`/v1/prefill`) without doubling slashes. */
 export function joinUrl (base: string, path: string): string {
   return base.replace(/\/+$/, '') + path
+}
+
+/** Whether a LinkError is a deadline that passed (the link may be busy), not a refusal. */
+export function isNoAnswer (e: unknown): boolean {
+  return e instanceof LinkError && e.problem.startsWith('no answer within')
+}
+
+/**
+ * Whether the link's port accepts a TCP connection within `timeoutMs`. A process that is there but
+ * too busy to answer (a prefill chunk holding its event loop) accepts; a dead one refuses.
+ */
+export async function acceptsConnections (url: string, timeoutMs: number): Promise<boolean> {
+  const u = new URL(url)
+  const port = Number(u.port !== '' ? u.port : u.protocol === 'https:' ? 443 : 80)
+  return await new Promise((resolve) => {
+    const socket = connect({ host: u.hostname.replace(/^\[|\]$/g, ''), port, timeout: timeoutMs })
+    const done = (ok: boolean): void => {
+      socket.destroy()
+      resolve(ok)
+    }
+    socket.once('connect', () => done(true))
+    socket.once('timeout', () => done(false))
+    socket.once('error', () => done(false))
+  })
 }

@@ -1,7 +1,7 @@
 // Checking each link the front door depends on: the decoder, the prefill engine and the share
 // answer /health within the link deadline. What they say about themselves (the decoder's model,
 // block size and geometry; the engine's sidecar fingerprint) is kept for the geometry checks.
-import { callJson, joinUrl, LinkError } from './http.ts'
+import { acceptsConnections, callJson, isNoAnswer, joinUrl, LinkError } from './http.ts'
 
 /** One link's state, as /health shows it. */
 export interface LinkState {
@@ -10,6 +10,8 @@ export interface LinkState {
   /** Round trip in ms. */
   ms: number
   error?: string
+  /** It did not answer within the deadline but accepts connections: there and busy, not down. */
+  busy?: boolean
   /** The link's /health body when it answered 200 with JSON. */
   health?: Record<string, unknown>
 }
@@ -27,7 +29,12 @@ export async function checkLink (link: string, url: string, timeoutMs: number): 
     if (a.status !== 200) return { ok: false, url, ms, error: `${link} /health answered ${a.status}` }
     return { ok: true, url, ms, ...(isRecord(a.body) ? { health: a.body } : {}) }
   } catch (e) {
-    return { ok: false, url, ms: Math.round(performance.now() - t0), error: e instanceof LinkError ? e.message : String(e) }
+    const error = e instanceof LinkError ? e.message : String(e)
+    // A slow answer is not a missing process: only a refused (or unroutable) connection is down.
+    if (isNoAnswer(e) && await acceptsConnections(url, timeoutMs)) {
+      return { ok: false, busy: true, url, ms: Math.round(performance.now() - t0), error: `${error}; it accepts connections, so it is busy, not down` }
+    }
+    return { ok: false, url, ms: Math.round(performance.now() - t0), error }
   }
 }
 

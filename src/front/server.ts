@@ -153,9 +153,11 @@ export async function startFrontDoor (options: FrontDoorOptions): Promise<FrontD
       report.problems.push(off)
       return report
     }
-    if (!decoder.ok) report.problems.push(`decoder unreachable: ${decoder.error}`)
-    if (prefill !== undefined && !prefill.ok) report.problems.push(`prefill engine unreachable: ${prefill.error}`)
-    if (share !== undefined && !share.ok) report.problems.push(`share unreachable: ${share.error}`)
+    if (!decoder.ok) report.problems.push(`decoder ${decoder.busy === true ? 'not answering' : 'unreachable'}: ${decoder.error}`)
+    // A busy engine (connected, no answer in time) is not a problem: the bridge waits its turn and
+    // the submit decides (202, or `prefill engine busy`); the capture manifest still pins the sidecar.
+    if (prefill !== undefined && !prefill.ok && prefill.busy !== true) report.problems.push(`prefill engine unreachable: ${prefill.error}`)
+    if (share !== undefined && !share.ok) report.problems.push(`share ${share.busy === true ? 'not answering' : 'unreachable'}: ${share.error}`)
     const facts = decoderFacts(decoder.health)
     noteFacts(facts)
     let setup: BridgeSetup | undefined
@@ -270,7 +272,7 @@ export async function startFrontDoor (options: FrontDoorOptions): Promise<FrontD
     const links = await linkReport()
     const setup = links.setup
     const ok = links.decoder.ok
-    const view = (l: LinkState | undefined): object | null => l === undefined ? null : { ok: l.ok, url: l.url, ms: l.ms, ...(l.error !== undefined ? { error: l.error } : {}) }
+    const view = (l: LinkState | undefined): object | null => l === undefined ? null : { ok: l.ok, url: l.url, ms: l.ms, ...(l.busy === true ? { busy: true } : {}), ...(l.error !== undefined ? { error: l.error } : {}) }
     let spoolEntries: number | null = null
     if (spoolDir !== undefined) spoolEntries = await readdir(spoolDir).then((l) => l.length, () => null)
     return reply.code(ok ? 200 : 503).send(redactDeep({

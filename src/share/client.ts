@@ -6,9 +6,10 @@ import {
   CaptureManifestError, isValidRequestId, parseManifest, sha256Hex, validateManifestForRequest, validateManifestIdentity,
   type CaptureManifest, type CaptureRequest,
 } from '../capture/manifest.ts'
-import { CaptureFailedError, ChecksumError, ShareAbortedError, ShareDeadlineError, ShareHttpError } from './errors.ts'
+import { CaptureFailedError, ChecksumError, ShareAbortedError, ShareDeadlineError, ShareHttpError, ShareStallError } from './errors.ts'
 import { DEFAULT_RETRY, backoffDelay, describeFailure, isTransientStatus, sleep, type RetryPolicy } from './backoff.ts'
 import { downloadLayer, type ShareClientEvent } from './download.ts'
+import { StallWatch, type StallSignals } from './stall.ts'
 
 /** Options of `streamCapture`. */
 export interface StreamCaptureOptions extends CaptureRequest {
@@ -20,6 +21,12 @@ export interface StreamCaptureOptions extends CaptureRequest {
   pollMs?: number
   /** Give up (ShareDeadlineError) this many ms after the call (default 600000). */
   deadlineMs?: number
+  /**
+   * Give up (ShareStallError) when the share shows no life for this many ms while it is waited on:
+   * no answer to a poll, no byte of a layer. A stopped share accepts connections and answers
+   * nothing, which only this notices before `deadlineMs`. Default: off.
+   */
+  stallMs?: number
   /** Stops the stream (ShareAbortedError). */
   signal?: AbortSignal
   /** Bounds on transient failures (default DEFAULT_RETRY). */
@@ -62,28 +69,31 @@ export async function streamCapture (options: StreamCaptureOptions): Promise<Str
     deadlineHit = true
     control.abort(new Error('deadline'))
   }, o.deadlineMs)
+  const stall = new StallWatch(o.stallMs, () => control.abort(new Error('stall')))
   const onAbort = (): void => control.abort(options.signal?.reason)
   options.signal?.addEventListener('abort', onAbort, { once: true })
   if (options.signal?.aborted) onAbort()
-  const stream = new CaptureStream(o, control.signal)
+  const stream = new CaptureStream(o, control.signal, stall)
   try {
     return await stream.run()
   }
   catch (e) {
     // Typed errors (checksum, manifest, failed capture) win; an abort of ours becomes its own error.
     if (e instanceof PdBridgeError) throw e
+    if (stall.fired && !deadlineHit) throw new ShareStallError(o.requestId, o.stallMs as number, stream.progress())
     if (deadlineHit) throw new ShareDeadlineError(o.requestId, o.deadlineMs, stream.progress())
     if (options.signal?.aborted) throw new ShareAbortedError(o.requestId, stream.progress())
     throw e
   }
   finally {
     clearTimeout(timer)
+    stall.idle()
     options.signal?.removeEventListener('abort', onAbort)
     control.abort(new Error('stream finished'))
   }
 }
 
-type CheckedOptions = Required<Omit<StreamCaptureOptions, 'signal' | 'onEvent'>> & Pick<StreamCaptureOptions, 'onEvent'>
+type CheckedOptions = Required<Omit<StreamCaptureOptions, 'signal' | 'onEvent' | 'stallMs'>> & Pick<StreamCaptureOptions, 'onEvent' | 'stallMs'>
 
 function checkOptions (options: StreamCaptureOptions): CheckedOptions {
   const positive = (field: string, value: number): number => {
@@ -109,6 +119,7 @@ function checkOptions (options: StreamCaptureOptions): CheckedOptions {
     baseUrl: options.baseUrl.replace(/\/+$/, ''),
     pollMs: positive('pollMs', options.pollMs ?? 250),
     deadlineMs: positive('deadlineMs', options.deadlineMs ?? 600_000),
+    stallMs: options.stallMs === undefined ? undefined : positive('stallMs', options.stallMs),
     retry: { attempts: retry.attempts, baseDelayMs: Math.max(0, retry.baseDelayMs), maxDelayMs: Math.max(0, retry.maxDelayMs) },
   }
 }
@@ -127,7 +138,7 @@ class CaptureStream {
   private readonly started = performance.now()
   private readonly manifestUrl: string
 
-  constructor (private readonly o: CheckedOptions, private readonly signal: AbortSignal) {
+  constructor (private readonly o: CheckedOptions, private readonly signal: AbortSignal, private readonly stall: StallSignals) {
     this.manifestUrl = `${o.baseUrl}/captures/${o.requestId}/manifest.json`
   }
 
@@ -140,6 +151,7 @@ class CaptureStream {
   async run (): Promise<StreamCaptureResult> {
     for (;;) {
       const polled = await this.poll()
+      this.stall.idle()
       if (polled !== undefined) this.accept(polled)
       const m = this.manifest
       if (m !== undefined) {
@@ -181,11 +193,14 @@ class CaptureStream {
       signal: this.signal,
       retry: this.o.retry,
       note: (event) => this.o.onEvent?.(event),
+      stall: this.stall,
     })
     const t1 = performance.now()
     this.downloadMs += t1 - t0
     this.fetchedBytes += got.fetchedBytes
     this.firstLayerMs ??= t1 - this.started
+    // Our own write is not the share's silence.
+    this.stall.idle()
     await this.o.onLayer(entry.index, got.bytes)
     this.deliverMs += performance.now() - t1
     this.bytes += entry.bytes
@@ -199,7 +214,9 @@ class CaptureStream {
       if (this.manifestEtag !== undefined) headers['if-none-match'] = this.manifestEtag
       let status: number | undefined
       try {
+        this.stall.alive()
         const res = await fetch(this.manifestUrl, { headers, signal: this.signal })
+        this.stall.alive()
         status = res.status
         if (res.status === 304) {
           await res.body?.cancel()
@@ -241,6 +258,7 @@ class CaptureStream {
     }
     const delayMs = backoffDelay(this.o.retry, this.pollFailures)
     this.o.onEvent?.({ event: 'retry', url: this.manifestUrl, failure: this.pollFailures, delayMs, reason })
+    this.stall.idle()
     await sleep(delayMs, this.signal)
   }
 

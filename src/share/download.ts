@@ -4,6 +4,7 @@ import type { CaptureLayerEntry } from '../capture/manifest.ts'
 import { sha256Hex } from '../capture/manifest.ts'
 import { ChecksumError, ShareHttpError } from './errors.ts'
 import { backoffDelay, describeFailure, isTransientStatus, sleep, type RetryPolicy } from './backoff.ts'
+import type { StallSignals } from './stall.ts'
 
 /** Something the client did on the way that a log should show. */
 export type ShareClientEvent =
@@ -25,6 +26,8 @@ export interface LayerDownload {
   retry: RetryPolicy
   /** Told about retries, resumes and restarts. */
   note: (event: ShareClientEvent) => void
+  /** The stall deadline: told when the download waits on the share and when it sleeps. */
+  stall?: StallSignals
 }
 
 /** A verified layer file. */
@@ -59,6 +62,7 @@ export async function downloadLayer (d: LayerDownload): Promise<DownloadedLayer>
     if (failures >= d.retry.attempts) throw new ShareHttpError(url, status, `gave up after ${failures} failures in a row; last: ${reason}`)
     const delayMs = backoffDelay(d.retry, failures)
     d.note({ event: 'retry', url, failure: failures, delayMs, reason })
+    d.stall?.idle()
     await sleep(delayMs, signal)
   }
 
@@ -74,6 +78,7 @@ export async function downloadLayer (d: LayerDownload): Promise<DownloadedLayer>
     }
     let res: Response
     try {
+      d.stall?.alive()
       res = await fetch(url, { headers, signal })
     }
     catch (e) {
@@ -81,6 +86,7 @@ export async function downloadLayer (d: LayerDownload): Promise<DownloadedLayer>
       await failed(describeFailure(e))
       continue
     }
+    d.stall?.alive()
     requests++
 
     if (res.status === 206 && resuming) {
@@ -130,6 +136,7 @@ export async function downloadLayer (d: LayerDownload): Promise<DownloadedLayer>
         buffer.set(chunk, reached)
         reached += chunk.length
         fetchedBytes += chunk.length
+        d.stall?.alive()
       }
     }
     catch (e) {

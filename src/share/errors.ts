@@ -25,6 +25,14 @@ export class ShareDeadlineError extends PdBridgeError {
   }
 }
 
+/** Nothing came from the share (no answer, no body bytes) for `stallMs`: a stopped or wedged share. */
+export class ShareStallError extends PdBridgeError {
+  override name = 'ShareStallError'
+  constructor (readonly requestId: string, readonly stallMs: number, readonly progress: string) {
+    super(`capture ${requestId}: nothing from the share for ${stallMs} ms (${progress})`)
+  }
+}
+
 /** The capture's manifest says it failed; the recorded error is carried along. */
 export class CaptureFailedError extends PdBridgeError {
   override name = 'CaptureFailedError'

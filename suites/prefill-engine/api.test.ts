@@ -46,7 +46,7 @@ describe('the engine announces itself', () => {
     expect(health.status).toBe(200)
     expect(health.body).toEqual({
       status: 'ok', model: 'tiny', profile: 'prefill', sidecar_fingerprint: sidecar.fingerprint,
-      queue_length: 0, running: null, max_queue: 1, max_tokens: 4096, prefix_caching: false,
+      queue_length: 0, running: null, engine_prefilled_tokens: 0, max_queue: 1, max_tokens: 4096, prefix_caching: false,
     })
     const models = await call(`${engine.url}/v1/models`)
     expect(models.body).toMatchObject({ object: 'list', data: [{ id: 'tiny', object: 'model', owned_by: 'pd-bridge', max_model_len: 32768 }] })

@@ -2,6 +2,8 @@
 // verified; mismatched or tampered captures refused; failed captures, deadlines, aborts and
 // transient errors handled as documented.
 import { readFileSync, renameSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ConfigError } from '../../src/errors.ts'
@@ -9,7 +11,7 @@ import {
   CAPTURE_FORMAT, CaptureManifestError, addLayerFile, encodeManifest, finishManifest, readManifest, startCapture, writeManifestAtomic,
 } from '../../src/capture/manifest.ts'
 import {
-  CaptureFailedError, ChecksumError, ShareAbortedError, ShareDeadlineError, ShareHttpError, startShareServer, streamCapture,
+  CaptureFailedError, ChecksumError, ShareAbortedError, ShareDeadlineError, ShareHttpError, ShareStallError, startShareServer, streamCapture,
   type ShareClientEvent, type ShareServer, type StreamCaptureOptions,
 } from '../../src/share/index.ts'
 import { layerBytes, logCollector, makeCapture, requestFor, startProxy, tempDir } from './helpers.ts'
@@ -234,6 +236,29 @@ describe('deadline and abort', () => {
     const pre = new AbortController()
     pre.abort()
     expect(await rejection(stream('aborted', { signal: pre.signal }).promise)).toBeInstanceOf(ShareAbortedError)
+  })
+})
+
+describe('the stall deadline counts only the share\'s silence', () => {
+  it('a share that accepts and never answers: ShareStallError, not the total deadline', async () => {
+    // A real server on 127.0.0.1 that takes every request and answers none (a stopped share).
+    const silent = createServer(() => {})
+    silent.listen(0, '127.0.0.1')
+    await new Promise((resolve) => silent.once('listening', resolve))
+    try {
+      const e = await rejection(stream('silent', { baseUrl: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`, stallMs: 300, deadlineMs: 600_000 }).promise)
+      expect(e).toBeInstanceOf(ShareStallError)
+      expect((e as Error).message).toBe('capture silent: nothing from the share for 300 ms (no manifest seen, 0 delivered)')
+    } finally {
+      silent.closeAllConnections()
+      await new Promise((resolve) => silent.close(resolve))
+    }
+  })
+
+  it('a share that answers every poll is not stalled, even with polls further apart than stallMs', async () => {
+    await makeCapture(tmp.dir, requestFor('slow-engine'), { state: 'running' })
+    const e = await rejection(stream('slow-engine', { pollMs: 1500, stallMs: 1000, deadlineMs: 4000 }).promise)
+    expect(e).toBeInstanceOf(ShareDeadlineError)
   })
 })
 

@@ -163,6 +163,8 @@ async function serve (p: ServeParts): Promise<PrefillEngineServer> {
 
   // Engine throughput (tokens per ms), smoothed, for Retry-After.
   let rate = 0
+  // Tokens run for every request since start: a waiting request's client sees the engine move.
+  let prefilledTotal = 0
   const queue: PrefillQueue = new PrefillQueue(makeCaptureRunner({
     engine,
     startCapture: backend.startCapture,
@@ -171,6 +173,7 @@ async function serve (p: ServeParts): Promise<PrefillEngineServer> {
     onChunk: (tokens, elapsed) => {
       const r = tokens / Math.max(elapsed, 1e-3)
       rate = rate === 0 ? r : 0.7 * rate + 0.3 * r
+      prefilledTotal += tokens
       const job = queue.running
       if (job !== undefined) job.prefilled += tokens
     },
@@ -194,6 +197,7 @@ async function serve (p: ServeParts): Promise<PrefillEngineServer> {
       ...(job.tokensSha256 === undefined ? {} : { tokens_sha256: job.tokensSha256 }),
       sealed_length: job.sealedLength,
       prefilled_tokens: job.prefilled,
+      engine_prefilled_tokens: prefilledTotal,
       timings: job.timings,
       ...(position === undefined ? {} : { queue_position: position }),
       ...(job.error === undefined ? {} : { error: job.error }),
@@ -263,6 +267,7 @@ async function serve (p: ServeParts): Promise<PrefillEngineServer> {
         sidecar_fingerprint: backend.fingerprint,
         queue_length: queue.length,
         running: queue.running?.requestId ?? null,
+        engine_prefilled_tokens: prefilledTotal,
         max_queue: o.maxQueue,
         max_tokens: p.maxTokens,
         prefix_caching: false,
