@@ -11,7 +11,7 @@ import { captureDir, CaptureManifestError, tokenIdsSha256 } from '../capture/man
 import type { FrontConfig } from '../config/index.ts'
 import { BlockWriter, spoolCapture, type BlockWriterReport, type SpoolResult } from '../decode/writer/index.ts'
 import { PdBridgeError } from '../errors.ts'
-import { CaptureFailedError, ChecksumError, ShareAbortedError, ShareDeadlineError, ShareHttpError, ShareStallError, type StreamCaptureOptions } from '../share/index.ts'
+import { CaptureFailedError, ChecksumError, ShareAbortedError, ShareDeadlineError, ShareHttpError, ShareStallError } from '../share/index.ts'
 import { EngineWatch, type EngineStatus } from './engine-watch.ts'
 import { acceptsConnections, callJson, errorMessageOf, isNoAnswer, joinUrl, LinkError } from './http.ts'
 import type { BridgeSetup } from './setup.ts'
@@ -134,11 +134,9 @@ export async function runBridge (config: FrontConfig, setup: BridgeSetup, job: B
       const spoolRoot = config.capture.spoolDir as string
       spoolDir = captureDir(spoolRoot, requestId)
       try {
-        // spoolCapture hands its options on to streamCapture as they are, the stall deadline with them.
-        const options: Parameters<typeof spoolCapture>[0] & Pick<StreamCaptureOptions, 'stallMs'> = {
+        spooled = await spoolCapture({
           ...request, baseUrl: config.share.url, spoolRoot, pollMs: d.pollMs, deadlineMs: d.captureMs, stallMs: d.stallMs, signal: control.signal,
-        }
-        spooled = await spoolCapture(options)
+        })
       } catch (e) {
         throw fail(captureReason(e, watchReason, d.captureMs), 'capture')
       }
