@@ -1,9 +1,11 @@
-// `pd-bridge results`: records in, RESULTS.md + charts + heatmaps + report.html out.
+// `pd-bridge results`: records in (cold runs, micro benchmarks, needle runs, fault runs), RESULTS.md +
+// charts + heatmaps + report.html out.
 import { mkdir, writeFile } from 'node:fs/promises'
 import { dirname, join, resolve } from 'node:path'
 import { needleHeatmapSvg } from '../needle/heatmap.ts'
 import { readNeedleRecords } from '../needle/record.ts'
 import { stageChart, timeChart } from './charts.ts'
+import { readFaultsRecords } from './fault-record.ts'
 import { readMicroRecords } from './micro-record.ts'
 import { readRunRecords } from './record.ts'
 import { chartFiles, needleHeatmapFile, renderHtml, renderMarkdown } from './render.ts'
@@ -14,6 +16,7 @@ export interface GenerateResult {
   records: number
   microRecords: number
   needleRecords: number
+  faultsRecords: number
   environments: number
   /** Paths written, relative to the output directory. */
   files: string[]
@@ -29,16 +32,23 @@ export function defaultNeedleDir (runsDir: string): string {
   return join(dirname(resolve(runsDir)), 'needle', 'runs')
 }
 
+/** Where fault protocol records live by default: `faults/` next to the run records' directory (protocols/faults.mjs's default). */
+export function defaultFaultsDir (runsDir: string): string {
+  return join(dirname(resolve(runsDir)), 'faults')
+}
+
 /**
- * Read every run record under `runsDir`, every micro-benchmark record under `microDir` and every
- * needle run record under `needleDir`, and regenerate the report files under `outDir`. Charts
- * exist only for environments with runs, a heatmap only for those with needle records.
+ * Read every run record under `runsDir`, every micro-benchmark record under `microDir`, every
+ * needle run record under `needleDir` and every fault protocol record under `faultsDir`, and
+ * regenerate the report files under `outDir`. Charts exist only for environments with runs, a
+ * heatmap only for those with needle records.
  */
-export async function generateResults (runsDir: string, outDir: string, microDir: string = defaultMicroDir(runsDir), needleDir: string = defaultNeedleDir(runsDir)): Promise<GenerateResult> {
+export async function generateResults (runsDir: string, outDir: string, microDir: string = defaultMicroDir(runsDir), needleDir: string = defaultNeedleDir(runsDir), faultsDir: string = defaultFaultsDir(runsDir)): Promise<GenerateResult> {
   const records = await readRunRecords(runsDir)
   const micro = await readMicroRecords(microDir)
   const needle = await readNeedleRecords(needleDir)
-  const envs = summarize(records, micro, needle)
+  const faults = await readFaultsRecords(faultsDir)
+  const envs = summarize(records, micro, needle, faults)
   const files = new Map<string, string>([['RESULTS.md', renderMarkdown(envs)], ['report.html', renderHtml(envs)]])
   for (const env of envs) {
     if (env.sizes.length > 0) {
@@ -50,5 +60,5 @@ export async function generateResults (runsDir: string, outDir: string, microDir
   }
   await mkdir(outDir, { recursive: true })
   for (const [name, text] of files) await writeFile(join(outDir, name), text)
-  return { records: records.length, microRecords: micro.length, needleRecords: needle.length, environments: envs.length, files: [...files.keys()] }
+  return { records: records.length, microRecords: micro.length, needleRecords: needle.length, faultsRecords: faults.length, environments: envs.length, files: [...files.keys()] }
 }
