@@ -150,13 +150,15 @@ const dirs: string[] = []
 afterAll(() => { for (const d of dirs) rmSync(d, { recursive: true, force: true }) })
 
 const CASES = [
-  { preset: 'tiny', fixture: 'tiny-t301-mxq', weights: 'tiny-mxq-cache-weights', arrays: 27 },
-  { preset: 'flash-schedule', fixture: 'flash-t301-mxq', weights: 'flash-mxq-cache-weights', arrays: 312 },
+  { preset: 'tiny', fixture: 'tiny-t301-mxq', weights: 'tiny-mxq-cache-weights', arrays: 27, cachePath: true },
+  // Its weights are compared array by array; the cache path on bit-identical weights is the same
+  // computation suites/bitexact/seed-table runs on MLX's own (312/312), so it is not run twice.
+  { preset: 'flash-schedule', fixture: 'flash-t301-mxq', weights: 'flash-mxq-cache-weights', arrays: 312, cachePath: false },
 ] as const
 
 describe('cache-path weights built from the checkpoint against MLX\'s (bf16 cast + nn.quantize), then the cache path on them', () => {
   for (const k of CASES) {
-    it(`${k.preset}: every weight array bit-identical; ${k.fixture} ${k.arrays}/${k.arrays} cache arrays bit-identical`, async () => {
+    it(`${k.preset}: every weight array bit-identical${k.cachePath ? `; ${k.fixture} ${k.arrays}/${k.arrays} cache arrays bit-identical` : ''}`, async () => {
       const dir = mkdtempSync(join(tmpdir(), `pd-bridge-mlxq-${k.preset}-`))
       dirs.push(dir)
       await makeCheckpoint({ preset: k.preset, seed: 1, out: dir, force: true })
@@ -187,6 +189,7 @@ describe('cache-path weights built from the checkpoint against MLX\'s (bf16 cast
         `\n  all: ${ms.filter((m) => m.differ === 0).length}/${ms.length} arrays, ${elements - differ}/${elements} elements bit-identical`)
       expect(ms.filter((m) => m.differ !== 0).map((m) => `${m.name}: ${m.differ}/${m.elements}`)).toEqual([])
 
+      if (!k.cachePath) return
       // The cache path on the built weights against MLX's one-shot caches.
       const fx = await readMlxFixture(k.fixture)
       expect(fx.metadata.checkpoint_sha256).toBe(mlx.metadata.checkpoint_sha256)
