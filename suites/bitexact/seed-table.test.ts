@@ -11,8 +11,9 @@
 //   "blocks written by the bridge vs blocks oMLX writes itself: 11/11 identical" — no block written
 //   by oMLX itself is in the fixtures (its block-store code was not gathered), so this compares the
 //   bridge's blocks with our decoder's own native blocks for an 11-block prompt (decoder profile,
-//   block size 128, the smallest the writer takes: a multiple of the ratio 128): a self-comparison, labelled as one. What oMLX's model does with our blocks is
-//   checked in suites/mlx/blocks (13/13 logits steps bit-identical after restoring mlx-cpu blocks).
+//   block size 128, the smallest the writer takes: a multiple of the ratio 128): a self-comparison,
+//   labelled as one. What oMLX's model does with our blocks is checked in suites/mlx/blocks (13/13
+//   logits steps bit-identical after restoring mlx-cpu blocks).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { compareBlockDirs } from '../../src/decode/store/index.ts'
 import { streamBlocks } from '../../src/decode/writer/index.ts'
