@@ -129,17 +129,14 @@ describe('requests queue one at a time, and the engine stays responsive', () => 
 
     const queued = await call(`${engine.url}/v1/prefill/q-short`)
     expect(queued.body).toMatchObject({ state: 'queued', queue_position: 1, sealed_length: 0 })
-    // /health between engine chunks: a 64-token chunk of the tiny model takes well under a second
-    // even on this loaded machine; 2 s is the bound that says the server did not wait for the prefill.
+    // /health answers between engine chunks: an answer that says q-long is running was given while
+    // the prefill ran (no time bound: the machine may be loaded, what matters is that it answered).
     let sawRunning = 0
     for (let i = 0; i < 3; i++) {
-      const t0 = performance.now()
       const h = await call(`${engine.url}/health`)
-      const took = performance.now() - t0
       if (h.body.running === 'q-long') {
         sawRunning++
         expect(h.body.queue_length).toBe(1)
-        expect(took).toBeLessThan(2000)
       }
       await sleep(100)
     }
@@ -152,8 +149,11 @@ describe('requests queue one at a time, and the engine stays responsive', () => 
     const long = await pollUntil(engine.url, 'q-long')
     expect([long.state, short.state]).toEqual(['done', 'done'])
     const order = engine.events().filter((e) => (e.event === 'prefill-start' || e.event === 'prefill-end') && String(e.request_id).startsWith('q-'))
+    // One at a time, in arrival order: q-short started only after q-long ended, so it waited.
+    // (Not compared with q-long's prefill time: q-short was submitted after q-long started, so its
+    // wait is shorter than that by however long the submission came after the start.)
     expect(order.map((e) => `${String(e.event)} ${String(e.request_id)}`)).toEqual(['prefill-start q-long', 'prefill-end q-long', 'prefill-start q-short', 'prefill-end q-short'])
-    expect(short.timings.queue).toBeGreaterThanOrEqual(long.timings.prefill)
+    expect(short.timings.queue).toBeGreaterThan(0)
   })
 })
 
