@@ -124,11 +124,10 @@ describe('a manifest that does not match the request is rejected before any laye
   })
 
   it('a running manifest with the wrong T is refused at once, not after waiting for done', async () => {
+    // The manifest stays running forever: a client that waited for done would never settle.
     await makeCapture(tmp.dir, requestFor('t-running'), { state: 'running' })
-    const t0 = performance.now()
     const e = await rejection(stream('t-running', { tokenCount: 1 }).promise)
     expect((e as CaptureManifestError).field).toBe('tokenCount')
-    expect(performance.now() - t0).toBeLessThan(5000)
   })
 
   it('a "done" manifest that breaks the rules (a layer missing) is never trusted', async () => {
@@ -216,9 +215,9 @@ describe('deadline and abort', () => {
     const elapsed = performance.now() - t0
     expect(e).toBeInstanceOf(ShareDeadlineError)
     expect((e as Error).message).toContain('manifest running, 3/3 layers listed, 3 delivered')
-    // Not before the deadline; the upper bound is loose because two cores are shared.
+    // Not before the deadline (timers never fire early); the capture never seals, so settling at all
+    // is the deadline's doing (no upper bound in wall-clock time: two cores are shared).
     expect(elapsed).toBeGreaterThanOrEqual(295)
-    expect(elapsed).toBeLessThan(5000)
   })
 
   it('a manifest that never appears also ends at the deadline', async () => {
