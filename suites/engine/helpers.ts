@@ -6,7 +6,8 @@ import { join } from 'node:path'
 import { readSafetensors, viewAs, type Tensor } from '../../src/formats/safetensors/index.ts'
 import { checkpointDigest, loadCheckpoint, makeCheckpoint, type LoadedCheckpoint } from '../../src/model/checkpoint/index.ts'
 import type { DumpTensor, ModelCache } from '../../src/model/engine/index.ts'
-import { decodeBf16, f32ToBf16 } from '../../src/numerics/bf16.ts'
+import { decodeBf16 } from '../../src/numerics/bf16.ts'
+import { ulps } from '../../harness/mlx/distance.ts'
 
 /** A fresh tiny seed-1 checkpoint (the one the fixtures were made from), its digest, and a cleanup. */
 export async function tinyCheckpoint (): Promise<{ ckpt: LoadedCheckpoint, digest: string, dispose: () => void }> {
@@ -59,14 +60,9 @@ export function relError (a: ArrayLike<number>, ref: ArrayLike<number>): number 
   return r === 0 ? (d === 0 ? 0 : Infinity) : Math.sqrt(d / r)
 }
 
-// bf16 codes on a line where adjacent values are 1 apart (-0 and +0 both at 0).
-function ordinal (code: number): number {
-  return code & 0x8000 ? -(code & 0x7fff) : code
-}
-
 /** Distance in bf16 ulps between two values (each first rounded to bf16). */
 export function bf16Ulps (a: number, b: number): number {
-  return Math.abs(ordinal(f32ToBf16(a)) - ordinal(f32ToBf16(b)))
+  return ulps(a, b, 'BF16')
 }
 
 /** Ulp histogram buckets: 0, 1, 2, 3-4, 5-8, >8. */

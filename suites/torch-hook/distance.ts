@@ -4,6 +4,7 @@
 import { decodeLayerFile } from '../../src/capture/index.ts'
 import type { DumpTensor } from '../../src/model/engine/index.ts'
 import { parseHeader } from '../../src/formats/safetensors/index.ts'
+import { ulps } from '../../harness/mlx/distance.ts'
 
 /** The distance of one tensor. */
 export interface TensorDistance {
@@ -25,15 +26,6 @@ export function storedDtypes (bytes: Uint8Array): Map<string, string> {
   const n = Number(new DataView(bytes.buffer, bytes.byteOffset, 8).getBigUint64(0, true))
   const header = parseHeader(bytes.subarray(8, 8 + n), 'layer file')
   return new Map(header.tensors.map((t) => [t.name, t.dtype]))
-}
-
-// A float32 bit pattern on a line where adjacent floats are adjacent integers (-0 and +0 meet at 0).
-function ordered (bits: number): number {
-  return bits & 0x80000000 ? -(bits & 0x7fffffff) : bits
-}
-
-function ulps (a: number, b: number, shift: number): number {
-  return Math.abs(ordered(a) - ordered(b)) / 2 ** shift
 }
 
 /** Compare two layer files (ours: the torch hook's, ref: the TypeScript hook's) tensor by tensor. */
@@ -60,7 +52,7 @@ function tensorDistance (name: string, x: DumpTensor | undefined, y: DumpTensor 
     else {
       const bx = new Uint32Array(x.data.buffer, x.data.byteOffset, n)[i]
       const by = new Uint32Array(y.data.buffer, y.data.byteOffset, n)[i]
-      d = bx === by ? 0 : ulps(bx, by, dx === 'BF16' ? 16 : 0)
+      d = bx === by ? 0 : ulps(x.data[i] as number, y.data[i] as number, dx === 'BF16' ? 'BF16' : 'F32')
     }
     if (d === 0) identical++
     worst = Math.max(worst, d)
