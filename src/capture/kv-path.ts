@@ -84,7 +84,7 @@ export function buildKvPath (json: SidecarJson, tensors: ReadonlyMap<string, Ten
       qB: none('q_b_proj.weight'),
       kv: linear(`${p.attn}.kv_proj.weight`),
       kvNorm: vector(`${p.attn}.kv_norm.weight`),
-      oA: none('o_a_proj.weight'),
+      oA: [],
       oB: none('o_b_proj.weight'),
       sinks: new Float32Array(0),
       compressor: layerType === 'sliding_attention' ? null : compressor(p.compressor),

@@ -1,6 +1,7 @@
 // One layer's attention block: q-LoRA queries, the single shared K=V latent, partial interleaved
 // rope on the trailing slice, the 128-row window, the layer's compressor (HCA) or compressor plus
 // indexer (CSA), per-head sinks, the inverse rotation of the output and the grouped output projection.
+import { PdBridgeError } from '../../errors.ts'
 import { ropeRows } from '../../kernels/index.ts'
 import type { ReferenceQuantHooks } from '../profiles/index.ts'
 import type { Linear } from '../weights/index.ts'
@@ -29,8 +30,8 @@ export interface AttentionWeights {
   qB: Linear
   kv: Linear
   kvNorm: Float32Array
-  /** o_a_proj: [o_groups * o_lora, heads * head_dim / o_groups], applied per group. */
-  oA: Linear
+  /** o_a_proj per group: group g is rows [g * o_lora, (g + 1) * o_lora) of [o_groups * o_lora, heads * head_dim / o_groups]. */
+  oA: Linear[]
   oB: Linear
   sinks: Float32Array
   compressor: CompressorWeights | null
@@ -145,18 +146,17 @@ export function attentionBlock (w: AttentionWeights, s: AttentionShape, x: Float
 }
 
 // o_a: group g's heads (heads*head_dim/o_groups inputs) through rows [g*o_lora, (g+1)*o_lora) of the weight.
-function groupedOutput (oA: Linear, o: Float32Array, n: number, s: AttentionShape, act: ActivationRounding): Float32Array {
+function groupedOutput (oA: Linear[], o: Float32Array, n: number, s: AttentionShape, act: ActivationRounding): Float32Array {
   const g = s.oGroups
   const r = s.oLoraRank
-  // Every group's input row through the whole weight, then keep the group's block: the same dot
-  // products as a per-group weight, so the same bits.
-  const all = oA.apply(o, n * g)
+  if (oA.length !== g) throw new PdBridgeError(`attention: ${oA.length} o_a_proj group weights for o_groups ${g}`)
+  const width = o.length / (n * g)
+  const rows = new Float32Array(n * width)
   const out = new Float32Array(n * g * r)
-  for (let i = 0; i < n; i++) {
-    for (let k = 0; k < g; k++) {
-      const src = (i * g + k) * g * r + k * r
-      out.set(all.subarray(src, src + r), (i * g + k) * r)
-    }
+  for (let k = 0; k < g; k++) {
+    for (let i = 0; i < n; i++) rows.set(o.subarray((i * g + k) * width, (i * g + k + 1) * width), i * width)
+    const y = oA[k].apply(rows, n)
+    for (let i = 0; i < n; i++) out.set(y.subarray(i * r, (i + 1) * r), (i * g + k) * r)
   }
   return act.roundAll(out)
 }

@@ -46,6 +46,13 @@ export interface DeepseekV4Model {
 }
 
 /** Assemble a model from prepared weights (looked up once, by transformers' parameter names). */
+/** o_a_proj as its o_groups row blocks (group g: rows [g * rows / groups, (g + 1) * rows / groups)). */
+function groupBlocks (oA: ReturnType<PreparedWeights['linear']>, groups: number): Linear[] {
+  if (oA.outFeatures % groups !== 0) throw new PdBridgeError(`${oA.name}: ${oA.outFeatures} rows do not split into o_groups ${groups}`)
+  const rows = oA.outFeatures / groups
+  return Array.from({ length: groups }, (_, g) => oA.rowBlock(g * rows, rows))
+}
+
 export function buildModel (cfg: DeepseekV4Config, weights: PreparedWeights, profile: NumericsProfile, quant: CacheQuantHooks | null): DeepseekV4Model {
   if (cfg.scoringFunc !== 'sqrtsoftplus') throw new PdBridgeError(`engine: scoring_func ${cfg.scoringFunc} is not supported (DeepSeek-V4 uses sqrtsoftplus)`)
   const hc = (name: string): HcParams => ({ fn: weights.vector(`${name}.fn`), base: weights.vector(`${name}.base`), scale: weights.vector(`${name}.scale`) })
@@ -71,7 +78,7 @@ export function buildModel (cfg: DeepseekV4Config, weights: PreparedWeights, pro
         qB: weights.linear(`${a}.q_b_proj.weight`),
         kv: weights.linear(`${a}.kv_proj.weight`),
         kvNorm: weights.vector(`${a}.kv_norm.weight`),
-        oA: weights.linear(`${a}.o_a_proj.weight`),
+        oA: groupBlocks(weights.linear(`${a}.o_a_proj.weight`), cfg.oGroups),
         oB: weights.linear(`${a}.o_b_proj.weight`),
         sinks: weights.vector(`${a}.sinks`),
         compressor: type === 'sliding_attention' ? null : compressor(`${a}.compressor`),

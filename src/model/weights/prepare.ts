@@ -8,7 +8,7 @@ import type { DeepseekV4Config } from '../config.ts'
 import { WEIGHT_FORMATS, WEIGHT_GROUPS, type NumericsProfile, type WeightFormat } from '../profiles/types.ts'
 import { heldValues, holdMatrix, type HeldMatrix, type SourceMatrix } from './formats.ts'
 import { isExpertTensor, parseLinearName } from './groups.ts'
-import type { PreparedLinear, PreparedWeights } from './types.ts'
+import type { Linear, PreparedLinear, PreparedWeights } from './types.ts'
 
 const EMBEDDING = 'model.embed_tokens.weight'
 
@@ -78,10 +78,19 @@ export function prepareWeights (store: WeightStore, cfg: DeepseekV4Config, profi
     const format: WeightFormat = profile.weights[group]
     const { src, rows, cols } = source(tensor, expert)
     const held = holdMatrix(src, rows, cols, format, tensor)
-    const apply = held.container === 'bf16'
-      ? (x: Float32Array, m: number, out?: Float32Array) => matmulBf16(x, m, cols, held.codes, rows, out, order)
-      : (x: Float32Array, m: number, out?: Float32Array) => matmulF32(x, m, cols, held.values, rows, out, order)
-    return { name, group, format, container: held.container, inFeatures: cols, outFeatures: rows, apply, values: () => heldValues(held) }
+    const block = (first: number, count: number): Linear => {
+      if (!Number.isSafeInteger(first) || !Number.isSafeInteger(count) || first < 0 || count < 1 || first + count > rows) {
+        throw new CheckpointError(tensor, `rows [${first}, ${first + count}) are not inside its ${rows} rows`, dir)
+      }
+      const at = first * cols
+      const end = at + count * cols
+      const apply = held.container === 'bf16'
+        ? (x: Float32Array, m: number, out?: Float32Array) => matmulBf16(x, m, cols, held.codes.subarray(at, end), count, out, order)
+        : (x: Float32Array, m: number, out?: Float32Array) => matmulF32(x, m, cols, held.values.subarray(at, end), count, out, order)
+      return { inFeatures: cols, outFeatures: count, apply }
+    }
+    const { apply } = block(0, rows)
+    return { name, group, format, container: held.container, inFeatures: cols, outFeatures: rows, apply, values: () => heldValues(held), rowBlock: block }
   }
 
   function embeddingHeld (): HeldMatrix {

@@ -21,6 +21,8 @@ export interface PreparedLinear extends Linear {
   readonly container: WeightContainer
   /** The weight values every product uses, [outFeatures, inFeatures] row-major, in a new float32 array. */
   values (): Float32Array
+  /** Rows [first, first + count) as a Linear of their own (no copy): each output is the same dot product, so the same bits. */
+  rowBlock (first: number, count: number): Linear
 }
 
 /** A checkpoint's weights under one numerics profile. Returned arrays are read-only by convention. */
