@@ -142,7 +142,7 @@ const FLOPS: Partial<Record<keyof NativeKernels, KernelSpec>> = {
     },
   },
 }
-const OTHER_KERNELS = ['rmsNorm', 'fmathArray', 'softmaxPool', 'ropeRows'] as const
+const OTHER_KERNELS = ['rmsNorm', 'fmathArray', 'softmaxPool', 'ropeRows', 'roundBf16Array'] as const
 
 /** Times and counts every native kernel call while installed. */
 class KernelMeter {

@@ -12,5 +12,6 @@ Napi::Value AttentionMqaEntry (const Napi::CallbackInfo& info);
 Napi::Value IndexerScoresEntry (const Napi::CallbackInfo& info);
 Napi::Value SoftmaxPoolEntry (const Napi::CallbackInfo& info);
 Napi::Value RopeRowsEntry (const Napi::CallbackInfo& info);
+Napi::Value RoundBf16ArrayEntry (const Napi::CallbackInfo& info);
 
 }  // namespace pdb

@@ -126,6 +126,7 @@ export const reference = {
   indexerScores: indexerRef.indexerScores,
   softmaxPool: poolRef.softmaxPool,
   ropeRows: ropeRef.ropeRows,
+  roundBf16Array: ref.roundBf16InPlace,
 }
 
 /** Maximum thread count accepted by setKernelThreads. */
@@ -136,6 +137,23 @@ export const MAX_KERNEL_THREADS = 1024
  * Threads split output columns (matmul) or rows (RMSNorm), never a sum, so results do not change.
  * Calls smaller than kernelParallelThreshold() multiply-adds always run on the calling thread.
  */
+/** Below this many elements the TypeScript loop beats a native call and its threads. */
+const NATIVE_ROUND_MIN = 8192
+
+/**
+ * a[from, to) rounded to bf16 in place (the engine's activation rounding points), native for long
+ * ranges: bit-identical to reference.roundBf16InPlace. Returns a.
+ */
+export function roundBf16Array (a: Float32Array, from = 0, to = a.length): Float32Array {
+  if (!(a instanceof Float32Array)) throw new NumericsError(`roundBf16Array: a must be a Float32Array, got ${Object.prototype.toString.call(a)}`)
+  if (!Number.isSafeInteger(from) || !Number.isSafeInteger(to) || from < 0 || to > a.length || from > to) {
+    throw new NumericsError(`roundBf16Array: [${String(from)}, ${String(to)}) is not a range of the array's ${a.length} elements`)
+  }
+  if (to - from < NATIVE_ROUND_MIN) return ref.roundBf16InPlace(a, from, to)
+  loadNativeKernels().roundBf16Array(a.subarray(from, to))
+  return a
+}
+
 export function setKernelThreads (n: number): void {
   if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > MAX_KERNEL_THREADS) {
     throw new NumericsError(`setKernelThreads: n must be an integer from 1 to ${MAX_KERNEL_THREADS}, got ${String(n)}`)

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url'
 import { PdBridgeError } from '../errors.ts'
 
 /** The ABI version this TypeScript expects from native/src/addon.cc; a mismatch means a stale build. */
-export const EXPECTED_ABI_VERSION = 3
+export const EXPECTED_ABI_VERSION = 4
 
 /** Where `npm run build:native` writes the addon. */
 export const DEFAULT_ADDON_PATH = fileURLToPath(new URL('../../native/build/Release/pdb_kernels.node', import.meta.url))
@@ -27,6 +27,8 @@ export interface NativeKernels {
   softmaxPool (kv: Float32Array, gate: Float32Array, w: number, rows: number, d: number, flags: number, out: Float32Array): Float32Array
   ropeRows (x: Float32Array, rows: number, heads: number, headDim: number, offset: number, ropeDim: number,
     cos: Float32Array, sin: Float32Array, tableRows: Int32Array, inverse: boolean): Float32Array
+  /** Every element rounded to bf16 in place (src/kernels/reference.ts roundBf16InPlace). */
+  roundBf16Array (x: Float32Array): Float32Array
   setThreads (n: number): void
   getThreads (): number
   measurePeakGflops (threads: number, millis: number): number

@@ -80,3 +80,19 @@ export function rmsNorm (x: Float32Array, rows: number, d: number, weight: Float
   }
   return a.out
 }
+
+/**
+ * Reference of roundBf16Array: a[from, to) rounded to bf16 in place, on the bits (int32 arithmetic):
+ * add 0x7fff plus the lowest kept bit (ties to even), drop the low half; a NaN keeps its sign and
+ * becomes quiet, as f32ToBf16 does. Returns a.
+ */
+export function roundBf16InPlace (a: Float32Array, from = 0, to = a.length): Float32Array {
+  const bits = new Int32Array(a.buffer, a.byteOffset, a.length)
+  for (let i = from; i < to; i++) {
+    const b = bits[i]
+    bits[i] = (b & 0x7f800000) === 0x7f800000 && (b & 0x007fffff) !== 0
+      ? (b & -0x80000000) | 0x7fc00000
+      : ((b + 0x7fff + ((b >>> 16) & 1)) | 0) & -0x10000
+  }
+  return a
+}

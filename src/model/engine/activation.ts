@@ -1,4 +1,5 @@
 // Where activations are rounded: to bf16 at transformers' bf16 rounding points, or nowhere (f32).
+import { roundBf16Array } from '../../kernels/index.ts'
 import { roundBf16 } from '../../numerics/bf16.ts'
 
 /** The activation rounding of a profile: `round` is bf16 RNE in a bf16 profile, identity in f32. */
@@ -18,18 +19,8 @@ const identity: ActivationRounding = {
 const toBf16: ActivationRounding = {
   bf16: true,
   round: roundBf16,
-  roundAll (a, from = 0, to = a.length) {
-    // roundBf16 on the bits (int32 arithmetic): add 0x7fff plus the lowest kept bit (ties to even),
-    // drop the low half; NaN keeps its sign and becomes quiet, as f32ToBf16 does.
-    const bits = new Int32Array(a.buffer, a.byteOffset, a.length)
-    for (let i = from; i < to; i++) {
-      const b = bits[i]
-      bits[i] = (b & 0x7f800000) === 0x7f800000 && (b & 0x007fffff) !== 0
-        ? (b & -0x80000000) | 0x7fc00000
-        : ((b + 0x7fff + ((b >>> 16) & 1)) | 0) & -0x10000
-    }
-    return a
-  },
+  // roundBf16 on the bits, native for long ranges (src/kernels: roundBf16Array and its reference).
+  roundAll: (a, from = 0, to = a.length) => roundBf16Array(a, from, to),
 }
 
 /** The rounding for an activations setting. */
