@@ -155,7 +155,40 @@ function flashScheduleJson (): Record<string, unknown> {
   }
 }
 
-const PRESETS = { tiny: tinyJson, small: smallJson, needle: needleJson, 'flash-schedule': flashScheduleJson } as const
+/**
+ * `flash-attn`: V4-Flash's attention geometry (hidden 4096, 64 heads x 512 with rope 64, q_lora
+ * 1024, o_groups 8 x o_lora 1024, indexer 64 heads x 128 with top-k 512, window 128) on 4 layers
+ * [sliding, CSA, HCA, CSA] with a small MoE (8 experts, top 2, 1 shared, intermediate 1024; about
+ * 0.97 B parameters), vocab 4096, compress rope YaRN factor 32 over original 4096, so it serves
+ * 131,072 tokens. The CUDA rung's benchmark model (docs/torch-rung.md): big enough that prefill
+ * is the cost a GPU takes away, small enough for our decoder on a CPU.
+ */
+function flashAttnJson (): Record<string, unknown> {
+  return {
+    ...commonKeys(),
+    vocab_size: 4096,
+    hidden_size: 4096,
+    num_hidden_layers: 4,
+    layer_types: [SLIDING, CSA, HCA, CSA],
+    mlp_layer_types: ['hash_moe', 'moe', 'moe', 'moe'],
+    num_attention_heads: 64,
+    head_dim: 512,
+    partial_rotary_factor: 0.125,
+    q_lora_rank: 1024,
+    o_groups: 8,
+    o_lora_rank: 1024,
+    index_n_heads: 64,
+    index_head_dim: 128,
+    index_topk: 512,
+    n_routed_experts: 8,
+    num_experts_per_tok: 2,
+    moe_intermediate_size: 1024,
+    max_position_embeddings: 131072,
+    rope_parameters: ropeParameters(0.125, 32, 4096),
+  }
+}
+
+const PRESETS = { tiny: tinyJson, small: smallJson, needle: needleJson, 'flash-schedule': flashScheduleJson, 'flash-attn': flashAttnJson } as const
 
 /** A preset's name. */
 export type PresetName = keyof typeof PRESETS
