@@ -15,7 +15,7 @@ import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { argv } from 'zx'
 import { register } from 'tsx/esm/api'
-import { checkArgv, helpAndExit, usageError } from './flags.mjs'
+import { checkArgv, helpAndExit, prefillEngineFlags, PREFILL_ENGINE_FLAGS, prefillEngineUsage, usageError } from './flags.mjs'
 
 const REPO = resolve(fileURLToPath(new URL('..', import.meta.url)))
 const DEFAULT_RUNS = join(REPO, 'results', 'runs')
@@ -39,7 +39,7 @@ then the decoder-alone leg, one record in --runs; then RESULTS.md is regenerated
   --preset NAME          embedded stack's checkpoint preset (default tiny)
   --block-size N         embedded stack's decoder block size (default 256)
   --state-dir DIR        embedded stack's state directory (default $PD_STATE_DIR or ~/.cache/pd-bridge)
-  --url URL              a deployment's bridged front door instead of the embedded stack
+${prefillEngineUsage(25)}  --url URL              a deployment's bridged front door instead of the embedded stack
   --native-url URL       that deployment's decoder alone (with --url)
   --model NAME           the model name to ask a deployment for
   --leg-timeout-s N      per leg (default 1800)
@@ -58,7 +58,7 @@ helpAndExit(USAGE)
 checkArgv('cold-bench', argv, {
   sizes: 'string', repeats: 'string', seed: 'string', 'max-tokens': 'string', url: 'string', 'native-url': 'string',
   runs: 'string', micro: 'string', out: 'string', generate: 'negatable', preset: 'string', 'block-size': 'string',
-  'state-dir': 'string', 'leg-timeout-s': 'string', model: 'string',
+  'state-dir': 'string', 'leg-timeout-s': 'string', model: 'string', ...PREFILL_ENGINE_FLAGS,
 })
 
 function fail (message) {
@@ -92,6 +92,7 @@ const opts = {
   stateDir: argv['state-dir'] === undefined ? undefined : String(argv['state-dir']),
   legTimeoutMs: int('leg-timeout-s', argv['leg-timeout-s'] ?? 1800, 1) * 1000,
   model: argv.model === undefined ? undefined : String(argv.model),
+  torchFlags: prefillEngineFlags('cold-bench', argv, argv.url !== undefined),
 }
 // The report is regenerated from --runs alone; into the checkout's results/ only from the
 // checkout's own records, anywhere else only where --out says.
@@ -106,6 +107,14 @@ const { promptBlockKeys, presentKeys } = await import('../src/stack/demo/blocks.
 const { loadTokenizer } = await import('../src/model/tokenizer/index.ts')
 const { isPresetName, presetConfig, PRESET_NAMES } = await import('../src/model/checkpoint/index.ts')
 const { resolveStateDir } = await import('../src/stack/state-dir.ts')
+const { torchPrefillEngine } = await import('../src/stack/torch-prefill.ts')
+let torchPrefill
+try {
+  if (opts.torchFlags !== undefined) torchPrefill = torchPrefillEngine(opts.torchFlags)
+}
+catch (err) {
+  fail(err.message)
+}
 const { generateResults } = await import('../src/results/generate.ts')
 const { embeddedEnvironment, embeddedModelName, remoteEnvironment } = await import('../src/results/environment.ts')
 const { RUN_RECORD_SCHEMA, parseRunRecord } = await import('../src/results/record.ts')
@@ -249,7 +258,7 @@ try {
     const stateDir = resolveStateDir(opts.stateDir)
     say(`starting the embedded stack (${opts.preset}, blocks of ${opts.blockSize}) in ${stateDir}`)
     stack = await startEmbeddedStack({
-      stateDir, preset: opts.preset, seed: EMBEDDED_DEFAULTS.seed, blockSize: opts.blockSize, port: 0,
+      stateDir, preset: opts.preset, seed: EMBEDDED_DEFAULTS.seed, blockSize: opts.blockSize, port: 0, torchPrefill,
       onEvent: (e) => { if (e.kind === 'ready') pids.set(e.name, e.pid) },
       onDeath: (message) => say(`a child died: ${message}`),
     })
@@ -261,7 +270,7 @@ try {
     tokenizer = await loadTokenizer(stack.checkpoint.dir)
     // The micro benchmarks derive the model name from preset and seed; it must be the stack's.
     if (modelName !== embeddedModelName(opts.preset, EMBEDDED_DEFAULTS.seed)) throw new Error(`the stack serves ${modelName}, but src/results/environment.ts names it ${embeddedModelName(opts.preset, EMBEDDED_DEFAULTS.seed)}; fix embeddedModelName`)
-    env = embeddedEnvironment({ preset: opts.preset, seed: EMBEDDED_DEFAULTS.seed, blockSize: opts.blockSize, prefillProfile: EMBEDDED_PREFILL_PROFILE, sidecarFingerprint: stack.sidecar.fingerprint })
+    env = embeddedEnvironment({ preset: opts.preset, seed: EMBEDDED_DEFAULTS.seed, blockSize: opts.blockSize, prefillProfile: stack.prefillLabel, sidecarFingerprint: stack.sidecar.fingerprint }, undefined, stack.prefillGpu)
   }
 
   // Warm both legs on a prompt of their own, so engines, kernels and connections are hot.

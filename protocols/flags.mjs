@@ -42,3 +42,37 @@ export function checkArgv (name, argv, spec) {
   }
   if (argv._.length > 0) usageError(name, `unexpected argument ${JSON.stringify(String(argv._[0]))} (every option is a --flag; see --help)`)
 }
+
+/** The embedded stack's prefill-engine flags for a --help text (shared by cold-bench and needle), descriptions at `column`. */
+export function prefillEngineUsage (column) {
+  const rows = [
+    ['--prefill-engine NAME', "embedded stack's prefill engine: embedded (ours, default) or torch"],
+    ['', '(transformers with the torch capture hook, the CUDA rung: docs/torch-rung.md)'],
+    ['--torch-python PATH', 'with torch: a python3 with torch, transformers and aiohttp (default python3)'],
+    ['--torch-device DEV', 'with torch: cuda (default), cuda:N or cpu'],
+    ['--torch-dtype T', 'with torch: bf16 (default) or f32'],
+    ['--torch-max-chunk N', 'with torch: tokens per forward (default 4096)'],
+  ]
+  return rows.map(([flag, text]) => `  ${flag.padEnd(column - 2)}${text}\n`).join('')
+}
+
+/** checkArgv specs of those flags. */
+export const PREFILL_ENGINE_FLAGS = { 'prefill-engine': 'string', 'torch-python': 'string', 'torch-device': 'string', 'torch-dtype': 'string', 'torch-max-chunk': 'string' }
+
+const TORCH_FLAGS = ['torch-python', 'torch-device', 'torch-dtype', 'torch-max-chunk']
+
+/**
+ * The prefill-engine flags as given: undefined for our own engine, else the torch flag values (to
+ * be checked by src/stack/torch-prefill.ts torchPrefillEngine). Contradictions exit 2.
+ */
+export function prefillEngineFlags (name, argv, remote) {
+  const engine = String(argv['prefill-engine'] ?? 'embedded')
+  if (engine !== 'embedded' && engine !== 'torch') usageError(name, `--prefill-engine ${engine}: expected embedded or torch`)
+  if (engine !== 'torch') {
+    const stray = TORCH_FLAGS.find((k) => argv[k] !== undefined)
+    if (stray !== undefined) usageError(name, `--${stray} needs --prefill-engine torch`)
+    return undefined
+  }
+  if (remote) usageError(name, "--prefill-engine is the embedded stack's; a deployment (--url) has its own")
+  return { python: argv['torch-python'], device: argv['torch-device'], dtype: argv['torch-dtype'], maxChunk: argv['torch-max-chunk'] }
+}

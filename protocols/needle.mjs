@@ -17,7 +17,7 @@ import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { argv } from 'zx'
 import { register } from 'tsx/esm/api'
-import { checkArgv, helpAndExit, usageError } from './flags.mjs'
+import { checkArgv, helpAndExit, prefillEngineFlags, PREFILL_ENGINE_FLAGS, prefillEngineUsage, usageError } from './flags.mjs'
 
 const REPO = resolve(fileURLToPath(new URL('..', import.meta.url)))
 const DEFAULT_RUNS = join(REPO, 'results', 'needle', 'runs')
@@ -48,7 +48,7 @@ record in --runs; then the depth x length table, and RESULTS.md is regenerated.
   --geometry TEXT          names the deployment's geometry when it does not report one
   --block-size N           the decoder's block size (default: from the deployment; embedded 256)
   --state-dir DIR          embedded stack's state directory (default $PD_STATE_DIR or ~/.cache/pd-bridge)
-  --leg-timeout-s N        per leg (default 1800)
+${prefillEngineUsage(27)}  --leg-timeout-s N        per leg (default 1800)
   --ledger FILE            the seed ledger (default results/needle/ledger.json in this checkout)
   --runs DIR               where run records go (default results/needle/runs in this checkout)
   --out DIR                where RESULTS.md, report.html, charts and heatmaps go (default results/ in
@@ -68,8 +68,9 @@ checkArgv('needle', argv, {
   'max-tokens': 'string', 'allow-short-budget': 'boolean', 'min-distance': 'string', 'chars-per-token': 'string',
   url: 'string', 'native-url': 'string', model: 'string', tokenizer: 'string', ledger: 'string', runs: 'string',
   geometry: 'string', 'block-size': 'string', 'state-dir': 'string', 'leg-timeout-s': 'string',
-  out: 'string', 'cold-runs': 'string', micro: 'string', generate: 'negatable',
+  out: 'string', 'cold-runs': 'string', micro: 'string', generate: 'negatable', ...PREFILL_ENGINE_FLAGS,
 })
+const torchFlags = prefillEngineFlags('needle', argv, argv.url !== undefined || argv['native-url'] !== undefined)
 
 // The stack and the protocol's parts are TypeScript; tsx lets this script import them as they are.
 register()
@@ -190,14 +191,16 @@ try {
   let tokenizer
   let environment
   if (!remote) {
-    const { startEmbeddedStack, startNativeLeg, EMBEDDED_DEFAULTS, EMBEDDED_PREFILL_PROFILE } = await import('../src/stack/embedded.ts')
+    const { startEmbeddedStack, startNativeLeg, EMBEDDED_DEFAULTS } = await import('../src/stack/embedded.ts')
     const { resolveStateDir } = await import('../src/stack/state-dir.ts')
+    const { torchPrefillEngine } = await import('../src/stack/torch-prefill.ts')
+    const torchPrefill = torchFlags === undefined ? undefined : torchPrefillEngine(torchFlags)
     const stateDir = resolveStateDir(opts.stateDir)
     const blockSize = opts.blockSize ?? EMBEDDED_DEFAULTS.blockSize
     say(`starting the embedded stack (${opts.preset}, blocks of ${blockSize}) in ${stateDir}`)
     // Bridge every prompt with a usable block, so the shortest documents go through the bridge too.
     stack = await startEmbeddedStack({
-      stateDir, preset: opts.preset, seed: EMBEDDED_DEFAULTS.seed, blockSize, port: 0, routing: { minTokens: blockSize + 1 },
+      stateDir, preset: opts.preset, seed: EMBEDDED_DEFAULTS.seed, blockSize, port: 0, routing: { minTokens: blockSize + 1 }, torchPrefill,
       onDeath: (message) => say(`a child died: ${message}`),
     })
     say('starting a second decoder with an empty block store (the decoder-alone leg)')
@@ -206,7 +209,7 @@ try {
     nativeUrl = native.url
     model = stack.modelName
     tokenizer = await loadTokenizer(stack.checkpoint.dir)
-    environment = embeddedEnvironment({ preset: opts.preset, seed: EMBEDDED_DEFAULTS.seed, blockSize, prefillProfile: EMBEDDED_PREFILL_PROFILE, sidecarFingerprint: stack.sidecar.fingerprint })
+    environment = embeddedEnvironment({ preset: opts.preset, seed: EMBEDDED_DEFAULTS.seed, blockSize, prefillProfile: stack.prefillLabel, sidecarFingerprint: stack.sidecar.fingerprint }, undefined, stack.prefillGpu)
   }
   else {
     model ??= (await firstModel(frontUrl ?? nativeUrl)) ?? 'default'

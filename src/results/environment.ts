@@ -17,6 +17,8 @@ export interface EnvironmentConfig {
   model: string
   /** The source commit; left out of the id (a new commit on the same machine and config is the same environment). */
   commit: string
+  /** The prefill engine's GPU, if any: part of the id (absent, ids stay what they were). */
+  gpu?: string
 }
 
 /**
@@ -32,6 +34,7 @@ export function describeEnvironment (config: EnvironmentConfig): RunEnvironment 
     os: `${os.platform()} ${os.release()} ${os.arch()}`,
     configFingerprint: config.configFingerprint,
     model: config.model,
+    ...(config.gpu !== undefined ? { gpu: config.gpu } : {}),
   }
   return { id: `env-${shortSha(JSON.stringify(base))}`, ...base, commit: config.commit }
 }
@@ -64,8 +67,15 @@ export function embeddedModelName (preset: string, seed: number): string {
 }
 
 /** The environment's `model` text for the embedded stack. */
-export function embeddedModelLabel (config: Pick<EmbeddedConfig, 'preset' | 'seed' | 'blockSize'>): string {
-  return `embedded ${config.preset} (seed ${config.seed}, blocks of ${config.blockSize})`
+export function embeddedModelLabel (config: Pick<EmbeddedConfig, 'preset' | 'seed' | 'blockSize'> & { prefillProfile?: string }): string {
+  // A third-party prefill engine (the CUDA rung's transformers) is named; our own profiles are in the fingerprint.
+  const engine = config.prefillProfile?.startsWith('transformers') === true ? `, prefill engine ${config.prefillProfile}` : ''
+  return `embedded ${config.preset} (seed ${config.seed}, blocks of ${config.blockSize}${engine})`
+}
+
+/** The machine line of a report section: `CPU, N cores[, prefill on GPU], model M.` */
+export function machineLine (e: RunEnvironment): string {
+  return `${e.cpu}, ${e.cores} cores${e.gpu !== undefined ? ` (the decoder's), prefill on ${e.gpu}` : ''}, model ${e.model}.`
 }
 
 /** The embedded stack's config fingerprint: preset, seed, block size, prefill profile, sidecar and model name. */
@@ -81,8 +91,8 @@ export function embeddedConfigFingerprint (config: EmbeddedConfig): string {
 }
 
 /** The environment of the embedded stack under `config` on this machine. */
-export function embeddedEnvironment (config: EmbeddedConfig, commit: string = gitCommit()): RunEnvironment {
-  return describeEnvironment({ configFingerprint: embeddedConfigFingerprint(config), model: embeddedModelLabel(config), commit })
+export function embeddedEnvironment (config: EmbeddedConfig, commit: string = gitCommit(), gpu?: string): RunEnvironment {
+  return describeEnvironment({ configFingerprint: embeddedConfigFingerprint(config), model: embeddedModelLabel(config), commit, gpu })
 }
 
 /** The environment of a deployment reached over HTTP: nothing is known of its config. */

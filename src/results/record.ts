@@ -22,6 +22,8 @@ export const environmentSchema = z.object({
   configFingerprint: z.string(),
   /** The model the stack served (e.g. the embedded tiny preset). */
   model: z.string(),
+  /** The prefill engine's GPU, when it ran on one (the CUDA rung); the CPU fields are the decoder's machine. */
+  gpu: z.string().optional(),
 }).strict()
 
 /** A leg's answer and its decode timing. */

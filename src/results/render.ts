@@ -1,6 +1,7 @@
 // RESULTS.md and report.html from the summaries. Deterministic: the same records give the same
 // bytes (no generation time), so the golden test and git diffs show only real changes.
 import { needleHeatmapSvg, needleTable, type NeedleGrid } from '../needle/heatmap.ts'
+import { machineLine } from './environment.ts'
 import { escapeXml, stageChart, timeChart, timeChartNote } from './charts.ts'
 import { faultHeadline, faultRunLine, faultTables, FAULTS_RULE, type FaultsSummary } from './faults-section.ts'
 import { microTables } from './micro-tables.ts'
@@ -111,7 +112,7 @@ export function renderMarkdown (summaries: EnvironmentSummary[]): string {
   out.push(`## ${RULES_HEADING}`, '', ...rulesOf(envs).map((r) => `- ${r}`), '')
   for (const env of envs) {
     const charts = chartFiles(env)
-    out.push(`## Environment ${env.environment.id}`, '', `${env.environment.cpu}, ${env.environment.cores} cores, model ${env.environment.model}.`, '')
+    out.push(`## Environment ${env.environment.id}`, '', machineLine(env.environment), '')
     if (env.sizes.length === 0) out.push(NO_RUNS, '')
     for (const t of coldTables(env)) out.push(mdTable(t), '')
     if (env.sizes.length > 0) out.push(`![time vs prompt tokens](${charts.time})`, '', `![stage shares](${charts.stages})`, '', timeChartNote(env), '')
@@ -198,7 +199,7 @@ export function renderHtml (summaries: EnvironmentSummary[]): string {
   body.push('<div class="details">')
   for (const env of envs) {
     body.push(`<section class="environment" data-env="${escapeXml(env.environment.id)}">`, `<h2>Environment ${escapeXml(env.environment.id)}</h2>`)
-    body.push(`<p>${escapeXml(`${env.environment.cpu}, ${env.environment.cores} cores, model ${env.environment.model}.`)}</p>`)
+    body.push(`<p>${escapeXml(machineLine(env.environment))}</p>`)
     if (env.sizes.length === 0) body.push(`<p>${NO_RUNS}</p>`)
     for (const t of coldTables(env)) body.push(htmlTable(t))
     if (env.sizes.length > 0) {

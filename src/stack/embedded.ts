@@ -14,6 +14,7 @@ import { isAlive, readStackRecord, removeStackRecord, writeStackRecord, type Sta
 import { cacheDirFor, stackPaths, type StackPaths } from './state-dir.ts'
 import type { ReadyInfo } from './ready-line.ts'
 import { Supervisor, type SupervisorEvent } from './supervisor.ts'
+import { torchPrefillArgv, torchPrefillLabel, type TorchPrefillEngine } from './torch-prefill.ts'
 
 /** The decoder's numerics profile in the embedded default (the sidecar is exported under it). */
 export const EMBEDDED_DECODER_PROFILE = 'decoder'
@@ -62,6 +63,8 @@ export interface EmbeddedStackOptions {
   graceMs?: number
   /** The prefill engine's numerics profile (default EMBEDDED_PREFILL_PROFILE). */
   prefillProfile?: string
+  /** Run transformers (src/engines/torch) as the prefill engine instead of ours; prefillProfile does not apply. */
+  torchPrefill?: TorchPrefillEngine
   /** Routing thresholds for the front door (default: 2 blocks minimum, 1 block of uncached tail, the window minus room for an answer). */
   routing?: { minTokens?: number, minTail?: number, maxBridgeTokens?: number }
   onEvent?: (e: StackEvent) => void
@@ -82,6 +85,10 @@ export interface EmbeddedStack {
   modelName: string
   blockSize: number
   urls: { prefill: string, share: string, decoder: string, front: string }
+  /** What the prefill engine is: its numerics profile, or `transformers bf16 on cuda (GPU name)`. */
+  prefillLabel: string
+  /** The prefill engine's GPU, when it runs on one (the torch engine's ready line names it). */
+  prefillGpu?: string
   supervisor: Supervisor
   record: StackRecord
   /** The environment children get (PD_* front door overrides removed). */
@@ -167,7 +174,9 @@ export async function startEmbeddedStack (options: EmbeddedStackOptions): Promis
   const common = { readyTimeoutMs, env: childEnv }
   try {
     const [prefill, share, decoder] = await allOrFirstFailure([
-      supervisor.start({ ...common, name: 'prefill-engine', args: ['prefill-engine', '--model', checkpoint.dir, '--sidecar', sidecar.dir, '--capture-root', paths.captures, '--profile', options.prefillProfile ?? EMBEDDED_PREFILL_PROFILE, '--port', '0'] }),
+      options.torchPrefill !== undefined
+        ? supervisor.start({ ...common, env: { ...childEnv, PYTHONUNBUFFERED: '1' }, name: 'prefill-engine', args: [], argv: torchPrefillArgv(options.torchPrefill, { model: checkpoint.dir, sidecar: sidecar.dir, captureRoot: paths.captures }) })
+        : supervisor.start({ ...common, name: 'prefill-engine', args: ['prefill-engine', '--model', checkpoint.dir, '--sidecar', sidecar.dir, '--capture-root', paths.captures, '--profile', options.prefillProfile ?? EMBEDDED_PREFILL_PROFILE, '--port', '0'] }),
       supervisor.start({ ...common, name: 'share', args: ['share', '--root', paths.captures, '--port', '0'] }),
       supervisor.start({ ...common, name: 'decoder', args: ['decoder', '--model', checkpoint.dir, '--profile', profile, '--cache-dir', cacheDir, '--block-size', String(blockSize), '--port', '0', '--model-name', modelName] }),
     ])
@@ -209,9 +218,12 @@ export async function startEmbeddedStack (options: EmbeddedStackOptions): Promis
       await removeStackRecord(paths.record, process.pid)
     }
     supervisor.onDeath((_child, message) => options.onDeath?.(message))
+    const gpu = typeof prefill.fields.device_name === 'string' && prefill.fields.device_name !== '' ? prefill.fields.device_name : undefined
     return {
       paths, checkpoint, sidecar, cacheDir, logDir: paths.logs, modelName, blockSize,
       urls: { prefill: prefill.url, share: share.url, decoder: decoder.url, front: front.url },
+      prefillLabel: options.torchPrefill !== undefined ? torchPrefillLabel(options.torchPrefill, gpu) : options.prefillProfile ?? EMBEDDED_PREFILL_PROFILE,
+      ...(options.torchPrefill !== undefined && gpu !== undefined && options.torchPrefill.device !== 'cpu' ? { prefillGpu: gpu } : {}),
       supervisor, record, childEnv, stop,
     }
   }

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import os from 'node:os'
 import { describe, expect, it } from 'vitest'
-import { describeEnvironment, embeddedConfigFingerprint, embeddedEnvironment, embeddedModelLabel, embeddedModelName, gitCommit } from '../../src/results/environment.ts'
+import { describeEnvironment, embeddedConfigFingerprint, embeddedEnvironment, embeddedModelLabel, embeddedModelName, gitCommit, machineLine } from '../../src/results/environment.ts'
 
 describe('the environment id', () => {
   it('is what cold-bench computed before the builder was shared (committed records keep their id)', () => {
@@ -46,5 +46,22 @@ describe('the commit', () => {
   it('is a short hash inside this repository and `unknown` outside any', () => {
     expect(gitCommit(import.meta.dirname)).toMatch(/^[0-9a-f]{7,}$/)
     expect(gitCommit(os.tmpdir())).toBe('unknown')
+  })
+})
+
+describe('a GPU prefill engine (the CUDA rung)', () => {
+  const config = { preset: 'flash-attn', seed: 1, blockSize: 256, prefillProfile: 'transformers bf16 on cuda (NVIDIA H200)', sidecarFingerprint: 'f'.repeat(64) }
+
+  it('is named in the model label and the machine line, and its GPU is part of the id', () => {
+    expect(embeddedModelLabel(config)).toBe('embedded flash-attn (seed 1, blocks of 256, prefill engine transformers bf16 on cuda (NVIDIA H200))')
+    const withGpu = embeddedEnvironment(config, 'c0ffee0', 'NVIDIA H200')
+    const without = embeddedEnvironment(config, 'c0ffee0')
+    expect(withGpu.gpu).toBe('NVIDIA H200')
+    expect(without.gpu).toBeUndefined()
+    expect(withGpu.id).not.toBe(without.id)
+    expect(machineLine(withGpu)).toMatch(/cores \(the decoder's\), prefill on NVIDIA H200, model embedded flash-attn/)
+    expect(machineLine(without)).not.toMatch(/prefill on/)
+    // Our own profiles stay in the fingerprint only: labels of the committed runs do not change.
+    expect(embeddedModelLabel({ ...config, prefillProfile: 'prefill' })).toBe('embedded flash-attn (seed 1, blocks of 256)')
   })
 })

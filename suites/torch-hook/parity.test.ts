@@ -12,7 +12,7 @@ import { readManifest } from '../../src/capture/manifest.ts'
 import { serializeSafetensors, tensorFrom, type Tensor } from '../../src/formats/safetensors/index.ts'
 import { DeepseekV4Engine } from '../../src/model/engine/index.ts'
 import { fixtureTokens, nativeRun, replay, seeded, tinySetup, type TinySetup } from '../capture/helpers.ts'
-import { describeDistances, layerFileDistances, type TensorDistance } from './distance.ts'
+import { describeDistances, layerFileDistances, type TensorDistance } from '../../harness/layer-file-distance.ts'
 import { runTorchHook, torchAvailability, TORCH_PYTHON } from './python.ts'
 
 const T = 1100

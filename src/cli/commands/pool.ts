@@ -20,7 +20,7 @@ async function exists (path: string): Promise<boolean> {
 }
 
 /** Every layer's attention inputs from `path`, checked against the sidecar's layer count and hidden size. */
-async function readAttentionInputs (path: string, layers: number, hidden: number): Promise<{ rows: Float32Array[], tokens: number }> {
+export async function readAttentionInputs (path: string, layers: number, hidden: number): Promise<{ rows: Float32Array[], tokens: number }> {
   const file = await SafetensorsFile.open(path)
   try {
     const rows: Float32Array[] = []

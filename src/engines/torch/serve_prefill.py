@@ -39,6 +39,12 @@ def load_model(path: str, dtype: str, device: str):
     return model, tokenizer
 
 
+def device_name(device: str) -> str:
+    if device.startswith('cuda') and torch.cuda.is_available():
+        return torch.cuda.get_device_name(torch.device(device))
+    return ''
+
+
 def check_agreement(model, sidecar) -> None:
     """The sidecar must describe this model's geometry (the rope tables' own check is not ported yet)."""
     cfg, js = model.config, sidecar.json
@@ -94,7 +100,7 @@ async def serve(a, model, tokenizer, sidecar, recovered) -> None:
     port = site._server.sockets[0].getsockname()[1]
     print(json.dumps({'event': 'ready', 'url': f'http://{a.host}:{port}', 'pid': os.getpid(), 'model': a.model_name,
                       'profile': 'transformers', 'sidecar_fingerprint': sidecar.fingerprint, 'max_tokens': a.max_tokens,
-                      'recovered_failed': recovered}), flush=True)
+                      'recovered_failed': recovered, 'device_name': device_name(a.device)}), flush=True)
     done = asyncio.Event()
 
     def stop(signame: str) -> None:

@@ -58,7 +58,7 @@ class Engine:
 
 
 def _status(job: Job, engine: Engine) -> dict:
-    out = {'request_id': job.id, 'state': job.state, 'token_count': len(job.tokens), 'sealed_length': job.sealed_length,
+    out = {'request_id': job.id, 'state': job.state, 'token_count': len(job.tokens), 'tokens_sha256': job.tokens_sha256, 'sealed_length': job.sealed_length,
            'prefilled_tokens': job.prefilled, 'timings': job.timings}
     if job.state == 'queued':
         out['queue_position'] = list(engine.queue).index(job) + (1 if engine.running else 0)
@@ -99,10 +99,10 @@ def make_app(engine: Engine) -> web.Application:
         except ValueError as e:
             raise bad_request(f'the body is not JSON: {e}')
         cfg = engine.model.config
-        rid, tokens, budget = parse(body, cfg.vocab_size, opts.max_tokens, cfg.max_position_embeddings, engine.tokenizer, engine.check_id)
+        rid, tokens, budget, digest = parse(body, cfg.vocab_size, opts.max_tokens, cfg.max_position_embeddings, engine.tokenizer, engine.check_id)
         if len(engine.queue) >= opts.max_queue:
             raise ApiError(429, 'rate_limit_error', f'{opts.max_queue} requests already wait', headers={'Retry-After': engine.retry_after()})
-        job = Job(rid, tokens, budget if budget is not None else opts.memory_budget)
+        job = Job(rid, tokens, budget if budget is not None else opts.memory_budget, digest)
         engine.jobs[rid] = job
         engine.queue.append(job)
         position = len(engine.queue) - 1 + (1 if engine.running else 0)
@@ -120,7 +120,8 @@ def make_app(engine: Engine) -> web.Application:
             m = mf.read(os.path.join(engine.root, rid))
         except (OSError, ValueError):
             raise ApiError(404, 'not_found_error', f'no request {rid!r} here')
-        return web.json_response({'request_id': rid, 'state': m['state'], 'token_count': m['tokenCount'], 'sealed_length': m['sealedLength'],
+        return web.json_response({'request_id': rid, 'state': m['state'], 'token_count': m['tokenCount'],
+                                  **({'tokens_sha256': m['tokensSha256']} if m.get('tokensSha256') else {}), 'sealed_length': m['sealedLength'],
                                   'prefilled_tokens': m['sealedLength'], 'timings': m['timings'], **({'error': m['error']} if 'error' in m else {})})
 
     async def health(_request):

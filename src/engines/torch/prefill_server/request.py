@@ -1,11 +1,17 @@
 """Request bodies of POST /v1/prefill (src/engines/prefill/request.ts): exactly one of tokens,
-prompt or messages; request_id and memory_budget_bytes optional; unknown fields refused."""
+prompt or messages; request_id, memory_budget_bytes and tokens_sha256 optional (the digest of the
+token ids the front door means: checked against the ids this engine would prefill); unknown fields
+refused."""
+import re
 import uuid
 from typing import List, Optional, Tuple
 
+from pd_torch_hook.manifest import token_ids_sha256
+
 from .api_error import bad_request
 
-FIELDS = {'request_id', 'tokens', 'prompt', 'messages', 'memory_budget_bytes'}
+FIELDS = {'request_id', 'tokens', 'prompt', 'messages', 'memory_budget_bytes', 'tokens_sha256'}
+HEX64 = re.compile(r'^[0-9a-f]{64}$')
 ROLES = {'system', 'user', 'assistant'}
 
 
@@ -13,7 +19,7 @@ def _is_int(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def parse(body, vocab: int, max_tokens: int, max_pos: int, tokenizer, check_id) -> Tuple[str, List[int], Optional[int]]:
+def parse(body, vocab: int, max_tokens: int, max_pos: int, tokenizer, check_id) -> Tuple[str, List[int], Optional[int], str]:
     if not isinstance(body, dict):
         raise bad_request('the body must be a JSON object')
     for k in body:
@@ -55,4 +61,12 @@ def parse(body, vocab: int, max_tokens: int, max_pos: int, tokenizer, check_id) 
         raise bad_request(f"{len(ids)} tokens exceed the model's max_position_embeddings ({max_pos})", given[0])
     if len(ids) > max_tokens:
         raise bad_request(f'{len(ids)} tokens exceed --max-tokens ({max_tokens})', given[0])
-    return rid, [int(t) for t in ids], budget
+    ids = [int(t) for t in ids]
+    digest = token_ids_sha256(ids)
+    claimed = body.get('tokens_sha256')
+    if claimed is not None:
+        if not isinstance(claimed, str) or not HEX64.match(claimed):
+            raise bad_request(f'tokens_sha256 must be 64 lowercase hex digits (SHA-256 of the token ids as little-endian uint32), got {claimed!r}', 'tokens_sha256')
+        if claimed != digest:
+            raise bad_request(f'tokens_sha256 is {claimed}, but the {len(ids)} token ids this engine would prefill (from {given[0]}) hash to {digest}', 'tokens_sha256')
+    return rid, ids, budget, digest

@@ -11,8 +11,8 @@ from pd_torch_hook import CaptureSession, attach
 
 
 class Job:
-    def __init__(self, request_id: str, tokens, budget):
-        self.id, self.tokens, self.budget = request_id, tokens, budget
+    def __init__(self, request_id: str, tokens, budget, tokens_sha256: str):
+        self.id, self.tokens, self.budget, self.tokens_sha256 = request_id, tokens, budget, tokens_sha256
         self.state = 'queued'
         self.error = None
         self.prefilled = 0
