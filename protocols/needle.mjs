@@ -88,6 +88,16 @@ function fail (message) {
   usageError('needle', message)
 }
 
+// A bad --torch-* value is a usage error, found before anything starts.
+const { torchPrefillEngine } = await import('../src/stack/torch-prefill.ts')
+let torchPrefill
+try {
+  if (torchFlags !== undefined) torchPrefill = torchPrefillEngine(torchFlags)
+}
+catch (err) {
+  fail(err.message)
+}
+
 function numberList (name, text, integer) {
   const list = String(text).split(',').map((s) => s.trim())
   const pattern = integer ? /^\d+$/ : /^\d+(\.\d+)?$/
@@ -193,8 +203,6 @@ try {
   if (!remote) {
     const { startEmbeddedStack, startNativeLeg, EMBEDDED_DEFAULTS } = await import('../src/stack/embedded.ts')
     const { resolveStateDir } = await import('../src/stack/state-dir.ts')
-    const { torchPrefillEngine } = await import('../src/stack/torch-prefill.ts')
-    const torchPrefill = torchFlags === undefined ? undefined : torchPrefillEngine(torchFlags)
     const stateDir = resolveStateDir(opts.stateDir)
     const blockSize = opts.blockSize ?? EMBEDDED_DEFAULTS.blockSize
     say(`starting the embedded stack (${opts.preset}, blocks of ${blockSize}) in ${stateDir}`)

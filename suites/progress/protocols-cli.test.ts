@@ -98,6 +98,11 @@ describe('command-line mistakes: one line, exit 2, nothing started', () => {
       [[protocol('cold-bench.mjs'), '600'], 'cold-bench: unexpected argument "600" (every option is a --flag; see --help)'],
       [[protocol('needle.mjs'), '--lenghts', '512', '--frob'], 'needle: unknown options --lenghts, --frob (see --help)'],
       [[protocol('needle.mjs'), '--no-ledger'], 'needle: --no-ledger is not an option (see --help)'],
+      [[protocol('cold-bench.mjs'), '--torch-device', 'cpu'], 'cold-bench: --torch-device needs --prefill-engine torch'],
+      [[protocol('cold-bench.mjs'), '--prefill-engine', 'vllm'], 'cold-bench: --prefill-engine vllm: expected embedded or torch'],
+      [[protocol('cold-bench.mjs'), '--prefill-engine', 'torch', '--torch-dtype', 'fp16'], 'cold-bench: --torch-dtype fp16: expected bf16 or f32'],
+      [[protocol('needle.mjs'), '--prefill-engine', 'torch', '--url', 'http://127.0.0.1:9'], "needle: --prefill-engine is the embedded stack's; a deployment (--url) has its own"],
+      [[protocol('needle.mjs'), '--prefill-engine', 'torch', '--torch-device', 'tpu'], 'needle: --torch-device tpu: expected cpu, cuda or cuda:N'],
       [[protocol('window-gate.mjs'), '--launch', 'a', '--prefill-config', 'b', '--frob'], 'window-gate: pd-bridge gate: unknown option \'--frob\'; see pd-bridge gate --help'],
       [[protocol('window-gate.mjs'), '--launch', 'a', '--prefill-config', 'b', '--no-report'], 'window-gate: --no-report: this protocol reads the gate\'s report.json; give --report-dir DIR instead (or leave the default)'],
     ]
