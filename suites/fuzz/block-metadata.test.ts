@@ -8,7 +8,7 @@ import { PdBridgeError } from '../../src/errors.ts'
 import { parseHeader, serializeSafetensors, tensorFrom } from '../../src/formats/safetensors/index.ts'
 import { BlockStoreError } from '../../src/decode/store/errors.ts'
 import { META, blockMetadata, incompatibility, readBlockInfo, type StoreLayout } from '../../src/decode/store/metadata.ts'
-import { SEED, Tally, applyByteEdits, byteEditArb, judge, mutateText, nastyKeyArb } from './helpers.ts'
+import { SEED, Tally, applyByteEdits, byteEditArb, judge, mutateText, nastyKeyArb, runs } from './helpers.ts'
 
 const tallies: Tally[] = []
 afterAll(() => { for (const t of tallies) console.log(t.line()) })
@@ -63,7 +63,7 @@ describe('block metadata: readBlockInfo + incompatibility', () => {
     fc.assert(fc.property(fc.array(metaEditArb, { minLength: 1, maxLength: 3 }), (edits) => {
       const m = edited(edits)
       judge(t, m, () => parseAndJudge(m), BlockStoreError)
-    }), { seed: SEED, numRuns: 3000 })
+    }), { seed: SEED, numRuns: runs(3000) })
     expect(t.parsed).toBeGreaterThan(0)
   })
 
@@ -71,7 +71,7 @@ describe('block metadata: readBlockInfo + incompatibility', () => {
     const t = new Tally('block metadata, random string maps'); tallies.push(t)
     fc.assert(fc.property(fc.dictionary(fc.oneof(fc.constantFrom(...Object.keys(valid)), nastyKeyArb), valueArb, { maxKeys: 14 }), (m) => {
       judge(t, m, () => parseAndJudge(m), BlockStoreError)
-    }), { seed: SEED, numRuns: 1500 })
+    }), { seed: SEED, numRuns: runs(1500) })
   })
 
   it('a block header, byte-mutated, goes through parseHeader and readBlockInfo or is a PdBridgeError', () => {
@@ -82,6 +82,6 @@ describe('block metadata: readBlockInfo + incompatibility', () => {
     fc.assert(fc.property(fc.array(byteEditArb, { minLength: 1, maxLength: 3 }), (edits) => {
       const bytes = applyByteEdits(header, edits)
       judge(t, bytes, () => parseAndJudge(parseHeader(bytes, 'fuzz').metadata), PdBridgeError)
-    }), { seed: SEED, numRuns: 2000 })
+    }), { seed: SEED, numRuns: runs(2000) })
   })
 })

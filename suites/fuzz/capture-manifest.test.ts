@@ -10,7 +10,7 @@ import {
   CAPTURE_FORMAT, CaptureManifestError, encodeManifest, layerFileName, parseManifest, readManifest, tokenIdsSha256,
   validateManifestForRequest, checkManifestTokens, type CaptureManifest,
 } from '../../src/capture/manifest.ts'
-import { SEED, Tally, applyJsonEdits, byteEditArb, edgeValueArb, jsonEditArb, judge, judgeAsync, mutateText, nastyKeyArb } from './helpers.ts'
+import { SEED, Tally, applyJsonEdits, byteEditArb, edgeValueArb, jsonEditArb, judge, judgeAsync, mutateText, nastyKeyArb, runs } from './helpers.ts'
 
 const dir = mkdtempSync(join(tmpdir(), 'pd-bridge-fuzz-manifest-'))
 const tallies: Tally[] = []
@@ -63,7 +63,7 @@ describe('capture manifest: parseManifest', () => {
     fc.assert(fc.property(baseArb, fc.array(jsonEditArb, { minLength: 1, maxLength: 3 }), (base, edits) => {
       const text = JSON.stringify(applyJsonEdits(base, edits)) ?? 'undefined'
       judge(t, text, () => parseAndCheck(text), CaptureManifestError)
-    }), { seed: SEED, numRuns: 3000 })
+    }), { seed: SEED, numRuns: runs(3000) })
   })
 
   it('byte-mutated manifest text parses or is a CaptureManifestError', () => {
@@ -71,7 +71,7 @@ describe('capture manifest: parseManifest', () => {
     fc.assert(fc.property(baseArb, fc.array(byteEditArb, { minLength: 1, maxLength: 4 }), (base, edits) => {
       const text = mutateText(encodeManifest(base), edits)
       judge(t, text, () => parseAndCheck(text), CaptureManifestError)
-    }), { seed: SEED, numRuns: 2000 })
+    }), { seed: SEED, numRuns: runs(2000) })
   })
 
   it('random JSON (and JSON with the right format tag) is a CaptureManifestError or parses', () => {
@@ -83,7 +83,7 @@ describe('capture manifest: parseManifest', () => {
       fc.integer({ min: 1, max: 20000 }).map((n) => `{"format":"${CAPTURE_FORMAT}","layers":${'['.repeat(n)}${']'.repeat(n)}}`),
     ), (text) => {
       judge(t, text, () => parseAndCheck(text), CaptureManifestError)
-    }), { seed: SEED, numRuns: 2000 })
+    }), { seed: SEED, numRuns: runs(2000) })
   })
 })
 
@@ -98,7 +98,7 @@ describe('capture manifest: readManifest on disk', () => {
       writeFileSync(join(d, 'manifest.json'), text)
       await judgeAsync(t, text, () => readManifest(d), CaptureManifestError)
       rmSync(d, { recursive: true, force: true })
-    }), { seed: SEED, numRuns: 300 })
+    }), { seed: SEED, numRuns: runs(300) })
   })
 })
 

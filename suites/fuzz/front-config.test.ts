@@ -5,7 +5,7 @@ import fc from 'fast-check'
 import { afterAll, describe, expect, it } from 'vitest'
 import { ENV_OVERRIDES, parseFrontConfig } from '../../src/config/index.ts'
 import { ConfigError } from '../../src/errors.ts'
-import { SEED, Tally, applyJsonEdits, byteEditArb, edgeValueArb, jsonEditArb, judge, mutateText, nastyKeyArb } from './helpers.ts'
+import { SEED, Tally, applyJsonEdits, byteEditArb, edgeValueArb, jsonEditArb, judge, mutateText, nastyKeyArb, runs } from './helpers.ts'
 
 const tallies: Tally[] = []
 afterAll(() => { for (const t of tallies) console.log(t.line()) })
@@ -44,7 +44,7 @@ describe('front door config: parseFrontConfig', () => {
     fc.assert(fc.property(baseArb, fc.array(jsonEditArb, { minLength: 1, maxLength: 3 }), (base, edits) => {
       const raw = viaJson(applyJsonEdits(base, edits))
       judge(t, raw, () => parseFrontConfig(raw, {}, 'fuzz.json'), ConfigError)
-    }), { seed: SEED, numRuns: 3000 })
+    }), { seed: SEED, numRuns: runs(3000) })
     expect(t.parsed).toBeGreaterThan(0)
   })
 
@@ -53,7 +53,7 @@ describe('front door config: parseFrontConfig', () => {
     fc.assert(fc.property(baseArb, fc.array(jsonEditArb, { maxLength: 2 }), envArb, (base, edits, env) => {
       const raw = viaJson(applyJsonEdits(base, edits))
       judge(t, { raw, env }, () => parseFrontConfig(raw, env, 'fuzz.json'), ConfigError)
-    }), { seed: SEED, numRuns: 2000 })
+    }), { seed: SEED, numRuns: runs(2000) })
   })
 
   it('random JSON values and objects validate or are a ConfigError', () => {
@@ -65,7 +65,7 @@ describe('front door config: parseFrontConfig', () => {
       fc.string({ maxLength: 200 }).map((s) => mutateText(JSON.stringify(full), [{ op: 'insert', at: s.length * 7, bytes: [...Buffer.from(s.slice(0, 8))] }])),
     ).map((v) => { try { return viaJson(v) } catch { return v } }), envArb, (raw, env) => {
       judge(t, { raw, env }, () => parseFrontConfig(raw, env), ConfigError)
-    }), { seed: SEED, numRuns: 2000 })
+    }), { seed: SEED, numRuns: runs(2000) })
   })
 
   it('byte-mutated config text that is still JSON validates or is a ConfigError', () => {
@@ -74,6 +74,6 @@ describe('front door config: parseFrontConfig', () => {
       let raw: unknown
       try { raw = JSON.parse(mutateText(JSON.stringify(full), edits)) } catch { return }
       judge(t, raw, () => parseFrontConfig(raw), ConfigError)
-    }), { seed: SEED, numRuns: 2000 })
+    }), { seed: SEED, numRuns: runs(2000) })
   })
 })

@@ -4,7 +4,7 @@
 import fc from 'fast-check'
 import { afterAll, describe, expect, it } from 'vitest'
 import { GgufError, parseGguf, parseGgufHeader, serializeGguf } from '../../src/formats/gguf/index.ts'
-import { SEED, Tally, applyByteEdits, byteEditArb, judge } from './helpers.ts'
+import { SEED, Tally, applyByteEdits, byteEditArb, judge, runs } from './helpers.ts'
 
 const tallies: Tally[] = []
 afterAll(() => { for (const t of tallies) console.log(t.line()) })
@@ -34,7 +34,7 @@ describe('gguf: parseGguf / parseGgufHeader', () => {
     fc.assert(fc.property(fc.array(byteEditArb, { minLength: 1, maxLength: 4 }), (edits) => {
       const bytes = applyByteEdits(valid, edits)
       judge(t, bytes, () => parseGguf(bytes), GgufError)
-    }), { seed: SEED, numRuns: 3000 })
+    }), { seed: SEED, numRuns: runs(3000) })
   })
 
   it('header prefixes of mutated files (any file size claimed) parse, ask for more, or are a GgufError', () => {
@@ -43,7 +43,7 @@ describe('gguf: parseGguf / parseGgufHeader', () => {
       const bytes = applyByteEdits(valid, edits)
       const prefix = bytes.subarray(0, cut % (bytes.length + 1))
       judge(t, prefix, () => parseGgufHeader(prefix, bytes.length + extra), GgufError)
-    }), { seed: SEED, numRuns: 2000 })
+    }), { seed: SEED, numRuns: runs(2000) })
   })
 
   it('random bytes after a GGUF magic are a GgufError', () => {
@@ -51,6 +51,6 @@ describe('gguf: parseGguf / parseGgufHeader', () => {
     fc.assert(fc.property(fc.uint8Array({ maxLength: 96 }), (tail) => {
       const bytes = new Uint8Array([...Buffer.from('GGUF'), 3, 0, 0, 0, ...tail])
       judge(t, bytes, () => parseGguf(bytes), GgufError)
-    }), { seed: SEED, numRuns: 2000 })
+    }), { seed: SEED, numRuns: runs(2000) })
   })
 })

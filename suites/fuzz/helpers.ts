@@ -3,8 +3,20 @@
 import fc from 'fast-check'
 import { PdBridgeError } from '../../src/errors.ts'
 
-/** Fixed seeds, so every run of the suite tries the same inputs. */
-export const SEED = 1
+function envInt (name: string, fallback: number): number {
+  const v = process.env[name]
+  if (v === undefined || v === '') return fallback
+  if (!/^\d+$/.test(v)) throw new Error(`${name} must be a non-negative integer, got ${JSON.stringify(v)}`)
+  return Number(v)
+}
+
+/** Fixed seeds, so every run of the suite tries the same inputs (PD_FUZZ_SEED: protocols/fuzz.mjs's longer runs). */
+export const SEED = envInt('PD_FUZZ_SEED', 1)
+
+/** Cases per property: `n` in the suite, `n` x PD_FUZZ_SCALE in a longer protocol run. */
+export function runs (n: number): number {
+  return n * Math.max(1, envInt('PD_FUZZ_SCALE', 1))
+}
 
 /** Tally of one property: cases run, parsed, refused (own error). */
 export class Tally {

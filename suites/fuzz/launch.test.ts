@@ -4,7 +4,7 @@ import fc from 'fast-check'
 import { afterAll, describe, expect, it } from 'vitest'
 import { ConfigError } from '../../src/errors.ts'
 import { LAUNCH_KEYS, parseLaunchParams } from '../../src/gate/index.ts'
-import { SEED, Tally, applyJsonEdits, byteEditArb, edgeValueArb, jsonEditArb, judge, mutateText } from './helpers.ts'
+import { SEED, Tally, applyJsonEdits, byteEditArb, edgeValueArb, jsonEditArb, judge, mutateText, runs } from './helpers.ts'
 
 const tallies: Tally[] = []
 afterAll(() => { for (const t of tallies) console.log(t.line()) })
@@ -37,7 +37,7 @@ describe('launch file: parseLaunchParams', () => {
     const t = new Tally('launch file, random env-file text'); tallies.push(t)
     fc.assert(fc.property(envTextArb, (text) => {
       judge(t, text, () => parseLaunchParams(text, 'fuzz.env'), ConfigError)
-    }), { seed: SEED, numRuns: 3000 })
+    }), { seed: SEED, numRuns: runs(3000) })
     expect(t.parsed).toBeGreaterThan(0)
   })
 
@@ -46,7 +46,7 @@ describe('launch file: parseLaunchParams', () => {
     fc.assert(fc.property(fc.array(byteEditArb, { minLength: 1, maxLength: 4 }), (edits) => {
       const text = mutateText(validEnv, edits)
       judge(t, text, () => parseLaunchParams(text, 'fuzz.env'), ConfigError)
-    }), { seed: SEED, numRuns: 2000 })
+    }), { seed: SEED, numRuns: runs(2000) })
   })
 
   it('JSON launch files (mutated valid ones, random objects) parse or are a ConfigError', () => {
@@ -58,7 +58,7 @@ describe('launch file: parseLaunchParams', () => {
       fc.jsonValue().map((v) => ' ' + (JSON.stringify(v) ?? '')),
     ), (text) => {
       judge(t, text, () => parseLaunchParams(text, 'fuzz.json'), ConfigError)
-    }), { seed: SEED, numRuns: 2000 })
+    }), { seed: SEED, numRuns: runs(2000) })
   })
 
   it('long lines and long numbers do not hang the parser', () => {
@@ -66,6 +66,6 @@ describe('launch file: parseLaunchParams', () => {
     fc.assert(fc.property(fc.integer({ min: 1, max: 50_000 }), fc.constantFrom('1', '_', ' ', '#', '"', '1_', 'e', '=', '\n'), (n, unit) => {
       const text = base + 'PD_MAX_BRIDGE_TOKENS=' + unit.repeat(n) + 'x'
       judge(t, `${JSON.stringify(unit)} x ${n}`, () => parseLaunchParams(text, 'fuzz.env'), ConfigError)
-    }), { seed: SEED, numRuns: 200 })
+    }), { seed: SEED, numRuns: runs(200) })
   })
 })

@@ -7,7 +7,7 @@ import fc from 'fast-check'
 import { afterAll, describe, expect, it } from 'vitest'
 import { SafetensorsError } from '../../src/errors.ts'
 import { DTYPES, SafetensorsFile, parseHeader, serializeSafetensors, tensorFrom } from '../../src/formats/safetensors/index.ts'
-import { SEED, Tally, applyByteEdits, byteEditArb, edgeValueArb, judge, judgeAsync, nastyKeyArb } from './helpers.ts'
+import { SEED, Tally, applyByteEdits, byteEditArb, edgeValueArb, judge, judgeAsync, nastyKeyArb, runs } from './helpers.ts'
 
 const dir = mkdtempSync(join(tmpdir(), 'pd-bridge-fuzz-st-'))
 const tallies: Tally[] = []
@@ -99,8 +99,8 @@ describe('safetensors: parseHeader', () => {
     fc.assert(fc.property(fc.array(byteEditArb, { minLength: 1, maxLength: 4 }), (edits) => {
       const bytes = applyByteEdits(validHeader, edits)
       judge(t, bytes, () => parseHeader(bytes, 'fuzz'), SafetensorsError)
-    }), { seed: SEED, numRuns: 3000 })
-    expect(t.runs).toBe(3000)
+    }), { seed: SEED, numRuns: runs(3000) })
+    expect(t.runs).toBe(runs(3000))
   })
 
   it('random JSON headers (wrong offsets, dtypes, shapes) parse or are a SafetensorsError', () => {
@@ -108,7 +108,7 @@ describe('safetensors: parseHeader', () => {
     fc.assert(fc.property(headerArb, ({ text }) => {
       const bytes = new TextEncoder().encode(text)
       judge(t, text, () => parseHeader(bytes, 'fuzz'), SafetensorsError)
-    }), { seed: SEED, numRuns: 3000 })
+    }), { seed: SEED, numRuns: runs(3000) })
     expect(t.parsed).toBeGreaterThan(0)
   })
 
@@ -120,7 +120,7 @@ describe('safetensors: parseHeader', () => {
       fc.integer({ min: 1, max: 5000 }).map((n) => new TextEncoder().encode('{"a":' + '{"b":'.repeat(n) + '1' + '}'.repeat(n + 1))),
     ), (bytes) => {
       judge(t, bytes, () => parseHeader(bytes, 'fuzz'), SafetensorsError)
-    }), { seed: SEED, numRuns: 1000 })
+    }), { seed: SEED, numRuns: runs(1000) })
   })
 })
 
@@ -138,7 +138,7 @@ describe('safetensors: SafetensorsFile.open on disk', () => {
         .map((declared) => fileWith(validHeader, valid.subarray(8 + headerLength), declared)),
     ), async (bytes) => {
       await judgeAsync(t, bytes, () => openBytes(bytes), SafetensorsError)
-    }), { seed: SEED, numRuns: 400 })
+    }), { seed: SEED, numRuns: runs(400) })
   })
 
   it('random JSON headers with data sections of random length open or are a SafetensorsError', async () => {
@@ -146,6 +146,6 @@ describe('safetensors: SafetensorsFile.open on disk', () => {
     await fc.assert(fc.asyncProperty(headerArb, fc.integer({ min: -2, max: 2 }), async ({ text, dataLength }, skew) => {
       const bytes = fileWith(new TextEncoder().encode(text), new Uint8Array(Math.max(0, Math.min(dataLength, 4096) + skew)))
       await judgeAsync(t, text, () => openBytes(bytes), SafetensorsError)
-    }), { seed: SEED, numRuns: 300 })
+    }), { seed: SEED, numRuns: runs(300) })
   })
 })

@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { SIDECAR_FORMAT, SIDECAR_WEIGHTS, parseSidecarJson, sidecarFingerprint, sidecarRope, sidecarWeightSpecs, type SidecarJson } from '../../src/capture/index.ts'
 import { ConfigError } from '../../src/errors.ts'
 import { getProfile } from '../../src/model/profiles/index.ts'
-import { SEED, Tally, applyJsonEdits, byteEditArb, edgeValueArb, jsonEditArb, judge, mutateText, nastyKeyArb } from './helpers.ts'
+import { SEED, Tally, applyJsonEdits, byteEditArb, edgeValueArb, jsonEditArb, judge, mutateText, nastyKeyArb, runs } from './helpers.ts'
 
 const tallies: Tally[] = []
 afterAll(() => { for (const t of tallies) console.log(t.line()) })
@@ -63,7 +63,7 @@ describe('sidecar.json: parseSidecarJson', () => {
     fc.assert(fc.property(fc.array(jsonEditArb, { minLength: 1, maxLength: 3 }), (edits) => {
       const text = JSON.stringify(applyJsonEdits(valid, edits)) ?? 'undefined'
       judge(t, text, () => parseAndUse(text), ConfigError)
-    }), { seed: SEED, numRuns: 3000 })
+    }), { seed: SEED, numRuns: runs(3000) })
     expect(t.parsed).toBeGreaterThan(0)
   })
 
@@ -72,7 +72,7 @@ describe('sidecar.json: parseSidecarJson', () => {
     fc.assert(fc.property(fc.array(byteEditArb, { minLength: 1, maxLength: 4 }), (edits) => {
       const text = mutateText(validText, edits)
       judge(t, text, () => parseAndUse(text), ConfigError)
-    }), { seed: SEED, numRuns: 2000 })
+    }), { seed: SEED, numRuns: runs(2000) })
   })
 
   it('random JSON is a ConfigError or parses', () => {
@@ -83,6 +83,6 @@ describe('sidecar.json: parseSidecarJson', () => {
       fc.string({ maxLength: 40 }),
     ), (text) => {
       judge(t, text, () => parseAndUse(text), ConfigError)
-    }), { seed: SEED, numRuns: 1500 })
+    }), { seed: SEED, numRuns: runs(1500) })
   })
 })
