@@ -1,4 +1,4 @@
-// `pd-bridge results`: records in (cold runs, micro benchmarks, needle runs, fault runs), RESULTS.md +
+// `pd-bridge results`: records in (cold runs, micro benchmarks, needle runs, fault runs, load runs), RESULTS.md +
 // charts + heatmaps + report.html out.
 import { mkdir, writeFile } from 'node:fs/promises'
 import { dirname, join, resolve } from 'node:path'
@@ -6,6 +6,7 @@ import { needleHeatmapSvg } from '../needle/heatmap.ts'
 import { readNeedleRecords } from '../needle/record.ts'
 import { stageChart, timeChart } from './charts.ts'
 import { readFaultsRecords } from './fault-record.ts'
+import { readLoadRecords } from './load-record.ts'
 import { readMicroRecords } from './micro-record.ts'
 import { readRunRecords } from './record.ts'
 import { chartFiles, needleHeatmapFile, renderHtml, renderMarkdown } from './render.ts'
@@ -17,6 +18,7 @@ export interface GenerateResult {
   microRecords: number
   needleRecords: number
   faultsRecords: number
+  loadRecords: number
   environments: number
   /** Paths written, relative to the output directory. */
   files: string[]
@@ -37,18 +39,24 @@ export function defaultFaultsDir (runsDir: string): string {
   return join(dirname(resolve(runsDir)), 'faults')
 }
 
+/** Where load protocol records live by default: `load/` next to the run records' directory (protocols/load.mjs's default). */
+export function defaultLoadDir (runsDir: string): string {
+  return join(dirname(resolve(runsDir)), 'load')
+}
+
 /**
  * Read every run record under `runsDir`, every micro-benchmark record under `microDir`, every
- * needle run record under `needleDir` and every fault protocol record under `faultsDir`, and
- * regenerate the report files under `outDir`. Charts exist only for environments with runs, a
- * heatmap only for those with needle records.
+ * needle run record under `needleDir`, every fault protocol record under `faultsDir` and every
+ * load protocol record under `loadDir`, and regenerate the report files under `outDir`. Charts
+ * exist only for environments with runs, a heatmap only for those with needle records.
  */
-export async function generateResults (runsDir: string, outDir: string, microDir: string = defaultMicroDir(runsDir), needleDir: string = defaultNeedleDir(runsDir), faultsDir: string = defaultFaultsDir(runsDir)): Promise<GenerateResult> {
+export async function generateResults (runsDir: string, outDir: string, microDir: string = defaultMicroDir(runsDir), needleDir: string = defaultNeedleDir(runsDir), faultsDir: string = defaultFaultsDir(runsDir), loadDir: string = defaultLoadDir(runsDir)): Promise<GenerateResult> {
   const records = await readRunRecords(runsDir)
   const micro = await readMicroRecords(microDir)
   const needle = await readNeedleRecords(needleDir)
   const faults = await readFaultsRecords(faultsDir)
-  const envs = summarize(records, micro, needle, faults)
+  const load = await readLoadRecords(loadDir)
+  const envs = summarize(records, micro, needle, faults, load)
   const files = new Map<string, string>([['RESULTS.md', renderMarkdown(envs)], ['report.html', renderHtml(envs)]])
   for (const env of envs) {
     if (env.sizes.length > 0) {
@@ -60,5 +68,5 @@ export async function generateResults (runsDir: string, outDir: string, microDir
   }
   await mkdir(outDir, { recursive: true })
   for (const [name, text] of files) await writeFile(join(outDir, name), text)
-  return { records: records.length, microRecords: micro.length, needleRecords: needle.length, faultsRecords: faults.length, environments: envs.length, files: [...files.keys()] }
+  return { records: records.length, microRecords: micro.length, needleRecords: needle.length, faultsRecords: faults.length, loadRecords: load.length, environments: envs.length, files: [...files.keys()] }
 }

@@ -5,6 +5,8 @@ import { needleGrids, type NeedleGrid } from '../needle/heatmap.ts'
 import type { NeedleRunRecord } from '../needle/record.ts'
 import type { FaultsRecord } from './fault-record.ts'
 import { summarizeFaults, type FaultsSummary } from './faults-section.ts'
+import type { LoadRecord } from './load-record.ts'
+import { summarizeLoad, type LoadSummary } from './load-section.ts'
 import type { MicroRecord } from './micro-record.ts'
 import { summarizeMicro, type MicroSummary } from './micro-summary.ts'
 import type { BridgedLeg, RunEnvironment, RunRecord } from './record.ts'
@@ -95,6 +97,8 @@ export interface EnvironmentSummary {
   needle: NeedleGrid | null
   /** Its fault protocol runs; null when no faults record has its id. */
   faults: FaultsSummary | null
+  /** Its load protocol runs; null when no load record has its id. */
+  load: LoadSummary | null
 }
 
 function medianOf<T> (items: T[], pick: (item: T) => number | null): number | null {
@@ -150,25 +154,26 @@ function summarizeSize (targetTokens: number, runs: RunRecord[]): SizeSummary {
  * (sorted), runs then by target size (ascending). An environment with only micro or needle
  * records has no sizes.
  */
-export function summarize (records: RunRecord[], micro: MicroRecord[] = [], needle: NeedleRunRecord[] = [], faults: FaultsRecord[] = []): EnvironmentSummary[] {
-  const byEnv = new Map<string, { runs: RunRecord[], micro: MicroRecord[], needle: NeedleRunRecord[], faults: FaultsRecord[] }>()
+export function summarize (records: RunRecord[], micro: MicroRecord[] = [], needle: NeedleRunRecord[] = [], faults: FaultsRecord[] = [], load: LoadRecord[] = []): EnvironmentSummary[] {
+  const byEnv = new Map<string, { runs: RunRecord[], micro: MicroRecord[], needle: NeedleRunRecord[], faults: FaultsRecord[], load: LoadRecord[] }>()
   const group = (id: string) => {
     let g = byEnv.get(id)
-    if (g === undefined) byEnv.set(id, g = { runs: [], micro: [], needle: [], faults: [] })
+    if (g === undefined) byEnv.set(id, g = { runs: [], micro: [], needle: [], faults: [], load: [] })
     return g
   }
   for (const r of records) group(r.environment.id).runs.push(r)
   for (const m of micro) group(m.environment.id).micro.push(m)
   for (const n of needle) group(n.environment.id).needle.push(n)
   for (const f of faults) group(f.environment.id).faults.push(f)
+  for (const l of load) group(l.environment.id).load.push(l)
   return [...byEnv.keys()].sort().map((id) => {
-    const { runs, micro: benches, needle: needles, faults: faultRuns } = byEnv.get(id)!
+    const { runs, micro: benches, needle: needles, faults: faultRuns, load: loadRuns } = byEnv.get(id)!
     const sizes = [...new Set(runs.map((r) => r.targetTokens))].sort((a, b) => a - b)
     const peak: Record<string, number> = {}
     for (const r of runs) {
       for (const [proc, b] of Object.entries(r.peakMemoryBytes)) peak[proc] = Math.max(peak[proc] ?? 0, b)
     }
-    const all = [...runs, ...benches, ...needles, ...faultRuns]
+    const all = [...runs, ...benches, ...needles, ...faultRuns, ...loadRuns]
     // The latest record's description of the environment (they share the id, so they agree).
     const described = [...all].sort((a, b) => a.startedAt.localeCompare(b.startedAt)).at(-1)!
     return {
@@ -180,6 +185,7 @@ export function summarize (records: RunRecord[], micro: MicroRecord[] = [], need
       // Only this environment's records go in, so needleGrids makes exactly one grid.
       needle: needles.length === 0 ? null : needleGrids(needles)[0],
       faults: summarizeFaults(faultRuns),
+      load: summarizeLoad(loadRuns),
     }
   })
 }

@@ -49,7 +49,9 @@ describe('--help: usage on stdout, exit 0, nothing started or written', () => {
   for (const [script, first] of [
     ['cold-bench.mjs', 'Usage: npx zx protocols/cold-bench.mjs [options]'],
     ['needle.mjs', 'Usage: npx zx protocols/needle.mjs [options]'],
+    ['load.mjs', 'Usage: npx zx protocols/load.mjs [options]'],
     ['window-gate.mjs', 'Usage: node protocols/window-gate.mjs <pd-bridge gate options> [--suite]'],
+    ['fuzz.mjs', 'Usage: node protocols/fuzz.mjs [options]'],
   ] as const) {
     it(`protocols/${script} --help (and -h)`, async () => {
       const cwd = await mkdtemp(join(dir, 'cwd-'))
@@ -98,6 +100,9 @@ describe('command-line mistakes: one line, exit 2, nothing started', () => {
       [[protocol('cold-bench.mjs'), '600'], 'cold-bench: unexpected argument "600" (every option is a --flag; see --help)'],
       [[protocol('needle.mjs'), '--lenghts', '512', '--frob'], 'needle: unknown options --lenghts, --frob (see --help)'],
       [[protocol('needle.mjs'), '--no-ledger'], 'needle: --no-ledger is not an option (see --help)'],
+      [[protocol('fuzz.mjs'), '--scale', '0'], 'fuzz: --scale must be an integer >= 1, got "0"'],
+      [[protocol('load.mjs'), '--client', '4'], 'load: unknown option --client (see --help)'],
+      [[protocol('load.mjs'), '--duration-s'], 'load: --duration-s needs a value'],
       [[protocol('cold-bench.mjs'), '--torch-device', 'cpu'], 'cold-bench: --torch-device needs --prefill-engine torch'],
       [[protocol('cold-bench.mjs'), '--prefill-engine', 'vllm'], 'cold-bench: --prefill-engine vllm: expected embedded or torch'],
       [[protocol('cold-bench.mjs'), '--prefill-engine', 'torch', '--torch-dtype', 'fp16'], 'cold-bench: --torch-dtype fp16: expected bf16 or f32'],

@@ -1,0 +1,457 @@
+#!/usr/bin/env node
+// The load protocol (docs/BENCHMARK-PROTOCOL.md, "Load"). Starts the embedded stack (tiny preset,
+// blocks of 256, everything on 127.0.0.1) with a home of its own under <state>/runs/ (its own block
+// store, captures, logs; the checkpoint and sidecar of the state directory are made once and
+// reused), then lets --clients concurrent clients send requests through the front door for
+// --duration-s seconds, one after another each: fresh cold prompts long enough to be bridged, warm
+// repeats of earlier prompts (their blocks already in the decoder's store) and short prompts that go
+// native, half of them streamed (fetch, SSE) and half whole (the official openai client). Per route
+// it records the requests, the verdicts the front door returned (X-PD-Bridge / pd_bridge), latency
+// and time-to-first-token percentiles, errors (any answer neither 2xx nor 429, or none: must be 0)
+// and 429s (with Retry-After seen); and the peak RSS of every process. One record under
+// results/load/, then RESULTS.md is regenerated (pd-bridge results).
+//
+//   npx zx protocols/load.mjs [--clients 16] [--duration-s 60] [--mix 1,2,2] [--seed N]
+//   npx zx protocols/load.mjs --help
+import { randomBytes } from 'node:crypto'
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises'
+import { join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { argv } from 'zx'
+import { register } from 'tsx/esm/api'
+import { checkArgv, helpAndExit, usageError } from './flags.mjs'
+
+const REPO = resolve(fileURLToPath(new URL('..', import.meta.url)))
+const DEFAULT_RUNS = join(REPO, 'results', 'load')
+const DEFAULT_OUT = join(REPO, 'results')
+const PRESET = 'tiny'
+const SEED = 1
+const BLOCK = 256
+const ROUTES = ['bridged', 'warm', 'native-short']
+
+const USAGE = `Usage: npx zx protocols/load.mjs [options]   (node runs it as well)
+
+The load protocol (docs/BENCHMARK-PROTOCOL.md, "Load"): starts the embedded stack (preset ${PRESET},
+blocks of ${BLOCK}, loopback only) in a home of its own, then --clients concurrent clients send a mix
+of requests through the front door for --duration-s seconds: fresh cold prompts long enough to be
+bridged (route bridged), repeats of earlier prompts whose blocks are in the decoder's store (warm)
+and short prompts that go native (native-short), streamed (fetch) and whole (the openai client).
+Per route: requests, the front door's verdicts, p50/p90/p99 latency and time to first token,
+errors (any answer neither 2xx nor 429, or none) and 429s; the peak RSS of every process. One
+record in --runs, then RESULTS.md is regenerated.
+
+  --clients N            concurrent clients (default 16)
+  --duration-s N         seconds clients start new requests; those in flight then finish (default 60)
+  --mix B,W,S            weights of bridged, warm and native-short requests (default 1,2,2)
+  --stream-share F       share of requests sent as streams, 0 to 1 (default 0.5)
+  --cold-tokens N        size of each fresh cold prompt (default 700: two full blocks and a tail)
+  --short-tokens N       size of each short prompt (default 200; must stay under the front door's
+                         minimum of ${2 * BLOCK} tokens, so it goes native)
+  --max-tokens N         the answer budget of every request, greedy (default 16)
+  --request-timeout-s N  the client's limit on one request (default 300); past it, an error
+  --when-full MODE       the front door's queue.whenFull: native (default) or reject (429 + Retry-After)
+  --seed N               the invocation seed: prompt seeds and the mix draw (default: random)
+  --state-dir DIR        where the checkpoint and sidecar are made or reused, and the run's own
+                         home goes (runs/load-<id>/; default $PD_STATE_DIR or ~/.cache/pd-bridge)
+  --keep-state           keep the run's home (logs, store) even when there was no error
+  --runs DIR             where the record goes (default results/load in this checkout)
+  --out DIR              where RESULTS.md and report.html go (default results/ in this checkout,
+                         regenerated only when --runs is the default; with another --runs, give --out)
+  --no-generate          do not regenerate the report
+  -h, --help             this text (nothing is started or written)
+
+Exit 0 only when no request was an error. Progress goes to stderr: one line per step, and over the
+timed window a live line on a terminal (JSON lines elsewhere; PD_PROGRESS=off to silence it,
+docs/progress.md). A smoke run: --clients 2 --duration-s 3.
+`
+helpAndExit(USAGE)
+checkArgv('load', argv, {
+  clients: 'string', 'duration-s': 'string', mix: 'string', 'stream-share': 'string', 'cold-tokens': 'string', 'short-tokens': 'string',
+  'max-tokens': 'string', 'request-timeout-s': 'string', 'when-full': 'string', seed: 'string', 'state-dir': 'string', 'keep-state': 'boolean',
+  runs: 'string', out: 'string', generate: 'negatable',
+})
+
+function fail (message) {
+  usageError('load', message)
+}
+
+function int (name, text, min, max = Number.MAX_SAFE_INTEGER) {
+  if (!/^\d+$/.test(String(text)) || Number(text) < min || Number(text) > max) fail(`--${name} must be an integer from ${min} to ${max}, got ${JSON.stringify(String(text))}`)
+  return Number(text)
+}
+
+function fraction (name, text) {
+  const x = Number(text)
+  if (!/^\d*\.?\d+$/.test(String(text)) || !(x >= 0 && x <= 1)) fail(`--${name} must be a number from 0 to 1, got ${JSON.stringify(String(text))}`)
+  return x
+}
+
+function mixOf (text) {
+  const parts = String(text).split(',').map((s) => s.trim())
+  const w = parts.map(Number)
+  if (parts.length !== 3 || parts.some((s) => !/^\d*\.?\d+$/.test(s)) || w.some((x) => !(x >= 0)) || w[0] + w[1] + w[2] <= 0) {
+    fail(`--mix must be three weights B,W,S (bridged, warm, native-short) that are not all 0, got ${JSON.stringify(String(text))}`)
+  }
+  const sum = w[0] + w[1] + w[2]
+  const mix = { bridged: w[0] / sum, warm: w[1] / sum, 'native-short': w[2] / sum }
+  // The shares sum to 1 exactly in the record (the schema checks it).
+  mix['native-short'] = 1 - mix.bridged - mix.warm
+  return mix
+}
+
+const opts = {
+  clients: int('clients', argv.clients ?? 16, 1, 256),
+  durationS: int('duration-s', argv['duration-s'] ?? 60, 1, 3600),
+  mix: mixOf(argv.mix ?? '1,2,2'),
+  streamShare: fraction('stream-share', argv['stream-share'] ?? 0.5),
+  coldTokens: int('cold-tokens', argv['cold-tokens'] ?? 700, 2 * BLOCK + 1, 30_000),
+  shortTokens: int('short-tokens', argv['short-tokens'] ?? 200, 1, 2 * BLOCK - 64),
+  maxTokens: int('max-tokens', argv['max-tokens'] ?? 16, 1, 512),
+  requestTimeoutMs: int('request-timeout-s', argv['request-timeout-s'] ?? 300, 1) * 1000,
+  whenFull: String(argv['when-full'] ?? 'native'),
+  seed: argv.seed === undefined ? randomBytes(4).readUInt32LE(0) : int('seed', argv.seed, 0, 2 ** 32 - 1),
+  stateDir: argv['state-dir'] === undefined ? undefined : String(argv['state-dir']),
+  keepState: argv['keep-state'] === true,
+  runs: argv.runs === undefined ? DEFAULT_RUNS : resolve(String(argv.runs)),
+  out: argv.out === undefined ? DEFAULT_OUT : resolve(String(argv.out)),
+  generate: argv.generate !== false,
+}
+if (opts.whenFull !== 'native' && opts.whenFull !== 'reject') fail(`--when-full ${opts.whenFull}: expected native or reject`)
+const regenerate = opts.generate && (argv.out !== undefined || opts.runs === DEFAULT_RUNS)
+
+// The stack, the prompt builder and the record are TypeScript; tsx lets this protocol import them as they are.
+register()
+const { default: OpenAI } = await import('openai')
+const { startEmbeddedStack } = await import('../src/stack/embedded.ts')
+const { resolveStateDir } = await import('../src/stack/state-dir.ts')
+const { buildDemoPrompt } = await import('../src/stack/demo/prompt.ts')
+const { promptBlockKeys, presentKeys } = await import('../src/stack/demo/blocks.ts')
+const { loadTokenizer } = await import('../src/model/tokenizer/index.ts')
+const { embeddedEnvironment, embeddedModelName } = await import('../src/results/environment.ts')
+const { LOAD_RECORD_SCHEMA, loadTotals, parseLoadRecord, isLoadError } = await import('../src/results/load-record.ts')
+const { loadHeadline } = await import('../src/results/load-section.ts')
+const { generateResults } = await import('../src/results/generate.ts')
+const { resolveProgressMode, startProgress } = await import('../src/progress/index.ts')
+try {
+  resolveProgressMode(process.stderr) // a bad PD_PROGRESS is a usage error, found before anything starts
+}
+catch (err) {
+  fail(err.message)
+}
+
+// Progress on stderr: one line per step; over the timed window a live line (JSON lines elsewhere),
+// ticked in seconds as requests finish (src/progress). Step lines go above the live line.
+let progress
+function say (line) {
+  const text = `[load ${new Date().toISOString().slice(11, 19)}] ${line}`
+  if (progress !== undefined) progress.log(text)
+  else process.stderr.write(text + '\n')
+}
+
+/** A small seeded generator (mulberry32) for the mix, the stream draw and the warm pick: the same --seed, the same draws. */
+function rng (seed) {
+  let a = seed >>> 0
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0
+    let t = a
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+/** Peak RSS of a process (Linux VmHWM), bytes; undefined when it cannot be read. */
+async function peakRss (pid) {
+  try {
+    const m = /VmHWM:\s+(\d+) kB/.exec(await readFile(`/proc/${pid}/status`, 'utf8'))
+    return m ? Number(m[1]) * 1024 : undefined
+  }
+  catch {
+    return undefined
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Requests. Streams with fetch (SSE parsed here, the time to the first content token taken), whole
+// answers with the official openai client. Neither throws: what happened is in the sample.
+
+let frontUrl
+let modelName
+let client
+// With PD_API_KEY set, the stack's children require it (they inherit the environment): the clients send it too.
+const apiKey = process.env.PD_API_KEY === undefined || process.env.PD_API_KEY === '' ? undefined : process.env.PD_API_KEY
+
+function errorMessage (e) {
+  return `${e?.name ?? 'Error'}: ${e?.cause?.code ?? ''}${e?.cause?.code ? ': ' : ''}${e?.message ?? String(e)}`.slice(0, 300)
+}
+
+async function sendStream (route, prompt) {
+  const body = { model: modelName, messages: prompt.messages, max_tokens: opts.maxTokens, temperature: 0, stream: true, stream_options: { include_usage: true } }
+  const started = performance.now()
+  const sample = { route, status: null, streamed: true, ms: 0, ttftMs: null, verdict: null, promptTokens: prompt.tokens.length, retryAfter: null, message: null }
+  try {
+    const res = await fetch(`${frontUrl}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...(apiKey === undefined ? {} : { authorization: `Bearer ${apiKey}` }) }, body: JSON.stringify(body), signal: AbortSignal.timeout(opts.requestTimeoutMs) })
+    sample.status = res.status
+    sample.verdict = res.headers.get('x-pd-bridge')
+    if (res.status !== 200) {
+      sample.retryAfter = res.headers.get('retry-after')
+      const text = await res.text()
+      if (isLoadError(res.status)) sample.message = `HTTP ${res.status}: ${text.slice(0, 240)}`
+      return { ...sample, ms: performance.now() - started }
+    }
+    const decoder = new TextDecoder()
+    let buffer = ''
+    let sawDone = false
+    let usage = false
+    for await (const chunk of res.body) {
+      buffer += decoder.decode(chunk, { stream: true })
+      let nl
+      while ((nl = buffer.indexOf('\n')) >= 0) {
+        const line = buffer.slice(0, nl).trim()
+        buffer = buffer.slice(nl + 1)
+        if (!line.startsWith('data:')) continue
+        const data = line.slice(5).trim()
+        if (data === '[DONE]') {
+          sawDone = true
+          continue
+        }
+        const event = JSON.parse(data)
+        const content = event.choices?.[0]?.delta?.content
+        if (typeof content === 'string' && content !== '') sample.ttftMs ??= performance.now() - started
+        if (event.usage) usage = true
+        if (typeof event.pd_bridge?.verdict === 'string') sample.verdict = event.pd_bridge.verdict
+        if (event.error) throw new Error(`error event in the stream: ${JSON.stringify(event.error).slice(0, 200)}`)
+      }
+    }
+    if (!sawDone || !usage) throw new Error(`the stream ended without ${sawDone ? 'a usage chunk' : '[DONE]'}`)
+    return { ...sample, ms: performance.now() - started }
+  }
+  catch (e) {
+    // A 200 whose stream broke is an error as much as no answer.
+    return { ...sample, status: null, message: `${sample.status === null ? '' : `after HTTP ${sample.status}: `}${errorMessage(e)}`, ms: performance.now() - started }
+  }
+}
+
+async function sendWhole (route, prompt) {
+  const started = performance.now()
+  const sample = { route, status: null, streamed: false, ms: 0, ttftMs: null, verdict: null, promptTokens: prompt.tokens.length, retryAfter: null, message: null }
+  try {
+    const { data, response } = await client.chat.completions.create({ model: modelName, messages: prompt.messages, max_tokens: opts.maxTokens, temperature: 0 }).withResponse()
+    if (!Array.isArray(data.choices) || data.choices.length === 0) throw new Error('an answer without choices')
+    return { ...sample, status: response.status, verdict: data.pd_bridge?.verdict ?? response.headers.get('x-pd-bridge'), ms: performance.now() - started }
+  }
+  catch (e) {
+    const status = typeof e?.status === 'number' ? e.status : null
+    const h = e?.headers
+    const header = (name) => (typeof h?.get === 'function' ? h.get(name) : h?.[name]) ?? null
+    return {
+      ...sample,
+      status,
+      verdict: header('x-pd-bridge'),
+      retryAfter: status === 429 ? header('retry-after') : null,
+      message: isLoadError(status) ? (status === null ? errorMessage(e) : `HTTP ${status}: ${String(e?.message ?? e).slice(0, 240)}`) : null,
+      ms: performance.now() - started,
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The workload.
+
+let tokenizer
+let cacheDir
+/** Prompts answered 2xx whose full blocks are all in the decoder's store: what a warm request repeats. */
+const warmPool = []
+let promptCount = 0
+
+/** Seed of the i-th prompt: each its own, hashed into the whole generator state by the builder. */
+function promptSeed () {
+  promptCount++
+  return (opts.seed + promptCount * 0x9e3779b1) >>> 0
+}
+
+/** A fresh cold prompt whose blocks are none of them in the store (checked, as cold-bench does). */
+async function coldPrompt () {
+  for (;;) {
+    const p = buildDemoPrompt(tokenizer, opts.coldTokens, promptSeed())
+    const keys = promptBlockKeys(modelName, p.tokens, BLOCK)
+    if ((await presentKeys(cacheDir, keys)).length === 0) return { ...p, keys }
+  }
+}
+
+function shortPrompt () {
+  return { ...buildDemoPrompt(tokenizer, opts.shortTokens, promptSeed()), keys: [] }
+}
+
+/** After a cold prompt's 2xx answer: into the warm pool once every one of its full blocks is stored. */
+async function remember (prompt) {
+  const usable = Math.floor((prompt.tokens.length - 1) / BLOCK)
+  if ((await presentKeys(cacheDir, prompt.keys.slice(0, usable))).length === usable) warmPool.push(prompt)
+}
+
+async function sendOne (route, draw) {
+  let prompt
+  if (route === 'bridged') prompt = await coldPrompt()
+  else if (route === 'warm') prompt = warmPool[Math.floor(draw() * warmPool.length)]
+  else prompt = shortPrompt()
+  const streamed = draw() < opts.streamShare
+  const s = streamed ? await sendStream(route, prompt) : await sendWhole(route, prompt)
+  if (route === 'bridged' && s.status !== null && s.status >= 200 && s.status <= 299) await remember(prompt)
+  return s
+}
+
+function pickRoute (draw) {
+  const x = draw()
+  if (x < opts.mix.bridged) return 'bridged'
+  if (x < opts.mix.bridged + opts.mix.warm) return 'warm'
+  return 'native-short'
+}
+
+function ms (x) {
+  return `${(x / 1000).toFixed(2)} s`
+}
+
+// ---------------------------------------------------------------------------------------------
+
+const startedAt = new Date().toISOString()
+const runId = `${startedAt.replace(/[:.]/g, '-')}-load-${opts.seed}`
+const base = resolveStateDir(opts.stateDir)
+const home = join(base, 'runs', `load-${runId}`)
+let keep = opts.keepState
+let stack
+let record
+const pids = new Map([['protocol', process.pid]])
+const samples = []
+let wallMs = 0
+
+const stopAll = async () => { await stack?.stop().catch(() => {}) }
+process.once('SIGINT', () => { void stopAll().finally(() => process.exit(130)) })
+
+try {
+  await mkdir(home, { recursive: true })
+  // The front door's settings of this run: its own front.json in its own home (never the user's).
+  if (opts.whenFull !== 'native') await writeFile(join(home, 'front.json'), JSON.stringify({ queue: { whenFull: opts.whenFull } }, null, 2) + '\n')
+  say(`starting the embedded stack (${PRESET}, blocks of ${BLOCK}); checkpoint and sidecar in ${base}, the run's home ${home}`)
+  stack = await startEmbeddedStack({
+    stateDir: base, home, preset: PRESET, seed: SEED, blockSize: BLOCK, port: 0,
+    onEvent: (e) => {
+      if (e.kind === 'ready' || e.kind === 'restarted') pids.set(e.name, e.pid)
+      if (e.kind === 'ready') say(`${e.name.padEnd(15)} ready   ${e.url}  pid ${e.pid}  (${(e.ms / 1000).toFixed(1)} s)`)
+      if (e.kind === 'asset' && e.action !== 'making') say(`${e.what} ${e.action} ${e.dir}`)
+    },
+    onDeath: (message) => say(`a child died: ${message}`),
+  })
+  frontUrl = stack.urls.front
+  modelName = stack.modelName
+  cacheDir = stack.cacheDir
+  tokenizer = await loadTokenizer(stack.checkpoint.dir)
+  if (modelName !== embeddedModelName(PRESET, SEED)) throw new Error(`the stack serves ${modelName}, but src/results/environment.ts names it ${embeddedModelName(PRESET, SEED)}; fix embeddedModelName`)
+  const environment = embeddedEnvironment({ preset: PRESET, seed: SEED, blockSize: BLOCK, prefillProfile: stack.prefillLabel, sidecarFingerprint: stack.sidecar.fingerprint })
+  client = new OpenAI({ baseURL: `${frontUrl}/v1`, apiKey: apiKey ?? 'none', maxRetries: 0, timeout: opts.requestTimeoutMs })
+
+  // Warm-up, not timed: one cold prompt bridged (it seeds the warm pool), its warm repeat, one short prompt.
+  say('warm-up: one cold prompt, its warm repeat and one short prompt (not counted)')
+  const first = await coldPrompt()
+  const w1 = await sendWhole('bridged', first)
+  if (w1.status !== 200) throw new Error(`the warm-up cold prompt got ${w1.message ?? `HTTP ${w1.status}`}`)
+  await remember(first)
+  if (warmPool.length === 0) throw new Error(`the warm-up cold prompt (${w1.verdict}) left its blocks out of the decoder's store; no warm prompt to repeat`)
+  const w2 = await sendStream('warm', first)
+  const w3 = await sendStream('native-short', shortPrompt())
+  say(`warm-up: cold ${w1.verdict} in ${ms(w1.ms)}; warm ${w2.verdict} in ${ms(w2.ms)}; short ${w3.verdict} in ${ms(w3.ms)}`)
+  if ([w2, w3].some((s) => s.status !== 200)) throw new Error(`a warm-up request failed: ${[w2, w3].map((s) => s.message ?? `HTTP ${s.status}`).join('; ')}`)
+
+  // The timed window: every client sends one request after another until the deadline; those in flight finish.
+  say(`${opts.clients} clients for ${opts.durationS} s (mix ${ROUTES.map((r) => `${Math.round(opts.mix[r] * 100)}% ${r}`).join(', ')}, ${Math.round(opts.streamShare * 100)}% streamed, seed ${opts.seed})`)
+  progress = startProgress({ label: 'load', total: opts.durationS, unit: 's' })
+  const t0 = performance.now()
+  const end = t0 + opts.durationS * 1000
+  let errors = 0
+  let limited = 0
+  let inFlight = 0
+  const tick = () => {
+    const elapsed = Math.min(opts.durationS, (performance.now() - t0) / 1000)
+    progress.tick(Math.floor(elapsed), { requests: samples.length, errors, rate_limited: limited, in_flight: inFlight })
+  }
+  const clientLoop = async (i) => {
+    const draw = rng((opts.seed ^ Math.imul(i + 1, 0x85ebca6b)) >>> 0)
+    while (performance.now() < end) {
+      inFlight++
+      const s = await sendOne(pickRoute(draw), draw)
+      inFlight--
+      samples.push(s)
+      if (isLoadError(s.status)) {
+        errors++
+        if (errors <= 5) say(`error (${s.route}, ${s.streamed ? 'stream' : 'whole'}): ${s.message}`)
+      }
+      if (s.status === 429) limited++
+      tick()
+    }
+  }
+  await Promise.all(Array.from({ length: opts.clients }, (_, i) => clientLoop(i)))
+  wallMs = performance.now() - t0
+  progress.tick(opts.durationS, { requests: samples.length, errors, rate_limited: limited, in_flight: 0 })
+  progress.done()
+  progress = undefined
+
+  const peakMemoryBytes = {}
+  for (const [name, pid] of [...pids].sort(([a], [b]) => a.localeCompare(b))) {
+    const peak = await peakRss(pid)
+    if (peak !== undefined) peakMemoryBytes[name] = peak
+  }
+  record = {
+    schema: LOAD_RECORD_SCHEMA,
+    runId,
+    startedAt,
+    finishedAt: new Date().toISOString(),
+    environment,
+    settings: {
+      clients: opts.clients, durationS: opts.durationS, mix: opts.mix, streamShare: opts.streamShare, coldTokens: opts.coldTokens,
+      shortTokens: opts.shortTokens, maxTokens: opts.maxTokens, requestTimeoutMs: opts.requestTimeoutMs, whenFull: opts.whenFull, seed: opts.seed,
+    },
+    wallMs,
+    ...loadTotals(samples),
+    peakMemoryBytes,
+  }
+}
+catch (err) {
+  progress?.fail(err.message)
+  progress = undefined
+  say(`stopped: ${err.message}`)
+  process.exitCode = 1
+  keep = true
+}
+finally {
+  await stopAll()
+}
+
+if (record !== undefined) {
+  await mkdir(opts.runs, { recursive: true })
+  const file = join(opts.runs, `${runId}.json`)
+  parseLoadRecord(record, file)
+  await writeFile(file, JSON.stringify(record, null, 2) + '\n')
+  say(`wrote ${file}`)
+  process.stdout.write(`${loadHeadline(record)}\n`)
+  for (const r of record.routes) {
+    const p = (x, k) => (x === null ? '—' : ms(x[k]))
+    process.stdout.write(`  ${r.route.padEnd(13)} ${String(r.requests).padStart(5)} requests, ${r.errors} errors, ${r.rateLimited} 429s; p50 ${p(r.latencyMs, 'p50')}, p90 ${p(r.latencyMs, 'p90')}, p99 ${p(r.latencyMs, 'p99')}; TTFT p50 ${p(r.ttftMs, 'p50')}, p99 ${p(r.ttftMs, 'p99')}\n`)
+    for (const v of r.verdicts) process.stdout.write(`      ${String(v.requests).padStart(5)} × ${v.verdict}\n`)
+  }
+  if (record.totals.errors > 0) {
+    process.exitCode = 1
+    keep = true
+  }
+  if (regenerate) {
+    try {
+      const r = await generateResults(join(opts.out, 'runs'), opts.out, undefined, undefined, undefined, opts.runs)
+      say(`results: ${r.records} run records, ${r.microRecords} micro-benchmark records, ${r.needleRecords} needle records, ${r.faultsRecords} faults records, ${r.loadRecords} load records -> ${r.files.map((f) => join(opts.out, f)).join(', ')}`)
+    }
+    catch (err) {
+      say(`results not regenerated: ${err.message}`)
+      process.exitCode = 1
+    }
+  }
+  else if (opts.generate) say('RESULTS.md not regenerated: --runs was given without --out (pass --out DIR to write a report with these records)')
+}
+if (keep) say(`state kept: ${home} (logs in ${join(home, 'logs')})`)
+else await rm(home, { recursive: true, force: true })
