@@ -108,6 +108,8 @@ const { loadTokenizer } = await import('../src/model/tokenizer/index.ts')
 const { isPresetName, presetConfig, PRESET_NAMES } = await import('../src/model/checkpoint/index.ts')
 const { resolveStateDir } = await import('../src/stack/state-dir.ts')
 const { torchPrefillEngine } = await import('../src/stack/torch-prefill.ts')
+// With PD_API_KEY set, every service of the stack requires it (they inherit the environment): the legs send it.
+const { apiKeyFromEnv, authHeaders } = await import('../src/http/api-key.ts')
 let torchPrefill
 try {
   if (opts.torchFlags !== undefined) torchPrefill = torchPrefillEngine(opts.torchFlags)
@@ -160,7 +162,7 @@ async function streamLeg (name, baseUrl, model, messages) {
   const started = performance.now()
   let res
   try {
-    res = await fetch(`${baseUrl}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(opts.legTimeoutMs) })
+    res = await fetch(`${baseUrl}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...authHeaders(apiKeyFromEnv()) }, body: JSON.stringify(body), signal: AbortSignal.timeout(opts.legTimeoutMs) })
   }
   catch (err) {
     throw new Error(`${name} leg: ${baseUrl} did not answer: ${err.message}`)

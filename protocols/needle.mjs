@@ -88,6 +88,9 @@ function fail (message) {
   usageError('needle', message)
 }
 
+// With PD_API_KEY set, every service of the stack requires it: the protocol's own requests send it.
+const { apiKeyFromEnv, authHeaders } = await import('../src/http/api-key.ts')
+
 // A bad --torch-* value is a usage error, found before anything starts.
 const { torchPrefillEngine } = await import('../src/stack/torch-prefill.ts')
 let torchPrefill
@@ -179,7 +182,7 @@ function say (line) {
 /** The first model a server lists, for deployments where --model is not given. */
 async function firstModel (url) {
   try {
-    const res = await fetch(`${url.replace(/\/+$/, '')}/v1/models`, { signal: AbortSignal.timeout(10_000) })
+    const res = await fetch(`${url.replace(/\/+$/, '')}/v1/models`, { headers: authHeaders(apiKeyFromEnv()), signal: AbortSignal.timeout(10_000) })
     const json = await res.json()
     return typeof json?.data?.[0]?.id === 'string' ? json.data[0].id : undefined
   }

@@ -32,6 +32,7 @@ export const ENV_OVERRIDES: readonly EnvOverride[] = [
   { name: 'PD_SHARE_URL', key: 'share.url', kind: 'string', help: "the capture share's base URL" },
   { name: 'PD_CAPTURE_DIR', key: 'capture.dir', kind: 'string', help: "the prefill engine's capture root, read directly when there is no share" },
   { name: 'PD_SPOOL_DIR', key: 'capture.spoolDir', kind: 'string', help: 'where streamed captures are spooled' },
+  { name: 'PD_CAPTURE_RETAIN', key: 'capture.retain', kind: 'string', help: 'none, failed or all: which verified captures stay on the prefill side' },
   { name: 'PD_SIDECAR', key: 'sidecar', kind: 'string', help: "the decoder's sidecar directory" },
   { name: 'PD_MIN_TOKENS', key: 'routing.minTokens', kind: 'integer', help: 'shorter prompts go straight to the decoder' },
   { name: 'PD_MIN_TAIL', key: 'routing.minTail', kind: 'integer', help: 'prompts with fewer uncached tokens go straight to the decoder' },

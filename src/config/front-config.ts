@@ -47,6 +47,8 @@ const deadlinesSchema = z.strictObject({
   engineDownPolls: int(1).default(8),
   /** Wait between engine status polls and manifest polls while a capture runs. */
   pollMs: ms.default(250),
+  /** Deleting a verified capture on the prefill engine (DELETE /v1/prefill/{id}). */
+  deleteMs: ms.default(30_000),
 })
 
 /** The front door's config after validation and defaults. */
@@ -91,6 +93,12 @@ export const frontConfigSchema = z.strictObject({
     dir: path.optional(),
     /** Where streamed captures are spooled while blocks are written; default a temporary directory. */
     spoolDir: path.optional(),
+    /**
+     * Which captures stay on the prefill side once their blocks are written and verified (deleted
+     * through the engine's DELETE /v1/prefill/{id}): `none` deletes every one, `failed` keeps the
+     * partial ones too, `all` deletes nothing. A capture whose bridge failed is always kept.
+     */
+    retain: z.enum(['none', 'failed', 'all']).default('none'),
   }).prefault({}),
   /** The decoder's sidecar directory (export-weights): its fingerprint and block size are checked. */
   sidecar: path.optional(),

@@ -14,12 +14,16 @@ import { PdBridgeError } from '../errors.ts'
 import { CaptureFailedError, ChecksumError, ShareAbortedError, ShareDeadlineError, ShareHttpError, ShareStallError } from '../share/index.ts'
 import { EngineWatch, type EngineStatus } from './engine-watch.ts'
 import { acceptsConnections, callJson, errorMessageOf, isNoAnswer, joinUrl, LinkError } from './http.ts'
+import { retireCapture, type Retention } from './retention.ts'
 import type { BridgeSetup } from './setup.ts'
 
-/** A bridge that did not happen; `reason` is the verdict's, `stage` where it stopped. */
+/**
+ * A bridge that did not happen; `reason` is the verdict's, `stage` where it stopped. `requestId`
+ * names the capture the engine accepted, which is then kept (never deleted after a failure).
+ */
 export class BridgeFailure extends PdBridgeError {
   override name = 'BridgeFailure'
-  constructor (readonly reason: string, readonly stage: string, readonly timings: Record<string, number> = {}) {
+  constructor (readonly reason: string, readonly stage: string, readonly timings: Record<string, number> = {}, readonly requestId?: string) {
     super(`${stage}: ${reason}`)
   }
 }
@@ -41,6 +45,8 @@ export interface BridgeOutcome {
   report: BlockWriterReport
   /** Whether the decoder's rescan answered; the verdict does not depend on it (cached_tokens does). */
   rescan: { ok: boolean, error?: string, report?: unknown }
+  /** What became of the capture on the prefill side once its blocks were verified (capture.retain). */
+  retention: Retention
   /** Milliseconds per stage. */
   timings: Record<string, number>
   /** Byte counts. */
@@ -78,7 +84,7 @@ function raceDeadline<T> (work: Promise<T>, ms: number, make: () => BridgeFailur
 }
 
 /** Run one bridge. Throws BridgeFailure (with the timings so far) when any stage fails. */
-export async function runBridge (config: FrontConfig, setup: BridgeSetup, job: BridgeJob): Promise<BridgeOutcome> {
+export async function runBridge (config: FrontConfig, setup: BridgeSetup, job: BridgeJob, auth: Record<string, string> = {}): Promise<BridgeOutcome> {
   const d = config.deadlines
   const bs = setup.blockSize
   const requestId = `pd-${randomUUID()}`
@@ -94,7 +100,8 @@ export async function runBridge (config: FrontConfig, setup: BridgeSetup, job: B
     watchReason ??= `timeout: the bridge took longer than ${d.bridgeMs} ms`
     control.abort()
   }, d.bridgeMs)
-  const fail = (reason: string, stage: string): BridgeFailure => new BridgeFailure(reason, stage, { ...timings, bridge_total: round(performance.now() - t0) })
+  let accepted = false
+  const fail = (reason: string, stage: string): BridgeFailure => new BridgeFailure(reason, stage, { ...timings, bridge_total: round(performance.now() - t0) }, accepted ? requestId : undefined)
   const prefillUrl = config.prefill.url as string
   let watch: EngineWatch | undefined
   let spoolDir: string | undefined
@@ -107,6 +114,7 @@ export async function runBridge (config: FrontConfig, setup: BridgeSetup, job: B
         method: 'POST',
         json: { request_id: requestId, tokens: captureTokens, tokens_sha256: tokensSha256, ...(config.prefill.memoryBudgetBytes !== undefined ? { memory_budget_bytes: config.prefill.memoryBudgetBytes } : {}) },
         timeoutMs: d.submitMs,
+        headers: auth,
       })
     } catch (e) {
       // Connected but silent is a busy engine (its event loop held by a chunk), not a missing one.
@@ -115,12 +123,13 @@ export async function runBridge (config: FrontConfig, setup: BridgeSetup, job: B
     }
     if (answer.status === 429) throw fail(`prefill engine busy: its queue is full (429): ${errorMessageOf(answer.body)}`, 'submit')
     if (answer.status !== 202) throw fail(`prefill engine refused the request (${answer.status}): ${errorMessageOf(answer.body)}`, 'submit')
+    accepted = true
     timings.submit = round(performance.now() - t)
 
     // 2. capture: the engine prefills while the capture streams; the watcher catches a dead engine.
     t = performance.now()
     watch = new EngineWatch({
-      url: prefillUrl, requestId, pollMs: d.pollMs, linkMs: d.linkMs, downPolls: d.engineDownPolls, stallMs: d.engineStallMs ?? d.stallMs,
+      url: prefillUrl, requestId, pollMs: d.pollMs, linkMs: d.linkMs, downPolls: d.engineDownPolls, stallMs: d.engineStallMs ?? d.stallMs, headers: auth,
       onFailure: (reason) => {
         watchReason ??= reason
         control.abort()
@@ -135,7 +144,7 @@ export async function runBridge (config: FrontConfig, setup: BridgeSetup, job: B
       spoolDir = captureDir(spoolRoot, requestId)
       try {
         spooled = await spoolCapture({
-          ...request, baseUrl: config.share.url, spoolRoot, pollMs: d.pollMs, deadlineMs: d.captureMs, stallMs: d.stallMs, signal: control.signal,
+          ...request, baseUrl: config.share.url, spoolRoot, pollMs: d.pollMs, deadlineMs: d.captureMs, stallMs: d.stallMs, signal: control.signal, headers: auth,
         })
       } catch (e) {
         throw fail(captureReason(e, watchReason, d.captureMs), 'capture')
@@ -183,12 +192,18 @@ export async function runBridge (config: FrontConfig, setup: BridgeSetup, job: B
     t = performance.now()
     let rescan: BridgeOutcome['rescan']
     try {
-      const a = await callJson('decoder', joinUrl(config.decoder.url, '/v1/cache/rescan'), { method: 'POST', timeoutMs: d.rescanMs })
+      const a = await callJson('decoder', joinUrl(config.decoder.url, '/v1/cache/rescan'), { method: 'POST', timeoutMs: d.rescanMs, headers: auth })
       rescan = a.status === 200 ? { ok: true, report: (a.body as { report?: unknown }).report } : { ok: false, error: `rescan answered ${a.status}: ${errorMessageOf(a.body)}` }
     } catch (e) {
       rescan = { ok: false, error: e instanceof Error ? e.message : String(e) }
     }
     timings.rescan = round(performance.now() - t)
+
+    // 5. retention: every block is written and verified (finalize re-read them), so the capture
+    // has served its purpose; the engine deletes it unless capture.retain keeps it.
+    t = performance.now()
+    const retention = await retireCapture({ prefillUrl, requestId, state: report.state, retain: config.capture.retain, timeoutMs: d.deleteMs, headers: auth })
+    timings.capture_delete = round(performance.now() - t)
 
     const manifest = writer.manifest
     Object.assign(timings, engineTimings(manifest.timings, watch.last))
@@ -211,13 +226,15 @@ export async function runBridge (config: FrontConfig, setup: BridgeSetup, job: B
       tokensSha256,
       report,
       rescan,
+      retention,
       timings,
       bytes,
     }
   } finally {
     clearTimeout(bridgeTimer)
     watch?.stop()
-    // The spool is ours; the capture on the prefill side is not (it stays as the engine's record).
+    // The spool is ours, removed whatever the outcome; the capture on the prefill side is the
+    // engine's, deleted (above) only through its API and only once its blocks were verified.
     if (spoolDir !== undefined) await rm(spoolDir, { recursive: true, force: true })
   }
 }

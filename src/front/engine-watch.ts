@@ -35,6 +35,8 @@ export interface EngineWatchOptions {
   stallMs: number
   /** Called once with the reason when the engine failed the request or went away. */
   onFailure: (reason: string) => void
+  /** Extra headers of every poll (the API key's Authorization). */
+  headers?: Record<string, string>
 }
 
 function isRecord (v: unknown): v is Record<string, unknown> {
@@ -104,7 +106,7 @@ export class EngineWatch {
     const url = joinUrl(this.o.url, `/v1/prefill/${this.o.requestId}`)
     let answer
     try {
-      answer = await callJson('prefill engine', url, { timeoutMs: this.o.linkMs })
+      answer = await callJson('prefill engine', url, { timeoutMs: this.o.linkMs, headers: this.o.headers })
     } catch (e) {
       if (this.stopped) return
       if (isNoAnswer(e)) {

@@ -24,8 +24,8 @@ export interface PdBridgeInfo {
   /** What the decoder reported (usage.prompt_tokens_details.cached_tokens or X-Cached-Tokens). */
   cached_tokens: number | null
   blocks: { bridged: number, written: number, reused: number } | null
-  /** `tokens_sha256`: the digest of the captured token ids the manifest carried and the block writer checked. */
-  capture: { request_id: string, state: string, token_count: number, sealed_length: number, tokens_sha256?: string } | null
+  /** `retention`: what became of the capture on the prefill side (capture.retain). `tokens_sha256`: the digest of the captured token ids the manifest carried and the block writer checked. */
+  capture: { request_id: string, state: string, token_count: number, sealed_length: number, tokens_sha256?: string, retention?: string } | null
   rescan: { ok: boolean, error?: string } | null
   timings_ms: Record<string, number>
   bytes: Record<string, number>
@@ -108,7 +108,7 @@ async function write (res: ServerResponse, text: string): Promise<void> {
  * the upstream request (the client went away). Never throws for upstream trouble: the client gets
  * a 502/504 in OpenAI's error shape with the verdict.
  */
-export async function forwardGeneration (config: FrontConfig, plan: ForwardPlan, res: ServerResponse, signal: AbortSignal): Promise<ForwardResult> {
+export async function forwardGeneration (config: FrontConfig, plan: ForwardPlan, res: ServerResponse, signal: AbortSignal, auth: Record<string, string> = {}): Promise<ForwardResult> {
   const d = config.deadlines
   const body = plan.stream
     ? { ...plan.body, stream_options: { ...(isRecord(plan.body.stream_options) ? plan.body.stream_options : {}), include_usage: true } }
@@ -118,7 +118,7 @@ export async function forwardGeneration (config: FrontConfig, plan: ForwardPlan,
   try {
     upstream = await request(joinUrl(config.decoder.url, plan.path), {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: plan.stream ? 'text/event-stream' : 'application/json' },
+      headers: { 'content-type': 'application/json', accept: plan.stream ? 'text/event-stream' : 'application/json', ...auth },
       body: JSON.stringify(body),
       headersTimeout: d.decoderHeadersMs,
       bodyTimeout: d.decoderIdleMs,

@@ -51,6 +51,8 @@ export interface CallOptions {
   json?: unknown
   /** The whole call (headers and body) must finish within this. */
   timeoutMs: number
+  /** Extra request headers (the API key's Authorization). */
+  headers?: Record<string, string>
   signal?: AbortSignal
 }
 
@@ -64,7 +66,7 @@ export async function callJson (link: string, url: string, options: CallOptions)
   try {
     const res = await request(url, {
       method: options.method ?? 'GET',
-      headers: options.json === undefined ? { accept: 'application/json' } : { accept: 'application/json', 'content-type': 'application/json' },
+      headers: { accept: 'application/json', ...(options.json === undefined ? {} : { 'content-type': 'application/json' }), ...options.headers },
       body: options.json === undefined ? undefined : JSON.stringify(options.json),
       signal,
     })

@@ -21,10 +21,10 @@ function isRecord (v: unknown): v is Record<string, unknown> {
 }
 
 /** GET `<url>/health` of `link`: ok on a 200 (with the body kept when it is a JSON object). */
-export async function checkLink (link: string, url: string, timeoutMs: number): Promise<LinkState> {
+export async function checkLink (link: string, url: string, timeoutMs: number, headers: Record<string, string> = {}): Promise<LinkState> {
   const t0 = performance.now()
   try {
-    const a = await callJson(link, joinUrl(url, '/health'), { timeoutMs })
+    const a = await callJson(link, joinUrl(url, '/health'), { timeoutMs, headers })
     const ms = Math.round(performance.now() - t0)
     if (a.status !== 200) return { ok: false, url, ms, error: `${link} /health answered ${a.status}` }
     return { ok: true, url, ms, ...(isRecord(a.body) ? { health: a.body } : {}) }
@@ -64,13 +64,13 @@ export function decoderFacts (health: Record<string, unknown> | undefined): Deco
 }
 
 /** The model ids the decoder lists in /v1/models (empty when it lists none or cannot be asked). */
-export async function decoderModelIds (url: string, timeoutMs: number): Promise<string[]> {
-  return (await decoderModels(url, timeoutMs)).ids
+export async function decoderModelIds (url: string, timeoutMs: number, headers: Record<string, string> = {}): Promise<string[]> {
+  return (await decoderModels(url, timeoutMs, headers)).ids
 }
 
 /** The decoder's /v1/models: the ids, and whether it is our embedded decoder (every model owned_by pd-bridge). */
-export async function decoderModels (url: string, timeoutMs: number): Promise<{ ids: string[], embedded: boolean }> {
-  const a = await callJson('decoder', joinUrl(url, '/v1/models'), { timeoutMs })
+export async function decoderModels (url: string, timeoutMs: number, headers: Record<string, string> = {}): Promise<{ ids: string[], embedded: boolean }> {
+  const a = await callJson('decoder', joinUrl(url, '/v1/models'), { timeoutMs, headers })
   if (a.status !== 200 || !isRecord(a.body) || !Array.isArray(a.body.data)) return { ids: [], embedded: false }
   const models = a.body.data.filter(isRecord)
   return {

@@ -16,6 +16,7 @@ import type { PrefixCacheEvent } from '../decode/prefix-cache/index.ts'
 // The embedded decoder's own request checks, run here before any bridge work (never copied).
 import { completionBudget } from '../engines/decoder/prompt.ts'
 import { parseChatRequest, parseCompletionRequest, type GenerationRequest } from '../engines/decoder/request.ts'
+import { authHeaders, bearerMatches, isHealthPath, UNAUTHORIZED_MESSAGE } from '../http/api-key.ts'
 import { FrontApiError, invalidRequest, toFrontApiError } from './api-error.ts'
 import { BridgeFailure, runBridge } from './bridge.ts'
 import { forwardGeneration, type ForwardPlan, type PdBridgeInfo } from './forward.ts'
@@ -44,6 +45,8 @@ export interface FrontDoor {
 export interface FrontDoorOptions {
   config: FrontConfig
   logger: Logger
+  /** PD_API_KEY: clients must send it, and every internal request carries it; absent: no key anywhere. */
+  apiKey?: string
 }
 
 const PASSTHROUGH_VERDICT = 'declined: passthrough (not a completion request)'
@@ -80,8 +83,10 @@ function isJsonType (type: string | undefined): boolean {
 
 /** Start the front door; resolves once it listens. */
 export async function startFrontDoor (options: FrontDoorOptions): Promise<FrontDoor> {
-  const { config, logger } = options
+  const { config, logger, apiKey } = options
   const d = config.deadlines
+  // What every request to the decoder, the prefill engine and the share carries.
+  const auth = authHeaders(apiKey)
   const ownSpool = config.share.url !== undefined && config.capture.spoolDir === undefined
   const spoolDir = ownSpool ? await mkdtemp(join(tmpdir(), 'pd-bridge-front-spool-')) : config.capture.spoolDir
   const effective: FrontConfig = { ...config, capture: { ...config.capture, spoolDir } }
@@ -124,7 +129,7 @@ export async function startFrontDoor (options: FrontDoorOptions): Promise<FrontD
   async function servedModels (): Promise<{ ids: string[], embedded: boolean }> {
     if (modelIds !== undefined && Date.now() - modelIds.at < 5000) return modelIds
     try {
-      modelIds = { at: Date.now(), ...await decoderModels(config.decoder.url, d.linkMs) }
+      modelIds = { at: Date.now(), ...await decoderModels(config.decoder.url, d.linkMs, auth) }
     } catch {
       return { ids: [], embedded: false }
     }
@@ -143,9 +148,9 @@ export async function startFrontDoor (options: FrontDoorOptions): Promise<FrontD
   /** Check every link and the geometry each reports; `problems` is empty when a bridge can run. */
   async function linkReport (): Promise<LinkReport> {
     const [decoder, prefill, share] = await Promise.all([
-      checkLink('decoder', config.decoder.url, d.linkMs),
-      config.prefill.url !== undefined ? checkLink('prefill engine', config.prefill.url, d.linkMs) : undefined,
-      config.share.url !== undefined ? checkLink('share', config.share.url, d.linkMs) : undefined,
+      checkLink('decoder', config.decoder.url, d.linkMs, auth),
+      config.prefill.url !== undefined ? checkLink('prefill engine', config.prefill.url, d.linkMs, auth) : undefined,
+      config.share.url !== undefined ? checkLink('share', config.share.url, d.linkMs, auth) : undefined,
     ])
     const report: LinkReport = { decoder, prefill, share, problems: [] }
     const off = missingForBridge(config)
@@ -189,7 +194,7 @@ export async function startFrontDoor (options: FrontDoorOptions): Promise<FrontD
     let setup: BridgeSetup
     try {
       if ((config.decoder.modelName === undefined && decoderModel === undefined) || (checked !== undefined && decoderLimits === undefined)) {
-        noteFacts(decoderFacts((await checkLink('decoder', config.decoder.url, d.linkMs)).health))
+        noteFacts(decoderFacts((await checkLink('decoder', config.decoder.url, d.linkMs, auth)).health))
       }
       setup = await setupFor(decoderModel)
     } catch (e) {
@@ -219,15 +224,15 @@ export async function startFrontDoor (options: FrontDoorOptions): Promise<FrontD
     if (links.problems.length > 0) return { verdict: declined(links.problems[0]) }
     info.route = 'bridge'
     try {
-      const { result, waitedMs } = await queue.run(() => runBridge(effective, setup, { tokens, blocks: route.blocks }), d.queueMs, signal)
+      const { result, waitedMs } = await queue.run(() => runBridge(effective, setup, { tokens, blocks: route.blocks }, auth), d.queueMs, signal)
       bridgeMsAverage = bridgeMsAverage === 0 ? result.timings.bridge_total : 0.7 * bridgeMsAverage + 0.3 * result.timings.bridge_total
       info.timings_ms = { queue: Math.round(waitedMs), ...result.timings }
       info.bytes = result.bytes
       info.bridged_tokens = result.bridgedTokens
       info.blocks = { bridged: result.report.blocks, written: result.report.written, reused: result.report.reused }
-      info.capture = { request_id: result.requestId, state: result.state, token_count: result.captureTokens, sealed_length: result.sealedLength, tokens_sha256: result.tokensSha256 }
+      info.capture = { request_id: result.requestId, state: result.state, token_count: result.captureTokens, sealed_length: result.sealedLength, tokens_sha256: result.tokensSha256, retention: result.retention }
       info.rescan = result.rescan.ok ? { ok: true } : { ok: false, error: result.rescan.error }
-      logger.info({ event: 'bridge', request_id: result.requestId, state: result.state, blocks: result.report.blocks, bridged_tokens: result.bridgedTokens, timings: info.timings_ms, bytes: info.bytes, rescan: info.rescan }, 'bridged')
+      logger.info({ event: 'bridge', request_id: result.requestId, state: result.state, blocks: result.report.blocks, bridged_tokens: result.bridgedTokens, timings: info.timings_ms, bytes: info.bytes, rescan: info.rescan, capture_retention: result.retention }, 'bridged')
       return { bridged: { state: result.state, bridgedTokens: result.bridgedTokens, promptTokens: t } }
     } catch (e) {
       info.route = 'native'
@@ -243,7 +248,8 @@ export async function startFrontDoor (options: FrontDoorOptions): Promise<FrontD
       if (e instanceof QueueLeft) return { verdict: declined(e.message) }
       if (e instanceof BridgeFailure) {
         info.timings_ms = { ...e.timings }
-        logger.warn({ event: 'bridge-failed', stage: e.stage, reason: e.reason, timings: e.timings }, `bridge failed at ${e.stage}`)
+        // A failed bridge's capture is never deleted: it is the record of what went wrong.
+        logger.warn({ event: 'bridge-failed', stage: e.stage, reason: e.reason, timings: e.timings, ...(e.requestId === undefined ? {} : { capture_kept: e.requestId }) }, `bridge failed at ${e.stage}`)
         return { verdict: declined(e.reason) }
       }
       logger.error({ err: e }, 'bridge crashed')
@@ -261,6 +267,16 @@ export async function startFrontDoor (options: FrontDoorOptions): Promise<FrontD
     const shown = new FrontApiError(api.status, api.type, redact(api.message), api.param, api.code, api.headers)
     return reply.code(api.status).headers(api.headers).send(shown.toBody())
   })
+  // Requests that came without the key and may still be answered (a bare /health).
+  const anonymous = new WeakSet<FastifyRequest>()
+  app.addHook('onRequest', async (request) => {
+    if (apiKey === undefined || bearerMatches(request.headers.authorization, apiKey)) return
+    if (request.method === 'GET' && isHealthPath(request.url)) {
+      anonymous.add(request)
+      return
+    }
+    throw new FrontApiError(401, 'invalid_request_error', UNAUTHORIZED_MESSAGE, null, 'invalid_api_key', { 'www-authenticate': 'Bearer' })
+  })
   app.addHook('onSend', async (request, reply) => {
     if (!reply.hasHeader(VERDICT_HEADER)) {
       const generation = request.url.startsWith('/v1/chat/completions') || request.url.startsWith('/v1/completions')
@@ -268,17 +284,20 @@ export async function startFrontDoor (options: FrontDoorOptions): Promise<FrontD
     }
   })
 
-  app.get('/health', async (_request, reply) => {
+  app.get('/health', async (request, reply) => {
     const links = await linkReport()
     const setup = links.setup
     const ok = links.decoder.ok
+    const status = closing ? 'shutting_down' : !ok ? 'down' : links.problems.length > 0 ? 'degraded' : 'ok'
+    // Without the key: liveness only, no URL, path, problem or count.
+    if (anonymous.has(request)) return reply.code(ok ? 200 : 503).send({ ok, status })
     const view = (l: LinkState | undefined): object | null => l === undefined ? null : { ok: l.ok, url: l.url, ms: l.ms, ...(l.busy === true ? { busy: true } : {}), ...(l.error !== undefined ? { error: l.error } : {}) }
     let spoolEntries: number | null = null
     if (spoolDir !== undefined) spoolEntries = await readdir(spoolDir).then((l) => l.length, () => null)
     return reply.code(ok ? 200 : 503).send(redactDeep({
       ok,
       front: 'pd',
-      status: closing ? 'shutting_down' : !ok ? 'down' : links.problems.length > 0 ? 'degraded' : 'ok',
+      status,
       bridge: { ready: links.problems.length === 0, problems: links.problems },
       links: {
         decoder: { ...view(links.decoder), ...decoderFacts(links.decoder.health) },
@@ -344,7 +363,7 @@ export async function startFrontDoor (options: FrontDoorOptions): Promise<FrontD
       const forward: ForwardPlan = { path, body: body as Record<string, unknown>, stream: fr.stream, includeUsage: fr.includeUsage, outcome, info }
       let result
       try {
-        result = await forwardGeneration(config, forward, reply.raw, abort.signal)
+        result = await forwardGeneration(config, forward, reply.raw, abort.signal, auth)
       } catch (e) {
         // Hijacked: fastify cannot answer for us any more.
         logger.error({ err: e }, 'forward failed')
@@ -374,6 +393,8 @@ export async function startFrontDoor (options: FrontDoorOptions): Promise<FrontD
     }
     const headers: Record<string, string> = {}
     for (const [k, v] of Object.entries(request.headers)) if (!HOP_BY_HOP.has(k) && v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : v
+    // With a key, the decoder gets ours (the client's was checked above and is the same secret).
+    Object.assign(headers, auth)
     const body = request.body as Buffer | undefined
     let upstream
     try {

@@ -17,6 +17,7 @@ import { answerBudget, DEFAULT_ANSWER_BUDGET, runNeedle, writeNeedleRecord } fro
 import { remoteEnvironment } from '../results/environment.ts'
 import { fmt, type Finding } from './finding.ts'
 import { SeedLedger } from './seed-ledger.ts'
+import { apiKeyFromEnv, authHeaders } from '../http/api-key.ts'
 
 /** The geometry a needle run must have been cached under to count: the gate's own. */
 export interface NeedleGeometry {
@@ -217,7 +218,7 @@ export interface LiveNeedleOptions {
 
 async function firstModel (url: string): Promise<string | undefined> {
   try {
-    const res = await fetch(`${url.replace(/\/+$/, '')}/v1/models`, { signal: AbortSignal.timeout(10_000) })
+    const res = await fetch(`${url.replace(/\/+$/, '')}/v1/models`, { headers: authHeaders(apiKeyFromEnv()), signal: AbortSignal.timeout(10_000) })
     const json = await res.json() as { data?: Array<{ id?: unknown }> }
     return typeof json?.data?.[0]?.id === 'string' ? json.data[0].id : undefined
   }

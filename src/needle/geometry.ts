@@ -6,6 +6,7 @@
 // deployment reports neither, the operator names the geometry with --geometry.
 import { createHash } from 'node:crypto'
 import { ConfigError, PdBridgeError } from '../errors.ts'
+import { apiKeyFromEnv, authHeaders } from '../http/api-key.ts'
 
 /** Where the geometry came from. */
 export type GeometrySource = 'front-door' | 'decoder' | 'flag'
@@ -78,7 +79,7 @@ export function geometryFromDecoderHealth (health: unknown): DeploymentGeometry 
 /** GET `<url>/health` as JSON (any status: a degraded front door still describes itself); undefined when it cannot be read. */
 export async function readHealth (url: string, timeoutMs: number): Promise<unknown> {
   try {
-    const res = await fetch(`${url.replace(/\/+$/, '')}/health`, { signal: AbortSignal.timeout(timeoutMs) })
+    const res = await fetch(`${url.replace(/\/+$/, '')}/health`, { headers: authHeaders(apiKeyFromEnv()), signal: AbortSignal.timeout(timeoutMs) })
     return await res.json()
   }
   catch {

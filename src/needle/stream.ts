@@ -3,6 +3,7 @@
 // and the X-PD-Bridge header. Greedy, with the answer budget as max_tokens.
 import { PdBridgeError } from '../errors.ts'
 import type { ChatMessage } from '../model/tokenizer/index.ts'
+import { apiKeyFromEnv, authHeaders } from '../http/api-key.ts'
 
 /** What one streamed leg returned. */
 export interface StreamedAnswer {
@@ -46,7 +47,7 @@ export async function streamChat (r: StreamRequest): Promise<StreamedAnswer> {
   const started = performance.now()
   let res: Response
   try {
-    res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(r.timeoutMs) })
+    res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...authHeaders(apiKeyFromEnv()) }, body: JSON.stringify(body), signal: AbortSignal.timeout(r.timeoutMs) })
   }
   catch (e) {
     throw new PdBridgeError(`${r.leg} leg: ${url} did not answer: ${(e as Error).message}`)

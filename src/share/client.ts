@@ -33,6 +33,8 @@ export interface StreamCaptureOptions extends CaptureRequest {
   retry?: RetryPolicy
   /** Told about retries, resumes and restarts. */
   onEvent?: (event: ShareClientEvent) => void
+  /** Extra headers of every request (the API key's Authorization). */
+  headers?: Record<string, string>
 }
 
 /** How a stream ended. */
@@ -93,7 +95,7 @@ export async function streamCapture (options: StreamCaptureOptions): Promise<Str
   }
 }
 
-type CheckedOptions = Required<Omit<StreamCaptureOptions, 'signal' | 'onEvent' | 'stallMs'>> & Pick<StreamCaptureOptions, 'onEvent' | 'stallMs'>
+type CheckedOptions = Required<Omit<StreamCaptureOptions, 'signal' | 'onEvent' | 'stallMs' | 'headers'>> & Pick<StreamCaptureOptions, 'onEvent' | 'stallMs' | 'headers'>
 
 function checkOptions (options: StreamCaptureOptions): CheckedOptions {
   const positive = (field: string, value: number): number => {
@@ -194,6 +196,7 @@ class CaptureStream {
       retry: this.o.retry,
       note: (event) => this.o.onEvent?.(event),
       stall: this.stall,
+      headers: this.o.headers,
     })
     const t1 = performance.now()
     this.downloadMs += t1 - t0
@@ -210,7 +213,7 @@ class CaptureStream {
   /** One manifest poll: a new manifest, or undefined when unchanged (304) or not there yet (404). */
   private async poll (): Promise<CaptureManifest | undefined> {
     for (;;) {
-      const headers: Record<string, string> = {}
+      const headers: Record<string, string> = { ...this.o.headers }
       if (this.manifestEtag !== undefined) headers['if-none-match'] = this.manifestEtag
       let status: number | undefined
       try {

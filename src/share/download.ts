@@ -28,6 +28,8 @@ export interface LayerDownload {
   note: (event: ShareClientEvent) => void
   /** The stall deadline: told when the download waits on the share and when it sleeps. */
   stall?: StallSignals
+  /** Extra headers of every request (the API key's Authorization). */
+  headers?: Record<string, string>
 }
 
 /** A verified layer file. */
@@ -70,7 +72,7 @@ export async function downloadLayer (d: LayerDownload): Promise<DownloadedLayer>
     // Resuming needs a strong validator; without one a partial buffer cannot be trusted to continue.
     const resuming = reached > 0 && etag !== undefined
     if (!resuming) reached = 0
-    const headers: Record<string, string> = {}
+    const headers: Record<string, string> = { ...d.headers }
     if (resuming) {
       headers.range = `bytes=${reached}-`
       headers['if-range'] = etag as string

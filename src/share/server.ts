@@ -10,6 +10,7 @@ import { routeTarget } from './route.ts'
 import { decideRange } from './range.ts'
 import { etagFromStat, ifNoneMatchHits, ifRangeAllows } from './conditional.ts'
 import { openInsideRoot } from './open-inside.ts'
+import { bearerMatches, UNAUTHORIZED_MESSAGE } from '../http/api-key.ts'
 
 /** Receives one JSON line per finished request (no trailing newline). */
 export type ShareLogger = (line: string) => void
@@ -26,6 +27,8 @@ export interface ShareServerOptions {
   log?: ShareLogger
   /** How long close() lets in-flight responses finish before cutting them, in ms. */
   closeGraceMs?: number
+  /** PD_API_KEY: every capture file needs `Authorization: Bearer <key>` (401 otherwise); /health stays open (it says only ok). */
+  apiKey?: string
 }
 
 /** A running share server. */
@@ -58,7 +61,7 @@ export async function startShareServer (options: ShareServerOptions): Promise<Sh
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError('port', `${port} is not a TCP port (0..65535)`)
   const realRoot = await resolveRoot(options.root)
   const log = options.log ?? ((line: string) => { process.stderr.write(line + '\n') })
-  const server = createServer((req, res) => { void handle(realRoot, req, res, log) })
+  const server = createServer((req, res) => { void handle(realRoot, req, res, log, options.apiKey) })
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     // Requests Node's parser rejects (raw NUL or spaces in the target, bad headers) never reach
     // the handler; answer 400 and log them like any other refusal.
@@ -117,7 +120,7 @@ function closeServer (server: Server, graceMs: number): Promise<void> {
   })
 }
 
-async function handle (realRoot: string, req: IncomingMessage, res: ServerResponse, log: ShareLogger): Promise<void> {
+async function handle (realRoot: string, req: IncomingMessage, res: ServerResponse, log: ShareLogger, apiKey: string | undefined): Promise<void> {
   const started = performance.now()
   const record: RequestLog = {
     time: new Date().toISOString(),
@@ -135,7 +138,7 @@ async function handle (realRoot: string, req: IncomingMessage, res: ServerRespon
     log(JSON.stringify(record))
   })
   try {
-    await respond(realRoot, req, res, record)
+    await respond(realRoot, req, res, record, apiKey)
   }
   catch (e) {
     record.reason = `internal error: ${(e as Error).message}`
@@ -144,9 +147,14 @@ async function handle (realRoot: string, req: IncomingMessage, res: ServerRespon
   }
 }
 
-async function respond (realRoot: string, req: IncomingMessage, res: ServerResponse, record: RequestLog): Promise<void> {
+async function respond (realRoot: string, req: IncomingMessage, res: ServerResponse, record: RequestLog, apiKey: string | undefined): Promise<void> {
   const route = routeTarget(req.url ?? '')
   if (route.kind === 'refused') return sendJson(req, res, record, route.status, route.reason)
+  // Before the method and the file system: without the key nothing about the root is told.
+  if (route.kind !== 'health' && apiKey !== undefined && !bearerMatches(req.headers.authorization, apiKey)) {
+    res.setHeader('WWW-Authenticate', 'Bearer')
+    return sendJson(req, res, record, 401, UNAUTHORIZED_MESSAGE)
+  }
   if (req.method !== 'GET' && req.method !== 'HEAD') {
     res.setHeader('Allow', 'GET, HEAD')
     return sendJson(req, res, record, 405, `method ${req.method ?? ''} not allowed; the share is read-only`)

@@ -42,8 +42,8 @@ export interface DecoderChild {
 }
 
 /** Start the decoder on port 0 and wait for its ready line. */
-export async function startDecoderChild (args: string[], logFile: string): Promise<DecoderChild> {
-  const child = spawn(process.execPath, [bin, 'decoder', '--port', '0', '--log', logFile, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+export async function startDecoderChild (args: string[], logFile: string, env: Record<string, string> = {}): Promise<DecoderChild> {
+  const child = spawn(process.execPath, [bin, 'decoder', '--port', '0', '--log', logFile, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } })
   let out = ''
   child.stdout.on('data', (c: Buffer) => { out += c.toString() })
   child.stderr.on('data', (c: Buffer) => { out += c.toString() })

@@ -178,10 +178,10 @@ describe('a cold long prompt is bridged', () => {
     expectComplete(a, p.ids.length)
     expect(a.ids).toEqual(await reference('chat', p.messages))
     expect(a.text).toBe(textOf(a.ids))
-    // The capture the engine made: the full blocks only, sealed done, kept on the prefill side.
-    expect(captureDirs().length).toBe(before + 1)
-    const manifest = JSON.parse(readFileSync(join(stack.captureRoot, a.pd.capture.request_id, 'manifest.json'), 'utf8'))
-    expect(manifest).toMatchObject({ state: 'done', tokenCount: 512, sealedLength: 512 })
+    // The capture the engine made (the full blocks only) was deleted once its blocks were verified
+    // (capture.retain none, the default; suites/front/retention.test.ts covers the others).
+    expect(a.pd.capture.retention).toBe('deleted')
+    expect(captureDirs().length).toBe(before)
     // The decoder's own log agrees: it restored 512 tokens and prefilled only the tail.
     const line = (await waitFor(async () => readFileSync(join(stack.dir, 'decoder.log'), 'utf8').split('\n').filter((l) => l.includes('"event":"generation"')).map((l) => JSON.parse(l)).find((l) => l.prompt_tokens === p.ids.length && l.cached_tokens === 512), 5000, 'the generation log line'))
     // No full block past 512 fits in the prompt, so the decoder wrote none: the two it used were the bridge's.

@@ -113,7 +113,7 @@ export interface Stack {
 }
 
 /** Start the engines. */
-export async function startStack (dir: string, art: Artifacts): Promise<Stack> {
+export async function startStack (dir: string, art: Artifacts, env: Record<string, string> = {}): Promise<Stack> {
   const captureRoot = join(dir, 'captures')
   const cacheDir = join(dir, 'cache')
   const modelName = 'tiny-front-test'
@@ -123,20 +123,20 @@ export async function startStack (dir: string, art: Artifacts): Promise<Stack> {
   const shareArgs = ['share', '--root', captureRoot, '--port', String(sharePort)]
   const decoderArgs = (cache: string, log: string): string[] => ['decoder', '--model', art.model, '--cache-dir', cache, '--block-size', String(BLOCK), '--port', '0', '--model-name', modelName, '--max-tokens', '64', '--log', log]
   const [engine, share, decoder, reference] = await Promise.all([
-    startProc(engineArgs),
-    startProc(shareArgs),
-    startProc(decoderArgs(cacheDir, join(dir, 'decoder.log'))),
-    startProc(decoderArgs(join(dir, 'reference-cache'), join(dir, 'reference.log'))),
+    startProc(engineArgs, env),
+    startProc(shareArgs, env),
+    startProc(decoderArgs(cacheDir, join(dir, 'decoder.log')), env),
+    startProc(decoderArgs(join(dir, 'reference-cache'), join(dir, 'reference.log')), env),
   ])
   const stack: Stack = {
     dir, art, captureRoot, cacheDir, enginePort, sharePort, engine, share, decoder, reference, modelName,
     restartEngine: async () => {
       await stack.engine.stop('SIGKILL')
-      stack.engine = await startProc(engineArgs)
+      stack.engine = await startProc(engineArgs, env)
     },
     restartShare: async () => {
       await stack.share.stop()
-      stack.share = await startProc(shareArgs)
+      stack.share = await startProc(shareArgs, env)
     },
     stop: async () => {
       await Promise.all([stack.engine.stop(), stack.share.stop(), stack.decoder.stop(), stack.reference.stop()])

@@ -66,8 +66,8 @@ export interface EngineProcess {
 }
 
 /** Start `pd-bridge prefill-engine` with `args` and wait for its ready line. */
-export async function startEngine (args: string[]): Promise<EngineProcess> {
-  const child = spawn(process.execPath, [BIN, 'prefill-engine', ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+export async function startEngine (args: string[], env: Record<string, string> = {}): Promise<EngineProcess> {
+  const child = spawn(process.execPath, [BIN, 'prefill-engine', ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } })
   let stdout = ''
   let stderr = ''
   child.stderr?.on('data', (c: Buffer) => { stderr += c.toString() })

@@ -4,6 +4,7 @@ import { Command } from 'commander'
 import pino from 'pino'
 import { DECODER_DEFAULTS, launchDecoder } from '../../engines/decoder/index.ts'
 import { ConfigError } from '../../errors.ts'
+import { apiKeyFromEnv } from '../../http/api-key.ts'
 import { closeOnSignal } from '../until-signal.ts'
 
 function integer (flag: string, min: number, max = Number.MAX_SAFE_INTEGER): (text: string) => number {
@@ -61,6 +62,7 @@ export const decoderCommand = new Command('decoder')
       maxBodyBytes: opts.maxBodyBytes,
       maxQueue: opts.maxQueue,
       logger,
+      apiKey: apiKeyFromEnv(),
     })
     const ready = {
       event: 'ready',

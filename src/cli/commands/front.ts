@@ -6,6 +6,7 @@ import pino from 'pino'
 import { loadFrontConfig } from '../../config/index.ts'
 import { ConfigError } from '../../errors.ts'
 import { startFrontDoor } from '../../front/index.ts'
+import { apiKeyFromEnv } from '../../http/api-key.ts'
 import { closeOnSignal } from '../until-signal.ts'
 
 function parsePort (text: string): number {
@@ -26,7 +27,9 @@ export const frontCommand = new Command('front')
     if (opts.host !== undefined) config.listen.host = opts.host
     const destination = config.log.file === undefined ? pino.destination({ fd: 2, sync: true }) : pino.destination({ dest: config.log.file, mkdir: true, sync: true })
     const logger = pino({ level: config.log.level, base: { pid: process.pid, component: 'front' }, timestamp: pino.stdTimeFunctions.isoTime }, destination)
-    const front = await startFrontDoor({ config, logger })
+    // PD_API_KEY is read here, not through the config: a secret stays out of files and the ready line.
+    const apiKey = apiKeyFromEnv()
+    const front = await startFrontDoor({ config, logger, apiKey })
     const ready = {
       event: 'ready',
       url: front.url,
@@ -39,6 +42,8 @@ export const frontCommand = new Command('front')
       capture_dir: config.capture.dir ?? null,
       block_size: config.decoder.blockSize,
       routing: config.routing,
+      capture_retain: config.capture.retain,
+      api_key: apiKey !== undefined,
     }
     logger.info(ready, 'front door ready')
     process.stdout.write(JSON.stringify(ready) + '\n')

@@ -2,6 +2,7 @@
 // until SIGINT or SIGTERM. Prints one JSON line on stdout when ready; logs JSON lines on stderr.
 import { Command } from 'commander'
 import { ConfigError } from '../../errors.ts'
+import { apiKeyFromEnv } from '../../http/api-key.ts'
 
 // Plain decimal integers only: "1e3", "0x10", "1.5" and "-1" are refused, not reinterpreted.
 function integerFlag (flag: string, text: string | undefined): number | undefined {
@@ -55,6 +56,7 @@ export const prefillEngineCommand = new Command('prefill-engine')
       memoryBudgetBytes: integerFlag('--memory-budget', flags.memoryBudget),
       maxChunk: integerFlag('--max-chunk', flags.maxChunk),
       maxBodyBytes: integerFlag('--max-body-bytes', flags.maxBodyBytes),
+      apiKey: apiKeyFromEnv(),
     })
     process.stdout.write(JSON.stringify({
       event: 'ready',

@@ -10,7 +10,7 @@ import { captureDir, layerFileName, writeManifestAtomic, type CaptureRequest } f
 import { streamCapture, type StreamCaptureOptions, type StreamCaptureResult } from '../../share/index.ts'
 
 /** Options of `spoolCapture`: the request, the share, where to spool, and stream tuning. */
-export interface SpoolOptions extends CaptureRequest, Pick<StreamCaptureOptions, 'pollMs' | 'deadlineMs' | 'stallMs' | 'signal' | 'retry' | 'onEvent'> {
+export interface SpoolOptions extends CaptureRequest, Pick<StreamCaptureOptions, 'pollMs' | 'deadlineMs' | 'stallMs' | 'signal' | 'retry' | 'onEvent' | 'headers'> {
   /** The share's base URL. */
   baseUrl: string
   /** The spool root; the capture lands in `<spoolRoot>/<requestId>/` (which must not exist yet). */

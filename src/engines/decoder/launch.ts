@@ -38,6 +38,8 @@ export interface DecoderLaunchOptions {
   logger: Logger
   /** How often /health may really write a probe file into the store (ms); default 10 s. */
   storeProbeMs?: number
+  /** PD_API_KEY: required on every route but a bare /health; absent: open. */
+  apiKey?: string
 }
 
 /** A launched decoder. */
@@ -73,6 +75,7 @@ export async function launchDecoder (opts: DecoderLaunchOptions): Promise<Launch
     port: opts.port ?? DECODER_DEFAULTS.port,
     maxTokens, maxBodyBytes, maxQueue,
     logger: opts.logger,
+    apiKey: opts.apiKey,
   })
   return { server, model, modelName, geometryFingerprint }
 }

@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net'
 import Fastify, { type FastifyInstance, type FastifyReply, type RawServerDefault } from 'fastify'
 import type { Logger } from 'pino'
 import { ApiError, toApiError } from './api-error.ts'
+import { bearerMatches, isHealthPath, UNAUTHORIZED_MESSAGE } from '../../http/api-key.ts'
 import { generate, type GenerationContext, type GenerationOutcome, type PrefixCacheLike } from './generate.ts'
 import type { DecoderModel } from './model.ts'
 import type { WriteFailure } from '../../decode/prefix-cache/index.ts'
@@ -76,6 +77,8 @@ export interface DecoderServerOptions {
   /** Requests that may wait behind the running one. */
   maxQueue: number
   logger: Logger
+  /** PD_API_KEY: every route but a bare /health requires `Authorization: Bearer <key>` (401 otherwise). */
+  apiKey?: string
 }
 
 /** A running server. */
@@ -157,10 +160,15 @@ export async function startDecoderServer (opts: DecoderServerOptions): Promise<D
   const app = Fastify({ loggerInstance: logger, bodyLimit: opts.maxBodyBytes, forceCloseConnections: true })
   // Every response in flight, until its last byte is handed to the socket (or the socket is gone).
   const responses = new Set<Promise<void>>()
-  app.addHook('onRequest', async (_request, reply) => {
+  // Requests without the key that may still be answered: a bare /health, with its status alone.
+  const anonymous = new WeakSet<object>()
+  app.addHook('onRequest', async (request, reply) => {
     const sent = responseSent(reply.raw)
     responses.add(sent)
     void sent.then(() => responses.delete(sent))
+    if (opts.apiKey === undefined || bearerMatches(request.headers.authorization, opts.apiKey)) return
+    if (request.method === 'GET' && isHealthPath(request.url)) anonymous.add(request)
+    else throw new ApiError(401, 'invalid_request_error', UNAUTHORIZED_MESSAGE, null, 'invalid_api_key', { 'www-authenticate': 'Bearer' })
   })
   app.setErrorHandler((err, _request, reply) => {
     const api = fromFastify(err, opts.maxBodyBytes)
@@ -173,7 +181,8 @@ export async function startDecoderServer (opts: DecoderServerOptions): Promise<D
 
   const modelCard = { id: modelName, object: 'model', created: createdAt, owned_by: 'pd-bridge' }
 
-  app.get('/health', async () => {
+  app.get('/health', async (request) => {
+    if (anonymous.has(request)) return { status: closing ? 'shutting_down' : 'ok' }
     const store = opts.prefixCache === undefined ? null : await opts.prefixCache.storeHealth()
     const degraded = degradedReasons(store)
     return {

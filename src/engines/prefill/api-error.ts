@@ -5,6 +5,7 @@ import { PdBridgeError } from '../../errors.ts'
 /** Error types, as OpenAI-compatible servers (vLLM among them) name them. */
 export type ApiErrorType =
   | 'invalid_request_error'
+  | 'authentication_error'
   | 'not_found_error'
   | 'method_not_allowed_error'
   | 'conflict_error'

@@ -27,6 +27,8 @@ export interface PrefillEngineOptions {
   maxBodyBytes?: number
   /** Where JSON log lines go (no trailing newline); default stderr. */
   log?: (line: string) => void
+  /** PD_API_KEY: every route but a bare /health requires `Authorization: Bearer <key>`; absent: open. */
+  apiKey?: string
 }
 
 /** PrefillEngineOptions with every default applied that does not need the model. */
@@ -43,6 +45,7 @@ export interface ResolvedOptions {
   maxChunk: number
   maxBodyBytes?: number
   log: (line: string) => void
+  apiKey?: string
 }
 
 function integer (flag: string, value: number | undefined, min: number, max = Number.MAX_SAFE_INTEGER): number | undefined {
@@ -73,5 +76,6 @@ export function resolveOptions (o: PrefillEngineOptions): ResolvedOptions {
     maxChunk: integer('--max-chunk', o.maxChunk, 1) ?? 512,
     maxBodyBytes: integer('--max-body-bytes', o.maxBodyBytes, 2),
     log: o.log ?? ((line: string) => { process.stderr.write(line + '\n') }),
+    apiKey: o.apiKey,
   }
 }

@@ -42,6 +42,16 @@ export class PrefillQueue {
     return this.jobs.get(requestId)
   }
 
+  /** Drop a settled job from memory (its capture was deleted); false when it is unknown or not settled. */
+  forget (requestId: string): boolean {
+    const job = this.jobs.get(requestId)
+    if (job === undefined || !isSettled(job.state)) return false
+    this.jobs.delete(requestId)
+    const i = this.settledOrder.indexOf(requestId)
+    if (i >= 0) this.settledOrder.splice(i, 1)
+    return true
+  }
+
   /** How many jobs will run before `job` (the running one included); undefined unless it is queued. */
   positionOf (job: PrefillJob): number | undefined {
     const i = this.waiting.indexOf(job)

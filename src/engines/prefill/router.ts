@@ -16,7 +16,7 @@ export type Handler = (req: IncomingMessage, params: string[]) => Promise<JsonRe
 
 /** One route: a method and an anchored path pattern. */
 export interface Route {
-  method: 'GET' | 'POST'
+  method: 'GET' | 'POST' | 'DELETE'
   path: RegExp
   handler: Handler
 }

@@ -12,8 +12,10 @@ import { ConfigError } from '../../errors.ts'
 import { loadCheckpoint } from '../../model/checkpoint/index.ts'
 import type { DeepseekV4Config } from '../../model/config.ts'
 import { DeepseekV4Engine } from '../../model/engine/index.ts'
+import { bearerMatches, isHealthPath, UNAUTHORIZED_MESSAGE } from '../../http/api-key.ts'
 import { ApiError } from './api-error.ts'
 import { readJsonBody } from './body.ts'
+import { deleteCapture, sweepDeletions } from './delete-capture.ts'
 import { ms, type PrefillJob } from './job.ts'
 import { resolveOptions, type PrefillEngineOptions, type ResolvedOptions } from './options.ts'
 import { PrefillQueue } from './queue.ts'
@@ -123,6 +125,7 @@ export async function createPrefillEngine (options: PrefillEngineOptions, openBa
     const recovery = await failOrphanedCaptures(o.captureRoot, `engine restarted: ${previous} stopped while this capture was running`)
     for (const id of recovery.markedFailed) log({ event: 'recovered', request_id: id, state: 'failed' })
     for (const u of recovery.unreadable) log({ event: 'recovery-skipped', request_id: u.requestId, problem: u.problem })
+    for (const name of await sweepDeletions(o.captureRoot)) log({ event: 'deletion-finished', dir: name })
 
     const ckpt = await loadCheckpoint(o.model)
     const engine = DeepseekV4Engine.fromCheckpoint(ckpt, o.profile)
@@ -257,6 +260,13 @@ async function serve (p: ServeParts): Promise<PrefillEngineServer> {
     throw new ApiError(404, 'not_found_error', `no prefill request ${JSON.stringify(id)} (not queued, running, remembered, or under the capture root)`)
   }
 
+  async function remove (id: string): Promise<JsonReply> {
+    const { deleted } = await deleteCapture(o.captureRoot, id, queue.get(id))
+    queue.forget(id)
+    log({ event: 'deleted', request_id: id, files: deleted })
+    return { status: 200, body: { request_id: id, deleted: true } }
+  }
+
   function health (): JsonReply {
     return {
       status: 200,
@@ -287,11 +297,23 @@ async function serve (p: ServeParts): Promise<PrefillEngineServer> {
     },
     { method: 'POST', path: /^\/v1\/prefill$/, handler: submit },
     { method: 'GET', path: /^\/v1\/prefill\/([^/]+)$/, handler: (_req, [id]) => status(id) },
+    { method: 'DELETE', path: /^\/v1\/prefill\/([^/]+)$/, handler: (_req, [id]) => remove(id) },
   ]
+
+  /** With a key: a 401 for a request without it; a bare /health still answers, with its status alone. */
+  function authorize (req: IncomingMessage): JsonReply | undefined {
+    if (o.apiKey === undefined || bearerMatches(req.headers.authorization, o.apiKey)) return undefined
+    if (req.method === 'GET' && isHealthPath(req.url)) return { status: 200, body: { status: stopping === undefined ? 'ok' : 'stopping' } }
+    const e = new ApiError(401, 'authentication_error', UNAUTHORIZED_MESSAGE, undefined, { 'WWW-Authenticate': 'Bearer' })
+    return { status: 401, body: e.toBody(), headers: e.headers }
+  }
 
   const server = createServer((req, res) => {
     const t0 = performance.now()
-    void dispatch(routes, req).then((reply) => {
+    const refused = authorize(req)
+    // A refused request's body is drained unread.
+    if (refused !== undefined) req.resume()
+    void (refused !== undefined ? Promise.resolve(refused) : dispatch(routes, req)).then((reply) => {
       sendJson(res, reply)
       const err = (reply.body as { error?: { message?: string } }).error
       log({ event: 'http', method: req.method, target: req.url, status: reply.status, ms: ms(performance.now() - t0), ...(err?.message === undefined ? {} : { reason: err.message }) })

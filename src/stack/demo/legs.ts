@@ -1,6 +1,7 @@
 // The demo's two legs: the same chat request through the front door (bridged) and straight to a
 // decoder with an empty block store (native). Whole responses, greedy, a fixed answer length.
 import { request } from 'undici'
+import { apiKeyFromEnv, authHeaders } from '../../http/api-key.ts'
 import type { ChatMessage } from '../../model/tokenizer/index.ts'
 import { StackError } from '../errors.ts'
 
@@ -34,7 +35,8 @@ export async function runLeg (name: string, baseUrl: string, body: Record<string
   try {
     res = await request(`${baseUrl}/v1/chat/completions`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      // PD_API_KEY (when set) is what the front door and the decoder require.
+      headers: { 'content-type': 'application/json', ...authHeaders(apiKeyFromEnv()) },
       body: JSON.stringify(body),
       headersTimeout: timeoutMs,
       bodyTimeout: timeoutMs,

@@ -1,5 +1,7 @@
 // One HTTP look at a link: the JSON it answers, how long it took, and its clock (the Date header).
-// Every failure becomes a sentence; nothing here throws.
+// Every failure becomes a sentence; nothing here throws. With PD_API_KEY set it is sent, so the
+// links answer with their whole /health, not the bare status they give a caller without the key.
+import { apiKeyFromEnv, authHeaders } from '../../http/api-key.ts'
 
 /** What a GET returned, or why it did not. */
 export type Probe =
@@ -12,7 +14,7 @@ export async function probe (url: string, timeoutMs: number): Promise<Probe> {
   const ms = (): number => Date.now() - started
   let res: Response
   try {
-    res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) })
+    res = await fetch(url, { headers: authHeaders(apiKeyFromEnv()), signal: AbortSignal.timeout(timeoutMs) })
   }
   catch (err) {
     const e = err as Error & { cause?: { code?: string } }

@@ -1,9 +1,15 @@
-"""The HTTP API (docs/prefill-engine.md): POST /v1/prefill, GET /v1/prefill/{id}, GET /health,
-GET /v1/models, every refusal as {"error": {...}} with the embedded engine's statuses."""
+"""The HTTP API (docs/prefill-engine.md): POST /v1/prefill, GET and DELETE /v1/prefill/{id},
+GET /health, GET /v1/models, every refusal as {"error": {...}} with the embedded engine's statuses.
+With PD_API_KEY set, every route but a bare /health needs Authorization: Bearer <key>."""
 import asyncio
 import collections
+import hashlib
+import hmac
 import json
 import os
+import re
+import secrets
+import shutil
 
 from aiohttp import web
 
@@ -14,6 +20,21 @@ from .request import parse
 from .runner import Job, run_job
 
 REMEMBERED = 1024
+DELETING_PREFIX = '.deleting-'  # a renamed capture on its way out: never a request id, swept at start
+UNAUTHORIZED = 'missing or wrong API key: send Authorization: Bearer <PD_API_KEY>'
+
+
+def key_matches(header: str, key: str) -> bool:
+    """Constant time: both sides hashed, so neither the key nor its length shows in the timing."""
+    m = re.match(r'^Bearer +(\S+) *$', header or '', re.IGNORECASE)
+    given = hashlib.sha256((m.group(1) if m else '').encode()).digest()
+    return hmac.compare_digest(given, hashlib.sha256(key.encode()).digest()) and m is not None
+
+
+def sweep_deletions(root: str) -> None:
+    for name in os.listdir(root):
+        if name.startswith(DELETING_PREFIX):
+            shutil.rmtree(os.path.join(root, name), ignore_errors=True)
 
 
 class Engine:
@@ -67,8 +88,18 @@ def _status(job: Job, engine: Engine) -> dict:
     return out
 
 
-def make_app(engine: Engine) -> web.Application:
+def make_app(engine: Engine, api_key=None) -> web.Application:
     opts = engine.opts
+    api_key = api_key if api_key is not None else (os.environ.get('PD_API_KEY') or None)
+
+    @web.middleware
+    async def auth(request, handler):
+        if api_key is None or key_matches(request.headers.get('Authorization', ''), api_key):
+            return await handler(request)
+        if request.method == 'GET' and request.path == '/health':
+            return web.json_response({'status': 'stopping' if engine.stopping else 'ok'})
+        err = ApiError(401, 'authentication_error', UNAUTHORIZED, headers={'WWW-Authenticate': 'Bearer'})
+        return web.json_response(err.body(), status=401, headers=err.headers)
 
     @web.middleware
     async def errors(request, handler):
@@ -124,6 +155,33 @@ def make_app(engine: Engine) -> web.Application:
                                   **({'tokens_sha256': m['tokensSha256']} if m.get('tokensSha256') else {}), 'sealed_length': m['sealedLength'],
                                   'prefilled_tokens': m['sealedLength'], 'timings': m['timings'], **({'error': m['error']} if 'error' in m else {})})
 
+    async def delete(request):
+        rid = request.match_info['id']
+        job = engine.jobs.get(rid)
+        if job is not None and job.state in ('queued', 'running'):
+            raise ApiError(409, 'conflict_error', f'request {rid!r} is {job.state}: a capture can be deleted only once it is sealed')
+        try:
+            mf.check_request_id(rid)
+            directory = os.path.join(engine.root, rid)
+        except ValueError:
+            directory = None
+        if directory is None or not os.path.isdir(directory):
+            if job is None:
+                raise ApiError(404, 'not_found_error', f'no request {rid!r} here')
+        else:
+            try:
+                state = mf.read(directory)['state']
+            except (OSError, ValueError):
+                state = None
+            if job is None and state == 'running':
+                raise ApiError(409, 'conflict_error', f'the capture of {rid!r} is running: it can be deleted only once it is sealed')
+            # Renamed first (the share and status polls stop finding it at once), then removed.
+            doomed = os.path.join(engine.root, f'{DELETING_PREFIX}{rid}-{secrets.token_hex(4)}')
+            os.rename(directory, doomed)
+            await asyncio.get_running_loop().run_in_executor(None, shutil.rmtree, doomed, True)
+        engine.jobs.pop(rid, None)
+        return web.json_response({'request_id': rid, 'deleted': True})
+
     async def health(_request):
         return web.json_response({'status': 'stopping' if engine.stopping else 'ok', 'model': opts.model_name, 'profile': 'transformers',
                                   'sidecar_fingerprint': engine.sidecar.fingerprint, 'queue_length': len(engine.queue),
@@ -134,9 +192,11 @@ def make_app(engine: Engine) -> web.Application:
         return web.json_response({'object': 'list', 'data': [{'id': opts.model_name, 'object': 'model', 'owned_by': 'pd-bridge',
                                                               'max_model_len': engine.model.config.max_position_embeddings}]})
 
-    app = web.Application(middlewares=[errors])
+    sweep_deletions(engine.root)
+    app = web.Application(middlewares=[errors, auth])
     app.router.add_post('/v1/prefill', submit)
     app.router.add_get('/v1/prefill/{id}', status)
+    app.router.add_delete('/v1/prefill/{id}', delete)
     app.router.add_get('/health', health)
     app.router.add_get('/v1/models', models)
     return app

@@ -1,0 +1,49 @@
+// `pd-bridge decoder` with PD_API_KEY set, as a real child process: completions, models and the
+// internal rescan are a 401 in OpenAI's error shape without the key or with a wrong one, a bare
+// /health says only its status, and with the key everything answers as before.
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { makeTiny, startDecoderChild, tempDir, type DecoderChild } from './helpers.ts'
+
+const KEY = 'decoder-test-key-19c2'
+const tmp = tempDir('decoder-key')
+let decoder: DecoderChild
+
+beforeAll(async () => {
+  const model = await makeTiny(join(tmp.dir, 'model'))
+  decoder = await startDecoderChild(['--model', model, '--cache-dir', join(tmp.dir, 'cache'), '--block-size', '256', '--max-tokens', '8'], join(tmp.dir, 'decoder.log'), { PD_API_KEY: KEY })
+}, 120_000)
+afterAll(async () => {
+  await decoder?.stop()
+  tmp.remove()
+})
+
+async function call (path: string, init: RequestInit = {}): Promise<{ status: number, headers: Headers, body: any }> {
+  const res = await fetch(`${decoder.url}${path}`, init)
+  return { status: res.status, headers: res.headers, body: await res.json() }
+}
+
+const completion = { prompt: 'hello there', max_tokens: 2, temperature: 0 }
+
+describe('PD_API_KEY on the decoder', () => {
+  it.each([
+    ['no key', {}],
+    ['a wrong key', { authorization: 'Bearer wrong' }],
+  ])('%s: 401 invalid_api_key on completions, models and rescan', async (_name, headers: Record<string, string>) => {
+    for (const [method, path, body] of [['POST', '/v1/completions', JSON.stringify(completion)], ['GET', '/v1/models'], ['POST', '/v1/cache/rescan']] as const) {
+      const r = await call(path, { method, headers: { 'content-type': 'application/json', ...headers }, body })
+      expect(r.status, `${method} ${path}`).toBe(401)
+      expect(r.headers.get('www-authenticate')).toBe('Bearer')
+      expect(r.body).toEqual({ error: { message: expect.stringContaining('API key'), type: 'invalid_request_error', param: null, code: 'invalid_api_key' } })
+    }
+  })
+
+  it('/health without the key says only its status; with the key the whole report and a completion', async () => {
+    expect((await call('/health')).body).toEqual({ status: 'ok' })
+    const auth = { authorization: `Bearer ${KEY}` }
+    expect((await call('/health', { headers: auth })).body).toMatchObject({ status: 'ok', geometry_fingerprint: expect.any(String) })
+    const r = await call('/v1/completions', { method: 'POST', headers: { 'content-type': 'application/json', ...auth }, body: JSON.stringify(completion) })
+    expect(r.status).toBe(200)
+    expect(r.body.usage.completion_tokens).toBeGreaterThan(0)
+  })
+})
