@@ -121,7 +121,7 @@ Napi::Value MeasureStreamGbps (const Napi::CallbackInfo& info) {
 }  // namespace
 
 static Napi::Object Init (Napi::Env env, Napi::Object exports) {
-  exports.Set("abiVersion", Napi::Number::New(env, 4));
+  exports.Set("abiVersion", Napi::Number::New(env, 5));
   exports.Set("minParallelWork", Napi::Number::New(env, double(pdb::kMinParallelWork)));
   exports.Set("matmulF32", Napi::Function::New(env, MatmulF32, "matmulF32"));
   exports.Set("matmulBf16", Napi::Function::New(env, MatmulBf16, "matmulBf16"));
@@ -132,6 +132,7 @@ static Napi::Object Init (Napi::Env env, Napi::Object exports) {
   exports.Set("softmaxPool", Napi::Function::New(env, pdb::SoftmaxPoolEntry, "softmaxPool"));
   exports.Set("ropeRows", Napi::Function::New(env, pdb::RopeRowsEntry, "ropeRows"));
   exports.Set("roundBf16Array", Napi::Function::New(env, pdb::RoundBf16ArrayEntry, "roundBf16Array"));
+  exports.Set("hcPost", Napi::Function::New(env, pdb::HcPostEntry, "hcPost"));
   exports.Set("setThreads", Napi::Function::New(env, SetThreads, "setThreads"));
   exports.Set("getThreads", Napi::Function::New(env, GetThreads, "getThreads"));
   exports.Set("measurePeakGflops", Napi::Function::New(env, MeasurePeakGflops, "measurePeakGflops"));

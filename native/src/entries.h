@@ -13,5 +13,6 @@ Napi::Value IndexerScoresEntry (const Napi::CallbackInfo& info);
 Napi::Value SoftmaxPoolEntry (const Napi::CallbackInfo& info);
 Napi::Value RopeRowsEntry (const Napi::CallbackInfo& info);
 Napi::Value RoundBf16ArrayEntry (const Napi::CallbackInfo& info);
+Napi::Value HcPostEntry (const Napi::CallbackInfo& info);
 
 }  // namespace pdb

@@ -7,6 +7,8 @@ import { FMATH_CODES } from './fmath.ts'
 import type { FmathName } from './fmath.ts'
 import * as fmathArrayRef from './fmath-array.ts'
 import { checkFmathArray } from './fmath-array.ts'
+import * as hcPostRef from './hc-post.ts'
+import { checkHcPost } from './hc-post.ts'
 import * as indexerRef from './indexer.ts'
 import { checkIndexer } from './indexer.ts'
 import { loadNativeKernels } from './native.ts'
@@ -127,6 +129,7 @@ export const reference = {
   softmaxPool: poolRef.softmaxPool,
   ropeRows: ropeRef.ropeRows,
   roundBf16Array: ref.roundBf16InPlace,
+  hcPost: hcPostRef.hcPost,
 }
 
 /** Maximum thread count accepted by setKernelThreads. */
@@ -137,6 +140,17 @@ export const MAX_KERNEL_THREADS = 1024
  * Threads split output columns (matmul) or rows (RMSNorm), never a sum, so results do not change.
  * Calls smaller than kernelParallelThreshold() multiply-adds always run on the calling thread.
  */
+/**
+ * The hyper-connections' write-back, native: out [n, hc, hidden] = act(act(post_k * sub) +
+ * act(sum_j comb[j][k] * h_j)) per token and stream, post and comb cast by act (bf16 RNE when
+ * `bf16`). Bit-identical to reference.hcPost (src/kernels/hc-post.ts), NaN written canonical.
+ */
+export function hcPost (h: Float32Array, n: number, post: Float32Array, comb: Float32Array, sub: Float32Array,
+  hc: number, hidden: number, bf16: boolean, out?: Float32Array): Float32Array {
+  const a = checkHcPost('hcPost', h, n, post, comb, sub, hc, hidden, bf16, out)
+  return loadNativeKernels().hcPost(a.h, a.n, a.post, a.comb, a.sub, a.hc, a.hidden, a.bf16, a.out)
+}
+
 /** Below this many elements the TypeScript loop beats a native call and its threads. */
 const NATIVE_ROUND_MIN = 8192
 

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url'
 import { PdBridgeError } from '../errors.ts'
 
 /** The ABI version this TypeScript expects from native/src/addon.cc; a mismatch means a stale build. */
-export const EXPECTED_ABI_VERSION = 4
+export const EXPECTED_ABI_VERSION = 5
 
 /** Where `npm run build:native` writes the addon. */
 export const DEFAULT_ADDON_PATH = fileURLToPath(new URL('../../native/build/Release/pdb_kernels.node', import.meta.url))
@@ -29,6 +29,8 @@ export interface NativeKernels {
     cos: Float32Array, sin: Float32Array, tableRows: Int32Array, inverse: boolean): Float32Array
   /** Every element rounded to bf16 in place (src/kernels/reference.ts roundBf16InPlace). */
   roundBf16Array (x: Float32Array): Float32Array
+  /** The hyper-connections' write-back (src/kernels/hc-post.ts is its reference). */
+  hcPost (h: Float32Array, n: number, post: Float32Array, comb: Float32Array, sub: Float32Array, hc: number, hidden: number, bf16: boolean, out: Float32Array): Float32Array
   setThreads (n: number): void
   getThreads (): number
   measurePeakGflops (threads: number, millis: number): number

@@ -2,7 +2,7 @@
 // sublayer input by `pre`, written back by `post` and mixed by a Sinkhorn-projected `comb`.
 // Everything here is fp32 as in transformers (the mixing maths upcasts); only the collapsed input,
 // the mixing weights and the new streams are cast to the activation dtype.
-import { expF32, matmulF32, rmsNorm, sigmoidF32 } from '../../kernels/index.ts'
+import { expF32, hcPost as hcPostKernel, matmulF32, rmsNorm, sigmoidF32 } from '../../kernels/index.ts'
 import type { ActivationRounding } from './activation.ts'
 
 const fround = Math.fround
@@ -139,40 +139,8 @@ export function hcPre (h: Float32Array, n: number, p: HcParams, s: HcShape, act:
  * post and comb first cast to the activation dtype (transformers' `.to(dtype)`). Returns new streams.
  */
 export function hcPost (h: Float32Array, n: number, mix: HcMix, sub: Float32Array, s: HcShape, act: ActivationRounding): Float32Array {
-  const { hc, hidden } = s
-  const out = new Float32Array(n * hc * hidden)
-  const post = new Float32Array(hc)
-  const comb = new Float32Array(hc * hc)
-  const placed = new Float32Array(hidden)
-  const column = new Float32Array(hc)
-  for (let t = 0; t < n; t++) {
-    post.set(mix.post.subarray(t * hc, (t + 1) * hc))
-    comb.set(mix.comb.subarray(t * hc * hc, (t + 1) * hc * hc))
-    act.roundAll(post)
-    act.roundAll(comb)
-    const row = t * hc * hidden
-    const subOff = t * hidden
-    for (let k = 0; k < hc; k++) {
-      const o = row + k * hidden
-      // mixed = act(sum_j comb[j][k] * h_j), j ascending, into out; placed = act(post_k * sub).
-      for (let j = 0; j < hc; j++) column[j] = comb[j * hc + k]
-      const pk = post[k]
-      for (let d = 0; d < hidden; d++) {
-        let acc = fround(column[0] * h[row + d])
-        for (let j = 1; j < hc; j++) acc = fround(acc + fround(column[j] * h[row + j * hidden + d]))
-        out[o + d] = acc
-        placed[d] = fround(pk * sub[subOff + d])
-      }
-      if (act.bf16) {
-        act.roundAll(out, o, o + hidden)
-        act.roundAll(placed)
-      }
-      // new = act(placed + mixed)
-      for (let d = 0; d < hidden; d++) out[o + d] = fround(placed[d] + out[o + d])
-      act.roundAll(out, o, o + hidden)
-    }
-  }
-  return out
+  // The native kernel (src/kernels/hc-post.ts is its Math.fround reference, this loop as it was).
+  return hcPostKernel(h, n, mix.post, mix.comb, sub, s.hc, s.hidden, act.bf16)
 }
 
 /** The hyper head's parameters. */

@@ -1,0 +1,91 @@
+// The hyper-connections' write-back kernel (hcPost): native == reference bit for bit, in the bf16
+// and f32 activation settings, on random values with ties, infinities and NaNs among them, on the
+// tiny and V4-Flash widths; and the reference is the engine's loop as it was (a copy kept here, so
+// moving the loop into the kernels changed no bit).
+import { describe, expect, it } from 'vitest'
+import { hcPost, reference } from '../../src/kernels/index.ts'
+import { roundBf16 } from '../../src/numerics/bf16.ts'
+import { makeRng } from './fixtures.ts'
+
+const fround = Math.fround
+
+/** The engine's hcPost before 2026-12-02, verbatim but for the rounding helper. */
+function engineLoopAsItWas (h: Float32Array, n: number, postIn: Float32Array, combIn: Float32Array, sub: Float32Array, hc: number, hidden: number, bf16: boolean): Float32Array {
+  const roundAll = (a: Float32Array, from = 0, to = a.length): void => { if (bf16) for (let i = from; i < to; i++) a[i] = roundBf16(a[i]) }
+  const out = new Float32Array(n * hc * hidden)
+  const post = new Float32Array(hc)
+  const comb = new Float32Array(hc * hc)
+  const placed = new Float32Array(hidden)
+  const column = new Float32Array(hc)
+  for (let t = 0; t < n; t++) {
+    post.set(postIn.subarray(t * hc, (t + 1) * hc))
+    comb.set(combIn.subarray(t * hc * hc, (t + 1) * hc * hc))
+    roundAll(post)
+    roundAll(comb)
+    const row = t * hc * hidden
+    const subOff = t * hidden
+    for (let k = 0; k < hc; k++) {
+      const o = row + k * hidden
+      for (let j = 0; j < hc; j++) column[j] = comb[j * hc + k]
+      const pk = post[k]
+      for (let d = 0; d < hidden; d++) {
+        let acc = fround(column[0] * h[row + d])
+        for (let j = 1; j < hc; j++) acc = fround(acc + fround(column[j] * h[row + j * hidden + d]))
+        out[o + d] = acc
+        placed[d] = fround(pk * sub[subOff + d])
+      }
+      if (bf16) {
+        roundAll(out, o, o + hidden)
+        roundAll(placed)
+      }
+      for (let d = 0; d < hidden; d++) out[o + d] = fround(placed[d] + out[o + d])
+      roundAll(out, o, o + hidden)
+    }
+  }
+  return out
+}
+
+function values (n: number, seed: number, special: boolean): Float32Array {
+  const rng = makeRng(seed)
+  const a = new Float32Array(n)
+  for (let i = 0; i < n; i++) {
+    const r = rng()
+    a[i] = special && i % 97 === 5 ? [Infinity, -Infinity, NaN, 0, -0, 1e38, 1e-40][i % 7] : (r - 0.5) * (i % 13 === 0 ? 1e4 : 2)
+  }
+  return a
+}
+
+function same (a: Float32Array, b: Float32Array): number {
+  const x = new Uint32Array(a.buffer, a.byteOffset, a.length)
+  const y = new Uint32Array(b.buffer, b.byteOffset, b.length)
+  let differ = 0
+  for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) differ++
+  return differ
+}
+
+describe('hcPost', () => {
+  for (const [label, n, hc, hidden] of [['tiny widths', 37, 4, 256], ['V4-Flash width', 9, 4, 4096], ['one stream', 5, 1, 24]] as const) {
+    for (const bf16 of [true, false]) {
+      it(`${label}, ${bf16 ? 'bf16' : 'f32'} activations: native == reference, every bit (specials included)`, () => {
+        for (const special of [false, true]) {
+          const seed = n * 31 + hidden + (bf16 ? 1 : 0) + (special ? 7 : 0)
+          const h = values(n * hc * hidden, seed, special)
+          const post = values(n * hc, seed + 1, special)
+          const comb = values(n * hc * hc, seed + 2, special)
+          const sub = values(n * hidden, seed + 3, special)
+          const native = hcPost(h, n, post, comb, sub, hc, hidden, bf16)
+          const ref = reference.hcPost(h, n, post, comb, sub, hc, hidden, bf16)
+          expect(same(native, ref)).toBe(0)
+          if (!special) expect(same(ref, engineLoopAsItWas(h, n, post, comb, sub, hc, hidden, bf16))).toBe(0)
+        }
+      })
+    }
+  }
+
+  it('refuses shapes that do not fit', () => {
+    const f = (k: number) => new Float32Array(k)
+    expect(() => hcPost(f(10), 1, f(4), f(16), f(2), 4, 2, true)).toThrow(/h has 10 elements, expected \[n \* hc \* hidden\]/)
+    expect(() => hcPost(f(8), 1, f(3), f(16), f(2), 4, 2, true)).toThrow(/post has 3 elements/)
+    expect(() => hcPost(f(8), 1, f(4), f(16), f(2), 0, 2, true)).toThrow(/hc must be an integer >= 1/)
+  })
+})
