@@ -69,9 +69,13 @@ describe('restartOnDeath', () => {
     expect(sup.livePids()).toEqual([(restarted as { pid: number }).pid])
     expect(sup.started[0].ready?.url).toBe(first.url)
     expect(deaths).toEqual([])
-    // Both runs append to the one log file.
+    // Both runs append to the one log file. The second run's stderr line comes on another pipe than
+    // its ready line (stdout), so it can reach the log after `restarted` (it did once in CI, and the
+    // stop then came first): wait for it, then stop.
+    const logFile = join(tmp.dir, 'once.log')
+    expect(await eventually(() => readFileSync(logFile, 'utf8').includes('"msg":"run 0"'), 10_000)).toBe(true)
     await sup.stopAll()
-    const log = readFileSync(join(tmp.dir, 'once.log'), 'utf8')
+    const log = readFileSync(logFile, 'utf8')
     expect(log.match(/"event":"spawn"/g)).toHaveLength(2)
     expect(log).toContain('"msg":"run 1"')
     expect(log).toContain('"msg":"run 0"')
