@@ -35,11 +35,28 @@ budget_s=${PD_RUNG_BUDGET_S:-560}
 t_start=$(date +%s)
 log() { echo "[rung $(date -u +%H:%M:%S) +$(( $(date +%s) - t_start ))s] $*"; }
 left() { echo $(( budget_s - ($(date +%s) - t_start) )); }
+# The stack's children are detached (their own process groups), so a step that runs out of time
+# leaves them running when timeout kills the protocol: they then hold the cores and the GPU during
+# the next step or call (seen on the H200: the next call's stack took 155 s to start). Reap them.
+reap() {
+  local pids
+  pids=$(pgrep -f "serve_prefil[l]|$repo/src/" | grep -v "^$$\$" || true)
+  [ -z "$pids" ] && return 0
+  log "reaping $(echo "$pids" | wc -w) leftover stack processes"
+  kill -TERM $pids 2>/dev/null; sleep 5; kill -KILL $pids 2>/dev/null || true
+}
 pack() {
+  reap
   tar -czf "$out/results.tar.gz" results 2>/dev/null
   log "packed results/ into $out/results.tar.gz"
+  # The stack's own logs (last 4,000 lines each): why a leg was slow or declined, for the next session.
+  mkdir -p "$out/logs"
+  find .device-state -path '*/logs/*.log' 2>/dev/null | while read -r f; do
+    tail -n 4000 "$f" > "$out/logs/$(echo "${f#.device-state/}" | tr / _)"
+  done
 }
 trap pack EXIT
+reap
 export PD_PROGRESS=off
 
 for step in "${steps[@]}"; do
@@ -77,4 +94,5 @@ for step in "${steps[@]}"; do
       ;;
     *) log "unknown step $step"; exit 2 ;;
   esac
+  reap
 done
