@@ -10,6 +10,13 @@ import { ProcessLog } from './log-file.ts'
 import { parseReadyLine, type ReadyInfo } from './ready-line.ts'
 
 /** The CLI every child runs: the same bin `npx pd-bridge` runs. */
+/**
+ * Set for the stack's own children only: parent-watch.mjs acts on it and removes it, so a process a
+ * child forks in turn (node-llama-cpp forks one to test its binary, and fork passes --import on)
+ * does not treat its IPC channel as the supervisor's.
+ */
+export const PARENT_WATCH_ENV = 'PD_STACK_CHILD'
+
 export const CLI_PATH = fileURLToPath(new URL('../cli/pd-bridge.mjs', import.meta.url))
 const PARENT_WATCH_URL = pathToFileURL(fileURLToPath(new URL('./parent-watch.mjs', import.meta.url))).href
 
@@ -55,7 +62,7 @@ export class StackChild {
     const argv = spec.argv ?? [process.execPath, '--import', PARENT_WATCH_URL, CLI_PATH, ...spec.args]
     // Own process group: a terminal's Ctrl-C goes to the supervisor alone, which stops children in
     // order. The IPC channel is what parent-watch.mjs watches.
-    this.proc = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe', 'ipc'], detached: true, env: spec.env ?? process.env })
+    this.proc = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe', 'ipc'], detached: true, env: { ...(spec.env ?? process.env), [PARENT_WATCH_ENV]: '1' } })
     this.log.note({ event: 'spawn', pid: this.proc.pid, argv: argv.slice(1) }, `started ${spec.name}`)
     const onLine = (line: string): void => {
       if (this.readyInfo !== undefined) return

@@ -10,8 +10,12 @@ function stopSelf () {
   setTimeout(() => process.exit(1), GRACE_MS).unref()
 }
 
-// process.send exists only in a child started with an IPC channel, i.e. by the supervisor.
-if (typeof process.send === 'function') {
+// process.send exists in any child started with an IPC channel; PD_STACK_CHILD (child.ts) says the
+// channel is the supervisor's. It is removed at once: node-llama-cpp forks a test process with our
+// --import and its own IPC channel, and that one must not unref its channel or stop with ours.
+const mine = process.env.PD_STACK_CHILD === '1'
+delete process.env.PD_STACK_CHILD
+if (mine && typeof process.send === 'function') {
   if (!process.connected) {
     // The supervisor died while this process was still starting: the channel is closed already.
     stopSelf()

@@ -7,7 +7,7 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { afterAll, describe, expect, it } from 'vitest'
-import { StackChild } from '../../src/stack/child.ts'
+import { PARENT_WATCH_ENV, StackChild } from '../../src/stack/child.ts'
 import { StackError } from '../../src/stack/errors.ts'
 import { Supervisor, type SupervisorEvent } from '../../src/stack/supervisor.ts'
 import { alive, eventually, tempDir } from './helpers.ts'
@@ -120,20 +120,23 @@ describe('a child that dies after start-up', () => {
 })
 
 describe('no orphans', () => {
-  it('parent-watch.mjs stops a child whose supervisor was SIGKILLed; a child without it lives on', async () => {
-    // A stand-in supervisor: two children in their own process groups with IPC channels, one with
-    // the watcher preloaded and one without; it prints their pids and waits.
-    const child = (watch: boolean): string => `spawn(process.execPath, [${watch ? `'--import', ${JSON.stringify(PARENT_WATCH)}, ` : ''}'-e', 'setInterval(() => {}, 1000)'], { stdio: ['ignore', 'ignore', 'ignore', 'ipc'], detached: true })`
-    const script = `const { spawn } = require('node:child_process'); const a = ${child(true)}; const b = ${child(false)}; console.log(a.pid + ' ' + b.pid); setInterval(() => {}, 1000)`
-    const parent = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] })
+  it('parent-watch.mjs stops a child whose supervisor was SIGKILLed; a child without it, or without the stack\'s marker, lives on', async () => {
+    // A stand-in supervisor: three children in their own process groups with IPC channels: the
+    // watcher preloaded with the stack's marker (a stack child), without it (a process a child
+    // forks with its --import, as node-llama-cpp does to test its binary: not the supervisor's
+    // channel), and no watcher at all. It prints their pids and waits.
+    const child = (watch: boolean, marked: boolean): string => `spawn(process.execPath, [${watch ? `'--import', ${JSON.stringify(PARENT_WATCH)}, ` : ''}'-e', 'setInterval(() => {}, 1000)'], { stdio: ['ignore', 'ignore', 'ignore', 'ipc'], detached: true, env: { ...process.env, ${marked ? `${PARENT_WATCH_ENV}: '1'` : ''} } })`
+    const script = `const { spawn } = require('node:child_process'); const a = ${child(true, true)}; const b = ${child(false, false)}; const c = ${child(true, false)}; console.log(a.pid + ' ' + b.pid + ' ' + c.pid); setInterval(() => {}, 1000)`
+    const parent = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, [PARENT_WATCH_ENV]: '' } })
     const pids = await new Promise<number[]>((resolve) => parent.stdout.once('data', (d: Buffer) => resolve(d.toString().trim().split(' ').map(Number))))
-    const [watched, unwatched] = pids
+    const [watched, unwatched, unmarked] = pids
     try {
-      expect(alive(watched) && alive(unwatched)).toBe(true)
+      expect(alive(watched) && alive(unwatched) && alive(unmarked)).toBe(true)
       parent.kill('SIGKILL')
       expect(await eventually(() => !alive(watched), 10_000)).toBe(true)
       await new Promise((r) => setTimeout(r, 300))
       expect(alive(unwatched)).toBe(true)
+      expect(alive(unmarked)).toBe(true)
     }
     finally {
       for (const pid of pids) if (alive(pid)) process.kill(pid, 'SIGKILL')
