@@ -128,11 +128,25 @@ export async function generate (ctx: GenerationContext, job: GenerationJob, hook
   const t1 = performance.now()
   outcome.prefillMs = t1 - t0
 
-  const eos = eosIds(config.eosTokenId)
-  const text = new IncrementalDetokenizer(tokenizer)
+  await decodeGreedy({ tokenizer, config }, job, logits, (next) => engine.decode(next, cache), emit, outcome, signal)
+  outcome.decodeMs = performance.now() - t1
+  return outcome
+}
+
+/**
+ * Greedy decoding from the prompt's last logits, shared by every engine behind the server: argmax
+ * (lowest id on ties), end-of-sentence, stop strings, the completion budget, an event-loop turn and
+ * a cancellation check between steps. `step(id)` feeds one token and returns the next logits.
+ * Fills `outcome`'s completion ids and finish reason; text goes out through `emit`.
+ */
+export async function decodeGreedy (model: Pick<DecoderModel, 'tokenizer' | 'config'>, job: GenerationJob, first: Float32Array, step: (id: number) => Float32Array | Promise<Float32Array>,
+  emit: (text: string) => Promise<void>, outcome: GenerationOutcome, signal: AbortSignal): Promise<void> {
+  let logits = first
+  const eos = eosIds(model.config.eosTokenId)
+  const text = new IncrementalDetokenizer(model.tokenizer)
   const stops = new StopMatcher(job.stop)
   let finish: FinishReason | undefined
-  for (let step = 0; finish === undefined; step++) {
+  for (let i = 0; finish === undefined; i++) {
     if (signal.aborted) break
     const next = argmaxLogit(logits)
     outcome.completionIds.push(next)
@@ -143,11 +157,11 @@ export async function generate (ctx: GenerationContext, job: GenerationJob, hook
     const found = stops.push(text.push(next))
     await emit(found.text)
     if (found.stopped) finish = 'stop'
-    else if (step + 1 >= job.maxTokens) finish = 'length'
+    else if (i + 1 >= job.maxTokens) finish = 'length'
     else {
       await nextTurn()
       if (signal.aborted) break
-      logits = engine.decode(next, cache)
+      logits = await step(next)
     }
   }
   if (finish !== undefined) {
@@ -158,6 +172,4 @@ export async function generate (ctx: GenerationContext, job: GenerationJob, hook
     else await emit(stops.flush())
     outcome.finishReason = finish
   }
-  outcome.decodeMs = performance.now() - t1
-  return outcome
 }

@@ -1,9 +1,9 @@
 // The embedded decoder: an OpenAI-compatible server over one DeepSeek-V4 engine and its prefix cache.
 export { launchDecoder, DECODER_DEFAULTS, type DecoderLaunchOptions, type LaunchedDecoder } from './launch.ts'
-export { startDecoderServer, degradedReasons, type DecoderServer, type DecoderServerOptions, type ServedPrefixCache, type StoreHealth } from './server.ts'
+export { startDecoderServer, degradedReasons, type DecoderServer, type DecoderServerOptions, type ServedPrefixCache, type ServedCacheInfo, type GenerateFn, type StoreHealth } from './server.ts'
 export { StoreProbe, probeStoreWrite, probeFileName, STORE_PROBE_EVERY_MS, STORE_PROBE_BYTES, type StoreWriteCheck } from './store-probe.ts'
 export { openServedPrefixCache, type ServedPrefixCacheOptions } from './prefix-cache.ts'
-export { loadDecoderModel, type DecoderModel } from './model.ts'
+export { loadDecoderModel, type DecoderModel, type ServedModel } from './model.ts'
 export { generate, argmaxLogit, eosIds, type GenerationContext, type GenerationJob, type GenerationHooks, type GenerationOutcome, type FinishReason, type PrefixCacheLike } from './generate.ts'
 export { parseChatRequest, parseCompletionRequest, MAX_STOP_SEQUENCES, type GenerationRequest, type PromptInput } from './request.ts'
 export { promptTokens, completionBudget, type TokenLimits } from './prompt.ts'

@@ -6,6 +6,7 @@ import { deepseekV4GeometryFingerprint, type JsonValue } from '../../decode/stor
 import { PdBridgeError } from '../../errors.ts'
 import { loadDecoderModel, type DecoderModel } from './model.ts'
 import { openServedPrefixCache } from './prefix-cache.ts'
+import { generate } from './generate.ts'
 import { startDecoderServer, type DecoderServer } from './server.ts'
 
 /** Defaults of the decoder's limits. */
@@ -50,7 +51,7 @@ export interface LaunchedDecoder {
   geometryFingerprint: string
 }
 
-function positive (name: string, v: number | undefined, fallback: number, min = 1): number {
+export function positive (name: string, v: number | undefined, fallback: number, min = 1): number {
   const n = v ?? fallback
   if (!Number.isSafeInteger(n) || n < min) throw new PdBridgeError(`${name} must be an integer >= ${min}, got ${String(n)}`)
   return n
@@ -69,8 +70,10 @@ export async function launchDecoder (opts: DecoderLaunchOptions): Promise<Launch
     ? undefined
     : await openServedPrefixCache({ dir: opts.cacheDir, modelName, model, blockSize, maxSizeBytes: opts.maxCacheBytes, logger: opts.logger, storeProbeMs: opts.storeProbeMs })
   const geometryFingerprint = prefixCache?.geometryFingerprint ?? deepseekV4GeometryFingerprint(model.config, model.engine.profile as unknown as JsonValue)
+  const context = { model, prefixCache }
   const server = await startDecoderServer({
     model, modelName, geometryFingerprint, prefixCache,
+    generate: (job, hooks, signal) => generate(context, job, hooks, signal),
     host: opts.host ?? DECODER_DEFAULTS.host,
     port: opts.port ?? DECODER_DEFAULTS.port,
     maxTokens, maxBodyBytes, maxQueue,

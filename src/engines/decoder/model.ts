@@ -5,15 +5,19 @@ import type { DeepseekV4Config } from '../../model/config.ts'
 import { DeepseekV4Engine } from '../../model/engine/index.ts'
 import type { Tokenizer } from '../../model/tokenizer/index.ts'
 
-/** A loaded model, ready to serve. */
-export interface DecoderModel {
-  engine: DeepseekV4Engine
+/** What the HTTP layer needs of a model, whichever engine runs it: prompts are tokenized with ours. */
+export interface ServedModel {
   tokenizer: Tokenizer
   config: DeepseekV4Config
   /** The checkpoint directory. */
   dir: string
   /** The numerics profile's name. */
   profileName: string
+}
+
+/** A loaded model of our engine, ready to serve. */
+export interface DecoderModel extends ServedModel {
+  engine: DeepseekV4Engine
 }
 
 /** Load the checkpoint once under `profile`; the directory must hold a tokenizer.json. */

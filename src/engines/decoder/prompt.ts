@@ -10,7 +10,7 @@ import type { GenerationRequest, PromptInput } from './request.ts'
  * assistant tag), text encoded with the tokenizer's special tokens (bos first, as
  * add_special_tokens does), token ids as given (each must be below vocab_size).
  */
-export function promptTokens (model: DecoderModel, prompt: PromptInput): number[] {
+export function promptTokens (model: Pick<DecoderModel, 'tokenizer' | 'config'>, prompt: PromptInput): number[] {
   if (prompt.kind === 'chat') return model.tokenizer.encode(renderChat(prompt.messages, true))
   if (prompt.kind === 'text') return model.tokenizer.encode(prompt.text, { addSpecialTokens: true })
   const vocab = model.config.vocabSize

@@ -8,8 +8,8 @@ import Fastify, { type FastifyInstance, type FastifyReply, type RawServerDefault
 import type { Logger } from 'pino'
 import { ApiError, toApiError } from './api-error.ts'
 import { bearerMatches, isHealthPath, UNAUTHORIZED_MESSAGE } from '../../http/api-key.ts'
-import { generate, type GenerationContext, type GenerationOutcome, type PrefixCacheLike } from './generate.ts'
-import type { DecoderModel } from './model.ts'
+import type { GenerationHooks, GenerationJob, GenerationOutcome, PrefixCacheLike } from './generate.ts'
+import type { ServedModel } from './model.ts'
 import type { WriteFailure } from '../../decode/prefix-cache/index.ts'
 import { completionBudget, promptTokens } from './prompt.ts'
 import { EngineQueue, QueueAbandoned, type QueueStats } from './queue.ts'
@@ -17,8 +17,8 @@ import { parseChatRequest, parseCompletionRequest, type GenerationRequest } from
 import { ChunkMaker, chatCompletion, textCompletion, usageOf, type ResponseHead } from './responses.ts'
 import { SseWriter } from './sse.ts'
 
-/** The prefix cache as the server exposes it: generation, stats for /health, and a rescan. */
-export interface ServedPrefixCache extends PrefixCacheLike {
+/** What the server shows of a prefix cache, whichever engine it belongs to: stats for /health, and a rescan. */
+export interface ServedCacheInfo {
   /** The store root. */
   dir: string
   blockSize: number
@@ -29,6 +29,12 @@ export interface ServedPrefixCache extends PrefixCacheLike {
   /** Re-read the store from disk; returns the scan report. */
   rescan: () => Promise<Record<string, unknown>>
 }
+
+/** Our engine's prefix cache as the server exposes it: generation, stats for /health, and a rescan. */
+export interface ServedPrefixCache extends ServedCacheInfo, PrefixCacheLike {}
+
+/** The generation backend: one checked request to its end (or to cancellation through `signal`). */
+export type GenerateFn = (job: GenerationJob, hooks: GenerationHooks, signal: AbortSignal) => Promise<GenerationOutcome>
 
 /** /health's `store`: can the decoder write its blocks? */
 export interface StoreHealth {
@@ -61,13 +67,20 @@ export function degradedReasons (store: StoreHealth | null): string[] {
 
 /** Options of `startDecoderServer`. */
 export interface DecoderServerOptions {
-  model: DecoderModel
+  /** Tokenizer and config (prompts are tokenized here, before they queue), directory and profile name for /health. */
+  model: ServedModel
+  /** Runs one request on the engine; requests reach it one at a time. */
+  generate: GenerateFn
+  /** Most positions a prompt + completion may take; default the config's max_position_embeddings. */
+  maxPositions?: number
+  /** More /health fields (the engine's own facts), shown after the common ones. */
+  healthExtra?: () => Record<string, unknown>
   /** The id served in /v1/models and required (when given) in requests. */
   modelName: string
   /** The geometry fingerprint blocks carry (rope tables, window, profile). */
   geometryFingerprint: string
   /** Absent: no prefix cache (every prompt is prefilled, nothing stored). */
-  prefixCache?: ServedPrefixCache
+  prefixCache?: ServedCacheInfo
   host?: string
   /** 0: any free port. */
   port?: number
@@ -141,10 +154,9 @@ function sendError (reply: FastifyReply, err: ApiError): FastifyReply {
 
 /** Start the server; resolves once it listens. */
 export async function startDecoderServer (opts: DecoderServerOptions): Promise<DecoderServer> {
-  const { model, modelName, logger } = opts
+  const { model, modelName, logger, generate } = opts
   const queue = new EngineQueue(opts.maxQueue)
-  const context: GenerationContext = { model, prefixCache: opts.prefixCache }
-  const limits = { maxTokens: opts.maxTokens, maxPositions: model.config.maxPositionEmbeddings }
+  const limits = { maxTokens: opts.maxTokens, maxPositions: opts.maxPositions ?? model.config.maxPositionEmbeddings }
   const active = new Set<AbortController>()
   const running = new Set<Promise<void>>()
   const systemFingerprint = `fp_${opts.geometryFingerprint.slice(0, 12)}`
@@ -198,6 +210,7 @@ export async function startDecoderServer (opts: DecoderServerOptions): Promise<D
       queue: queueView(queue.stats),
       cache: opts.prefixCache === undefined ? null : { dir: opts.prefixCache.dir, block_size: opts.prefixCache.blockSize, ...opts.prefixCache.describe() },
       store,
+      ...opts.healthExtra?.(),
     }
   })
 
@@ -265,8 +278,8 @@ export async function startDecoderServer (opts: DecoderServerOptions): Promise<D
     return new ApiError(503, 'service_unavailable_error', 'the decoder is shutting down; the request was stopped', null, 'shutting_down')
   }
 
-  async function wholeGeneration (reply: FastifyReply, parsed: GenerationRequest, head: ResponseHead, job: Parameters<typeof generate>[1], promptIds: number[] | undefined, signal: AbortSignal): Promise<GenerationOutcome> {
-    const outcome = await generate(context, job, {
+  async function wholeGeneration (reply: FastifyReply, parsed: GenerationRequest, head: ResponseHead, job: GenerationJob, promptIds: number[] | undefined, signal: AbortSignal): Promise<GenerationOutcome> {
+    const outcome = await generate(job, {
       onStart: ({ cachedTokens }) => { reply.header('x-cached-tokens', String(cachedTokens)) },
     }, signal)
     if (outcome.finishReason === 'cancelled') {
@@ -279,13 +292,13 @@ export async function startDecoderServer (opts: DecoderServerOptions): Promise<D
     return outcome
   }
 
-  async function streamGeneration (reply: FastifyReply, res: ServerResponse, parsed: GenerationRequest, head: ResponseHead, job: Parameters<typeof generate>[1], promptIds: number[] | undefined, signal: AbortSignal): Promise<GenerationOutcome | null> {
+  async function streamGeneration (reply: FastifyReply, res: ServerResponse, parsed: GenerationRequest, head: ResponseHead, job: GenerationJob, promptIds: number[] | undefined, signal: AbortSignal): Promise<GenerationOutcome | null> {
     reply.hijack()
     const sse = new SseWriter(res)
     const chunks = new ChunkMaker(parsed.endpoint, head, parsed.includeUsage)
     let outcome: GenerationOutcome
     try {
-      outcome = await generate(context, job, {
+      outcome = await generate(job, {
         onStart: async ({ cachedTokens }) => {
           sse.open({ 'x-cached-tokens': String(cachedTokens) })
           const first = chunks.first(promptIds)

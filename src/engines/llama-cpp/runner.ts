@@ -162,6 +162,12 @@ export class LlamaCppSession {
     return picks
   }
 
+  /** Remove every token (and its cache cells) from the sequence: it holds 0 tokens afterwards. */
+  async clear (): Promise<void> {
+    await this.sequence.clearHistory()
+    if (this.tokenCount !== 0) throw new PdBridgeError(`llama.cpp session: ${this.tokenCount} tokens left after clearing the sequence`)
+  }
+
   /** Write this sequence's state as llama.cpp saves it (its own bytes, tokens included) to `path`. */
   async saveState (path: string): Promise<void> {
     await this.sequence.saveStateToFile(path)
@@ -179,6 +185,10 @@ export class LlamaCppSession {
       await this.sequence.loadStateFromFile(path, { acceptRisk: true })
     }
     catch (err) {
+      // llama.cpp's log lines come through another native callback than the rejection, and on a
+      // loaded machine they can arrive after it: give them a few turns before falling back to
+      // node-llama-cpp's generic message.
+      for (let i = 0; i < 50 && recentErrors.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10))
       const cause = recentErrors.length > 0 ? recentErrors.join('; ') : (err as Error).message
       throw new PdBridgeError(`${path}: llama.cpp refused the sequence state: ${cause}`)
     }
