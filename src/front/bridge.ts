@@ -9,13 +9,14 @@ import { randomUUID } from 'node:crypto'
 import { rm } from 'node:fs/promises'
 import { captureDir, CaptureManifestError, tokenIdsSha256 } from '../capture/manifest.ts'
 import type { FrontConfig } from '../config/index.ts'
-import { BlockWriter, spoolCapture, type BlockWriterReport, type SpoolResult } from '../decode/writer/index.ts'
+import { spoolCapture, type BlockWriterReport, type SpoolResult } from '../decode/writer/index.ts'
 import { PdBridgeError } from '../errors.ts'
 import { CaptureFailedError, ChecksumError, ShareAbortedError, ShareDeadlineError, ShareHttpError, ShareStallError } from '../share/index.ts'
 import { EngineWatch, type EngineStatus } from './engine-watch.ts'
 import { acceptsConnections, callJson, errorMessageOf, isNoAnswer, joinUrl, LinkError } from './http.ts'
 import { retireCapture, type Retention } from './retention.ts'
 import type { BridgeSetup } from './setup.ts'
+import type { CaptureWriter } from '../decode/writer/index.ts'
 
 /**
  * A bridge that did not happen; `reason` is the verdict's, `stage` where it stopped. `requestId`
@@ -165,9 +166,9 @@ export async function runBridge (config: FrontConfig, setup: BridgeSetup, job: B
 
     // 3. blocks: one per boundary, released before the next; deadline checked between blocks.
     t = performance.now()
-    let writer: BlockWriter
+    let writer: CaptureWriter
     try {
-      writer = await BlockWriter.open(dir, { target: setup.cache, sidecar: setup.sidecar, requestId, tokens: captureTokens })
+      writer = await setup.target.openWriter(dir, { sidecar: setup.sidecar, requestId, tokens: captureTokens })
     } catch (e) {
       const m = e instanceof Error ? e.message : String(e)
       throw fail(e instanceof CaptureManifestError ? `capture manifest mismatch: ${m}` : /SHA-256|checksum|the manifest lists \d+/i.test(m) ? `capture checksum mismatch: ${m}` : `capture rejected by the block writer: ${m}`, 'write')

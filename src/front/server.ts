@@ -176,8 +176,8 @@ export async function startFrontDoor (options: FrontDoorOptions): Promise<FrontD
     if (setup.problem !== undefined) report.problems.push(setup.problem)
     if (facts.model !== undefined && facts.model !== setup.modelName) report.problems.push(`model mismatch: the decoder serves '${facts.model}', the front door keys blocks under '${setup.modelName}' (decoder.modelName)`)
     if (facts.blockSize !== undefined && facts.blockSize !== setup.blockSize) report.problems.push(`geometry mismatch: the decoder's block size is ${facts.blockSize}, the front door's ${setup.blockSize} (decoder.blockSize, PD_BLOCK_SIZE)`)
-    if (facts.geometryFingerprint !== undefined && facts.geometryFingerprint !== setup.cache.geometryFingerprint) {
-      report.problems.push(`geometry mismatch: the decoder's store geometry is ${facts.geometryFingerprint}, the front door computes ${setup.cache.geometryFingerprint} from ${config.decoder.model} under profile ${config.decoder.profile}; bridged blocks would never be served`)
+    if (facts.geometryFingerprint !== undefined && facts.geometryFingerprint !== setup.target.geometryFingerprint) {
+      report.problems.push(`geometry mismatch: the decoder's store geometry is ${facts.geometryFingerprint}, the front door computes ${setup.target.geometryFingerprint} from ${config.decoder.model} under ${config.decoder.engine === 'llama.cpp' ? 'llama.cpp\'s context settings' : `profile ${config.decoder.profile}`}; bridged caches would never be served`)
     }
     const engineSidecar = prefill?.health?.sidecar_fingerprint
     if (typeof engineSidecar === 'string' && engineSidecar !== setup.sidecar.fingerprint) {
@@ -216,7 +216,7 @@ export async function startFrontDoor (options: FrontDoorOptions): Promise<FrontD
     const rules = config.routing
     // Only prompts the length rules let through are worth a look at the store.
     const probe = t >= rules.minTokens && t <= rules.maxBridgeTokens
-    const stored = probe ? (await setup.cache.store.matchPrefix(tokens)).length : 0
+    const stored = probe ? await setup.target.storedBlocks(tokens) : 0
     const route = decideRoute({ promptTokens: t, storedBlocks: stored, blockSize: setup.blockSize }, rules)
     info.stored_tokens_before = probe ? route.cachedTokens : null
     if (!route.bridge) return { verdict: declined(route.reason) }
@@ -305,7 +305,7 @@ export async function startFrontDoor (options: FrontDoorOptions): Promise<FrontD
         share: view(links.share),
         store: setup === undefined
           ? { ok: false, dir: config.decoder.cacheDir ?? null }
-          : { ok: true, dir: config.decoder.cacheDir, model_name: setup.modelName, block_size: setup.blockSize, geometry_fingerprint: setup.cache.geometryFingerprint, blocks: setup.cache.store.size, bytes: setup.cache.store.totalBytes },
+          : { ok: true, dir: config.decoder.cacheDir, model_name: setup.modelName, block_size: setup.blockSize, geometry_fingerprint: setup.target.geometryFingerprint, engine: setup.target.kind, blocks: setup.target.size(), bytes: setup.target.totalBytes() },
         sidecar: setup === undefined
           ? { ok: false, dir: config.sidecar ?? null }
           : { ok: true, dir: setup.sidecar.dir, fingerprint: setup.sidecar.fingerprint, block_size: setup.sidecar.json.blockSize, profile: setup.sidecar.json.profile.name },

@@ -9,10 +9,11 @@ import { join } from 'node:path'
 import { parseSidecarJson, SIDECAR_JSON, type SidecarJson } from '../capture/sidecar-format.ts'
 import type { FrontConfig } from '../config/index.ts'
 import { DecoderPrefixCache, type PrefixCacheEvent } from '../decode/prefix-cache/index.ts'
-import { checkCaptureTarget } from '../decode/writer/index.ts'
 import { ConfigError, PdBridgeError } from '../errors.ts'
 import { loadDeepseekV4Config, type DeepseekV4Config } from '../model/config.ts'
 import { loadTokenizer, type Tokenizer } from '../model/tokenizer/index.ts'
+import { llamaCppTarget } from './llama-cpp-target.ts'
+import { blockStoreTarget, type DecoderTarget } from './target.ts'
 
 /** Everything a bridge computes with. */
 export interface BridgeSetup {
@@ -21,8 +22,8 @@ export interface BridgeSetup {
   /** The model name hashed into block keys. */
   modelName: string
   sidecar: { dir: string, json: SidecarJson, fingerprint: string }
-  /** The decoder's store, as a block-writer target. */
-  cache: DecoderPrefixCache
+  /** The decoder's store (blocks, or llama.cpp's state files), as the writer's target. */
+  target: DecoderTarget
   blockSize: number
   /** Why a capture under this sidecar cannot go into this store (geometry mismatch), if it cannot. */
   problem?: string
@@ -61,20 +62,22 @@ export async function buildSetup (config: FrontConfig, modelName: string, log: (
     loadDeepseekV4Config(modelDir),
     readSidecar(config.sidecar as string),
   ])
-  const cache = await DecoderPrefixCache.open({
-    storeRoot: config.decoder.cacheDir as string,
-    modelName,
-    cfg,
-    profile: config.decoder.profile,
-    blockSize: config.decoder.blockSize,
-    log,
-  })
+  const target = config.decoder.engine === 'llama.cpp'
+    ? llamaCppTarget({ dir: config.decoder.cacheDir as string, modelName, cfg, blockSize: config.decoder.blockSize, kvCacheType: config.decoder.kvCacheType })
+    : blockStoreTarget(await DecoderPrefixCache.open({
+      storeRoot: config.decoder.cacheDir as string,
+      modelName,
+      cfg,
+      profile: config.decoder.profile,
+      blockSize: config.decoder.blockSize,
+      log,
+    }))
   let problem: string | undefined
   try {
-    checkCaptureTarget(sidecar.json, cache)
+    target.checkSidecar(sidecar.json)
   } catch (e) {
     // Kept, not thrown: prompts are still tokenized and routed; only bridging is refused.
     problem = `geometry mismatch: ${(e as Error).message}`
   }
-  return { tokenizer, cfg, modelName, sidecar, cache, blockSize: config.decoder.blockSize, ...(problem !== undefined ? { problem } : {}) }
+  return { tokenizer, cfg, modelName, sidecar, target, blockSize: config.decoder.blockSize, ...(problem !== undefined ? { problem } : {}) }
 }

@@ -1,0 +1,48 @@
+// Where the front door's bridge puts the decoder's finished cache: one small interface over the two
+// decoders' stores. Our decoder (and oMLX) keeps a block store of safetensors blocks; llama.cpp
+// keeps one sequence-state file per block boundary. Both are keyed by the same block-key chain, so
+// routing asks either "how many full blocks of this prompt are stored" the same way, and the bridge
+// drives either writer the same way (open, writeNext until null, finalize; close on failure).
+import type { SidecarJson } from '../capture/sidecar-format.ts'
+import type { DecoderPrefixCache } from '../decode/prefix-cache/index.ts'
+import { BlockWriter, checkCaptureTarget, type CaptureWriter } from '../decode/writer/index.ts'
+
+export type { CaptureWriter }
+
+/** What a writer is opened with. */
+export interface CaptureWriterOptions {
+  sidecar: { dir: string, json: SidecarJson, fingerprint: string }
+  requestId: string
+  /** The token ids the prefill engine was asked for. */
+  tokens: number[]
+}
+
+/** The decoder's store as the bridge sees it. */
+export interface DecoderTarget {
+  /** `blocks` (our decoder, oMLX's layout) or `llama.cpp` (sequence-state files). */
+  kind: 'blocks' | 'llama.cpp'
+  /** What the decoder's /health must report, or bridged caches would never be served. */
+  geometryFingerprint: string
+  /** Full blocks of `tokens` stored from the start (files present; read and checked only by the decoder). */
+  storedBlocks: (tokens: number[]) => Promise<number>
+  /** Entries (blocks or state files) and their bytes, for /health. */
+  size: () => number
+  totalBytes: () => number
+  /** Throw, naming what differs, when a capture under this sidecar cannot go into this store. */
+  checkSidecar: (json: SidecarJson) => void
+  /** Open the sealed capture in `dir` for writing (checks manifest, checksums and token digest first). */
+  openWriter: (dir: string, options: CaptureWriterOptions) => Promise<CaptureWriter>
+}
+
+/** Our decoder's block store (oMLX's layout) as a target. */
+export function blockStoreTarget (cache: DecoderPrefixCache): DecoderTarget {
+  return {
+    kind: 'blocks',
+    geometryFingerprint: cache.geometryFingerprint,
+    storedBlocks: async (tokens) => (await cache.store.matchPrefix(tokens)).length,
+    size: () => cache.store.size,
+    totalBytes: () => cache.store.totalBytes,
+    checkSidecar: (json) => checkCaptureTarget(json, cache),
+    openWriter: async (dir, o) => await BlockWriter.open(dir, { target: cache, sidecar: o.sidecar, requestId: o.requestId, tokens: o.tokens }),
+  }
+}
