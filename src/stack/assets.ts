@@ -6,6 +6,7 @@ import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { exportWeights, loadSidecar } from '../capture/index.ts'
 import { checkpointDigest, makeCheckpoint, type PresetName } from '../model/checkpoint/index.ts'
+import { exportGguf } from '../model/gguf/index.ts'
 import { StackError } from './errors.ts'
 
 /** A checkpoint ready to serve. */
@@ -24,7 +25,7 @@ export interface SidecarAsset {
   made: boolean
 }
 
-interface CheckpointStamp { preset: string, seed: number, digest: string }
+interface CheckpointStamp { preset: string, seed: number, digest: string, mirrorIndexerHeads?: boolean }
 interface SidecarStamp { checkpointDigest: string, profile: string, blockSize: number, fingerprint: string }
 
 async function readStamp<T> (path: string): Promise<T | undefined> {
@@ -66,19 +67,20 @@ async function replaceDir (dir: string, write: (tmp: string) => Promise<void>): 
  * The `preset`/`seed` checkpoint at `dir`: reused when its stamp names the same preset and seed and
  * the digest of the files on disk equals the stamp's; made (replacing whatever was there) otherwise.
  */
-export async function ensureCheckpoint (dir: string, preset: PresetName, seed: number): Promise<CheckpointAsset> {
+export async function ensureCheckpoint (dir: string, preset: PresetName, seed: number, options: { mirrorIndexerHeads?: boolean } = {}): Promise<CheckpointAsset> {
   const stampPath = `${dir}.stamp.json`
   const stamp = await readStamp<CheckpointStamp>(stampPath)
-  if (stamp?.preset === preset && stamp.seed === seed && await exists(join(dir, 'tokenizer.json'))) {
+  const mirror = options.mirrorIndexerHeads === true
+  if (stamp?.preset === preset && stamp.seed === seed && (stamp.mirrorIndexerHeads === true) === mirror && await exists(join(dir, 'tokenizer.json'))) {
     const digest = await checkpointDigest(dir).catch(() => undefined)
     if (digest === stamp.digest) return { dir, digest, made: false }
   }
   await rm(stampPath, { force: true })
   await replaceDir(dir, async (tmp) => {
-    await makeCheckpoint({ preset, seed, out: tmp })
+    await makeCheckpoint({ preset, seed, out: tmp, ...(mirror ? { mirrorIndexerHeads: true } : {}) })
   })
   const digest = await checkpointDigest(dir)
-  await writeFile(stampPath, JSON.stringify({ preset, seed, digest } satisfies CheckpointStamp, null, 2) + '\n')
+  await writeFile(stampPath, JSON.stringify({ preset, seed, digest, ...(mirror ? { mirrorIndexerHeads: true } : {}) } satisfies CheckpointStamp, null, 2) + '\n')
   return { dir, digest, made: true }
 }
 
@@ -106,4 +108,38 @@ export async function ensureSidecar (dir: string, checkpoint: CheckpointAsset, p
   if (loaded.fingerprint !== fingerprint) throw new StackError(`${dir}: the sidecar changed while it was moved into place`)
   await writeFile(stampPath, JSON.stringify({ checkpointDigest: checkpoint.digest, profile, blockSize, fingerprint } satisfies SidecarStamp, null, 2) + '\n')
   return { dir, fingerprint, made: true }
+}
+
+/** An f32 GGUF of the checkpoint, for the llama.cpp decoder. */
+export interface GgufAsset {
+  path: string
+  made: boolean
+}
+
+interface GgufStamp { checkpointDigest: string, type: 'f32', bytes: number }
+
+/**
+ * The f32 GGUF of `checkpoint` at `path`: reused when its stamp names this checkpoint's digest and
+ * the file has the stamped size (a torn write has another); exported again otherwise.
+ */
+export async function ensureGguf (path: string, checkpoint: CheckpointAsset): Promise<GgufAsset> {
+  const stampPath = `${path}.stamp.json`
+  const stamp = await readStamp<GgufStamp>(stampPath)
+  if (stamp?.checkpointDigest === checkpoint.digest && stamp.type === 'f32') {
+    const size = await stat(path).then((s) => s.size, () => -1)
+    if (size === stamp.bytes) return { path, made: false }
+  }
+  await rm(stampPath, { force: true })
+  await mkdir(dirname(path), { recursive: true })
+  const tmp = `${path}.tmp-${process.pid}`
+  try {
+    await exportGguf({ model: checkpoint.dir, out: tmp, type: 'f32', force: true })
+    await rename(tmp, path)
+  } catch (err) {
+    await rm(tmp, { force: true })
+    throw err
+  }
+  const bytes = (await stat(path)).size
+  await writeFile(stampPath, JSON.stringify({ checkpointDigest: checkpoint.digest, type: 'f32', bytes } satisfies GgufStamp, null, 2) + '\n')
+  return { path, made: true }
 }

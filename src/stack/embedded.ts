@@ -8,7 +8,7 @@ import { ENV_OVERRIDES } from '../config/index.ts'
 import { checkListenFree } from './listen-check.ts'
 import { launchEnvText, readUserFrontSettings } from './front-settings.ts'
 import { presetConfig, type PresetName } from '../model/checkpoint/index.ts'
-import { ensureCheckpoint, ensureSidecar, type CheckpointAsset, type SidecarAsset } from './assets.ts'
+import { ensureCheckpoint, ensureGguf, ensureSidecar, type CheckpointAsset, type GgufAsset, type SidecarAsset } from './assets.ts'
 import { StackError } from './errors.ts'
 import { isAlive, readStackRecord, removeStackRecord, writeStackRecord, type StackRecord } from './record.ts'
 import { cacheDirFor, stackPaths, type StackPaths } from './state-dir.ts'
@@ -18,6 +18,16 @@ import { torchPrefillArgv, torchPrefillLabel, type TorchPrefillEngine } from './
 
 /** The decoder's numerics profile in the embedded default (the sidecar is exported under it). */
 export const EMBEDDED_DECODER_PROFILE = 'decoder'
+
+/**
+ * With llama.cpp as the decoder (`decoderEngine: 'llama.cpp'`): its GGUF is f32 and its cache F32,
+ * so the sidecar, the capture and the prefill engine compute in our f32 profile, the arithmetic
+ * whose caches llama.cpp's own agree with (docs/llama-cpp.md).
+ */
+export const LLAMA_CPP_PROFILE = 'f32'
+
+/** Which decoder the stack runs: ours, or llama.cpp through node-llama-cpp. */
+export type DecoderEngine = 'ours' | 'llama.cpp'
 
 /**
  * The prefill engine's profile in the embedded default: the decoder's own. The capture hook always
@@ -46,7 +56,7 @@ export const EMBEDDED_ANSWER_ROOM = 256
 /** What the stack reports while it starts: the supervisor's events plus the files it makes or reuses. */
 export type StackEvent =
   | SupervisorEvent
-  | { kind: 'asset', what: 'checkpoint' | 'sidecar', dir: string, action: 'reusing' | 'making' | 'made' }
+  | { kind: 'asset', what: 'checkpoint' | 'sidecar' | 'gguf', dir: string, action: 'reusing' | 'making' | 'made' }
 
 /** How to start the embedded stack. */
 export interface EmbeddedStackOptions {
@@ -65,6 +75,8 @@ export interface EmbeddedStackOptions {
   prefillProfile?: string
   /** Run transformers (src/engines/torch) as the prefill engine instead of ours; prefillProfile does not apply. */
   torchPrefill?: TorchPrefillEngine
+  /** The decoder: ours (default) or llama.cpp (an f32 GGUF of the checkpoint, state files as its store). */
+  decoderEngine?: DecoderEngine
   /** Routing thresholds for the front door (default: 2 blocks minimum, 1 block of uncached tail, the window minus room for an answer). */
   routing?: { minTokens?: number, minTail?: number, maxBridgeTokens?: number }
   onEvent?: (e: StackEvent) => void
@@ -77,6 +89,10 @@ export interface EmbeddedStack {
   paths: StackPaths
   checkpoint: CheckpointAsset
   sidecar: SidecarAsset
+  /** Which decoder runs, its numerics profile (the sidecar's), and its GGUF when it is llama.cpp. */
+  decoderEngine: DecoderEngine
+  profile: string
+  gguf?: GgufAsset
   /** The decoder's block store root. */
   cacheDir: string
   /** Where every child's log file is. */
@@ -129,8 +145,15 @@ export async function startEmbeddedStack (options: EmbeddedStackOptions): Promis
   const seed = options.seed ?? EMBEDDED_DEFAULTS.seed
   const blockSize = options.blockSize ?? EMBEDDED_DEFAULTS.blockSize
   const emit = options.onEvent ?? (() => {})
-  const profile = EMBEDDED_DECODER_PROFILE
-  const paths = stackPaths(options.stateDir, preset, seed, profile, blockSize, options.home)
+  const decoderEngine = options.decoderEngine ?? 'ours'
+  if (decoderEngine === 'llama.cpp' && options.torchPrefill !== undefined) throw new StackError('llama.cpp as the decoder needs f32 captures; the transformers prefill engine runs bf16 (use our prefill engine)')
+  const profile = decoderEngine === 'llama.cpp' ? LLAMA_CPP_PROFILE : EMBEDDED_DECODER_PROFILE
+  const plain = stackPaths(options.stateDir, preset, seed, profile, blockSize, options.home)
+  // For llama.cpp the checkpoint's indexer heads are mirrored: llama.cpp's top-k breaks exact score
+  // ties in another order than ours (docs/llama-cpp.md, "Indexer ties"), and with ties the two
+  // caches differ by tie flips, not arithmetic. Mirrored heads make ties impossible.
+  const mirrored = decoderEngine === 'llama.cpp'
+  const paths = mirrored ? { ...plain, model: `${plain.model}-mirrored`, sidecar: `${plain.sidecar}-mirrored` } : plain
   const cfg = presetConfig(preset)
   for (const ratio of new Set(cfg.compressRatios.filter((r) => r > 0))) {
     if (blockSize % ratio !== 0) throw new StackError(`--block-size ${blockSize}: must be a multiple of every pool ratio of ${preset} (${ratio} does not divide it)`)
@@ -147,14 +170,22 @@ export async function startEmbeddedStack (options: EmbeddedStackOptions): Promis
   await checkListenFree(listen.host, listen.port)
 
   emit({ kind: 'asset', what: 'checkpoint', dir: paths.model, action: 'making' })
-  const checkpoint = await ensureCheckpoint(paths.model, preset, seed)
+  const checkpoint = await ensureCheckpoint(paths.model, preset, seed, { mirrorIndexerHeads: mirrored })
   emit({ kind: 'asset', what: 'checkpoint', dir: paths.model, action: checkpoint.made ? 'made' : 'reusing' })
   emit({ kind: 'asset', what: 'sidecar', dir: paths.sidecar, action: 'making' })
   const sidecar = await ensureSidecar(paths.sidecar, checkpoint, profile, blockSize)
   emit({ kind: 'asset', what: 'sidecar', dir: paths.sidecar, action: sidecar.made ? 'made' : 'reusing' })
+  const name = `${preset}-seed${seed}${mirrored ? '-mirrored' : ''}`
+  let gguf: GgufAsset | undefined
+  if (decoderEngine === 'llama.cpp') {
+    const path = join(paths.stateDir, 'models', `${name}.f32.gguf`)
+    emit({ kind: 'asset', what: 'gguf', dir: path, action: 'making' })
+    gguf = await ensureGguf(path, checkpoint)
+    emit({ kind: 'asset', what: 'gguf', dir: path, action: gguf.made ? 'made' : 'reusing' })
+  }
 
-  const name = `${preset}-seed${seed}`
-  const cacheDir = cacheDirFor(paths, name, checkpoint.digest, profile, blockSize)
+  // llama.cpp's state files and our blocks never share a store.
+  const cacheDir = cacheDirFor(paths, name, checkpoint.digest, decoderEngine === 'llama.cpp' ? `llama.cpp-${profile}` : profile, blockSize)
   const modelName = `pd-bridge-${name}`
   // The share refuses a root that does not exist, and it starts alongside the engine that would make it.
   await mkdir(paths.captures, { recursive: true })
@@ -178,14 +209,14 @@ export async function startEmbeddedStack (options: EmbeddedStackOptions): Promis
     const [prefill, share, decoder] = await allOrFirstFailure([
       options.torchPrefill !== undefined
         ? supervisor.start({ ...common, env: { ...childEnv, PYTHONUNBUFFERED: '1' }, name: 'prefill-engine', args: [], argv: torchPrefillArgv(options.torchPrefill, { model: checkpoint.dir, sidecar: sidecar.dir, captureRoot: paths.captures }) })
-        : supervisor.start({ ...common, name: 'prefill-engine', args: ['prefill-engine', '--model', checkpoint.dir, '--sidecar', sidecar.dir, '--capture-root', paths.captures, '--profile', options.prefillProfile ?? EMBEDDED_PREFILL_PROFILE, '--port', '0'] }),
+        : supervisor.start({ ...common, name: 'prefill-engine', args: ['prefill-engine', '--model', checkpoint.dir, '--sidecar', sidecar.dir, '--capture-root', paths.captures, '--profile', options.prefillProfile ?? (decoderEngine === 'llama.cpp' ? LLAMA_CPP_PROFILE : EMBEDDED_PREFILL_PROFILE), '--port', '0'] }),
       supervisor.start({ ...common, name: 'share', args: ['share', '--root', paths.captures, '--port', '0'] }),
-      supervisor.start({ ...common, name: 'decoder', args: ['decoder', '--model', checkpoint.dir, '--profile', profile, '--cache-dir', cacheDir, '--block-size', String(blockSize), '--port', '0', '--model-name', modelName] }),
+      supervisor.start({ ...common, name: 'decoder', args: decoderArgs({ decoderEngine, profile, checkpoint, gguf, blockSize, modelName }, cacheDir) }),
     ])
     const frontConfig = {
       ...user.rest,
       listen,
-      decoder: { url: decoder.url, model: checkpoint.dir, modelName, profile, cacheDir, blockSize },
+      decoder: { url: decoder.url, model: checkpoint.dir, modelName, profile, cacheDir, blockSize, engine: decoderEngine, kvCacheType: 'F32' },
       prefill: { url: prefill.url, ...user.prefill },
       share: { url: share.url },
       capture: { spoolDir: paths.spool },
@@ -222,9 +253,9 @@ export async function startEmbeddedStack (options: EmbeddedStackOptions): Promis
     supervisor.onDeath((_child, message) => options.onDeath?.(message))
     const gpu = typeof prefill.fields.device_name === 'string' && prefill.fields.device_name !== '' ? prefill.fields.device_name : undefined
     return {
-      paths, checkpoint, sidecar, cacheDir, logDir: paths.logs, modelName, blockSize,
+      paths, checkpoint, sidecar, decoderEngine, profile, ...(gguf !== undefined ? { gguf } : {}), cacheDir, logDir: paths.logs, modelName, blockSize,
       urls: { prefill: prefill.url, share: share.url, decoder: decoder.url, front: front.url },
-      prefillLabel: options.torchPrefill !== undefined ? torchPrefillLabel(options.torchPrefill, gpu) : options.prefillProfile ?? EMBEDDED_PREFILL_PROFILE,
+      prefillLabel: options.torchPrefill !== undefined ? torchPrefillLabel(options.torchPrefill, gpu) : options.prefillProfile ?? (decoderEngine === 'llama.cpp' ? LLAMA_CPP_PROFILE : EMBEDDED_PREFILL_PROFILE),
       ...(options.torchPrefill !== undefined && gpu !== undefined && options.torchPrefill.device !== 'cpu' ? { prefillGpu: gpu } : {}),
       supervisor, record, childEnv, stop,
     }
@@ -244,6 +275,14 @@ async function allOrFirstFailure<T> (promises: Array<Promise<T>>): Promise<T[]> 
   return await Promise.all(promises)
 }
 
+/** What a decoder child of the stack is started with: ours under the profile, or llama.cpp on the GGUF (the checkpoint gives tokenizer and config). */
+function decoderArgs (d: Pick<EmbeddedStack, 'decoderEngine' | 'profile' | 'checkpoint' | 'gguf' | 'blockSize' | 'modelName'>, cacheDir: string): string[] {
+  const common = ['--model', d.checkpoint.dir, '--cache-dir', cacheDir, '--block-size', String(d.blockSize), '--port', '0', '--model-name', d.modelName]
+  if (d.decoderEngine !== 'llama.cpp') return ['decoder', ...common, '--profile', d.profile]
+  if (d.gguf === undefined) throw new StackError('the llama.cpp decoder needs its GGUF')
+  return ['decoder', '--engine', 'llama.cpp', '--gguf', d.gguf.path, '--kv-cache-type', 'F32', ...common]
+}
+
 /**
  * Start, under the stack's supervisor, a second decoder beside it: same checkpoint, profile, block
  * size and model name, but its own (empty) block store at `cacheDir`. The decoder-alone leg of the
@@ -252,7 +291,7 @@ async function allOrFirstFailure<T> (promises: Array<Promise<T>>): Promise<T[]> 
 export async function startNativeDecoder (stack: EmbeddedStack, cacheDir: string, readyTimeoutMs = EMBEDDED_DEFAULTS.readyTimeoutMs): Promise<ReadyInfo> {
   return await stack.supervisor.start({
     name: 'decoder-native',
-    args: ['decoder', '--model', stack.checkpoint.dir, '--profile', EMBEDDED_DECODER_PROFILE, '--cache-dir', cacheDir, '--block-size', String(stack.blockSize), '--port', '0', '--model-name', stack.modelName],
+    args: decoderArgs(stack, cacheDir),
     env: stack.childEnv,
     readyTimeoutMs,
   })

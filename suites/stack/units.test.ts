@@ -193,6 +193,7 @@ describe('the demo table', () => {
     bridged: leg({ verdict: 'complete', cachedTokens: 512, ms: 2000, bridge: { bridged_tokens: 512, timings_ms: { engine_prefill: 800, transfer: 20, custom_stage: 5 } } }),
     native: leg({ ms: 1000 }),
     answersMatch: true,
+    decoder: 'ours',
     blocks: { keys: 2, bridgedDir: '/a', nativeDir: '/b', missingBridged: [], missingNative: [], report: { blocks: [], identical: 2, total: 2 } },
     verifyCommand: 'pd-bridge verify-blocks /a /b',
     ...over,
@@ -213,9 +214,23 @@ describe('the demo table', () => {
     expect(demoPassed(partial)).toBe(false)
     expect(renderDemoTable(partial).trim().split('\n').at(-1)).toBe('FAIL: verdict is partial 256/600, not complete')
     expect(demoPassed(summary({ answersMatch: false }))).toBe(false)
-    const noBlocks = summary({ blocks: { ...summary().blocks, report: { blocks: [], identical: 0, total: 0 } } })
+    const noBlocks = summary({ blocks: { ...summary().blocks!, report: { blocks: [], identical: 0, total: 0 } } })
     expect(demoPassed(noBlocks)).toBe(false)
     expect(renderDemoTable(noBlocks).trim().split('\n').at(-1)).toBe('FAIL: no blocks to compare')
-    expect(demoPassed(summary({ blocks: { ...summary().blocks, report: { blocks: [], identical: 1, total: 2 } } }))).toBe(false)
+    expect(demoPassed(summary({ blocks: { ...summary().blocks!, report: { blocks: [], identical: 1, total: 2 } } }))).toBe(false)
+  })
+
+  it('with llama.cpp as the decoder: passes on a compared state, prints each section, fails on a missing file', () => {
+    const section = { section: 'window', values: 100, identical: 90, histogram: [90, 6, 4, 0, 0, 0, 0], maxUlp: 2, maxAbs: 1e-6, excluded: 0 }
+    const states = { boundary: 512, key: 'k', bridgedFile: '/a/k.llstate', nativeFile: '/b/k.llstate', missing: [] as Array<'bridged' | 'native'>, sections: [section] }
+    const ll = summary({ decoder: 'llama.cpp', blocks: undefined, verifyCommand: undefined, states })
+    expect(demoPassed(ll)).toBe(true)
+    const table = renderDemoTable(ll)
+    expect(table).toContain('state vs llama.cpp  after 512 tokens, bridge-built vs llama.cpp\'s own: 90/100 values identical (90.00%), worst 2 ulp')
+    expect(table).toContain('on a llama.cpp decoder with an empty state store')
+    expect(table.trim().split('\n').at(-1)).toMatch(/^PASS: .*llama\.cpp/)
+    const missing = summary({ decoder: 'llama.cpp', blocks: undefined, states: { ...states, missing: ['bridged'], sections: [] } })
+    expect(demoPassed(missing)).toBe(false)
+    expect(renderDemoTable(missing).trim().split('\n').at(-1)).toBe('FAIL: no state file at the bridged boundary in the bridged store')
   })
 })

@@ -2,13 +2,13 @@
 // share, decoder and front door on 127.0.0.1); with --config, the front door alone for a
 // deployment whose engines run elsewhere. Either way every process is a supervised child with its
 // own log; a child that exits is restarted on its port (backoff, a limit), and Ctrl-C stops them all.
-import { Command } from 'commander'
+import { Command, InvalidArgumentError } from 'commander'
 import pino from 'pino'
 import { ConfigError, PdBridgeError } from '../../errors.ts'
 import { DEFAULT_ADDON_PATH, loadNativeKernels } from '../../kernels/index.ts'
 import { isPresetName, PRESET_NAMES, type PresetName } from '../../model/checkpoint/index.ts'
 import { describeStackEvent } from '../../stack/describe.ts'
-import { EMBEDDED_DEFAULTS, EMBEDDED_PREFILL_PROFILE, startEmbeddedStack, type StackEvent } from '../../stack/embedded.ts'
+import { EMBEDDED_DEFAULTS, EMBEDDED_PREFILL_PROFILE, LLAMA_CPP_PROFILE, startEmbeddedStack, type DecoderEngine, type StackEvent } from '../../stack/embedded.ts'
 import { startFrontOnly } from '../../stack/front-only.ts'
 import { resolveStateDir } from '../../stack/state-dir.ts'
 import { DEFAULT_RESTART_POLICY, type SupervisorEvent } from '../../stack/supervisor.ts'
@@ -58,9 +58,16 @@ interface ServeOptions {
   preset: PresetName
   seed: number
   blockSize: number
-  prefillProfile: string
+  prefillProfile?: string
+  decoder: DecoderEngine
   host: string
   port: number
+}
+
+/** `--decoder`: ours or llama.cpp. */
+export function decoderEngineOption (v: string): DecoderEngine {
+  if (v === 'ours' || v === 'llama.cpp') return v
+  throw new InvalidArgumentError(`--decoder ${v}: expected ours or llama.cpp`)
 }
 
 /** The serve command. */
@@ -71,7 +78,8 @@ export const serveCommand = new Command('serve')
   .option('--preset <name>', `embedded model: ${PRESET_NAMES.join(' | ')}`, presetOption, EMBEDDED_DEFAULTS.preset)
   .option('--seed <n>', 'seed of the embedded checkpoint', integerOption('--seed', 0, 2 ** 32 - 1), EMBEDDED_DEFAULTS.seed)
   .option('--block-size <n>', 'tokens per decoder block (a multiple of 128)', integerOption('--block-size', 1), EMBEDDED_DEFAULTS.blockSize)
-  .option('--prefill-profile <name>', 'numerics profile of the embedded prefill engine; decoder, the decoder\'s own, makes bridged blocks comparable bit for bit', EMBEDDED_PREFILL_PROFILE)
+  .option('--prefill-profile <name>', `numerics profile of the embedded prefill engine (default: the decoder's own, ${EMBEDDED_PREFILL_PROFILE}, or ${LLAMA_CPP_PROFILE} with llama.cpp), so bridged caches can be compared bit for bit`)
+  .option('--decoder <engine>', 'the embedded decoder: ours, or llama.cpp (node-llama-cpp on an f32 GGUF of the checkpoint)', decoderEngineOption, 'ours')
   .option('--host <host>', 'interface of the embedded front door', EMBEDDED_DEFAULTS.host)
   .option('--port <n>', 'port of the embedded front door, 0 for any free one', integerOption('--port', 0, 65535), EMBEDDED_DEFAULTS.port)
   .action(async (opts: ServeOptions) => {
@@ -89,7 +97,7 @@ export const serveCommand = new Command('serve')
     }
     const running = opts.config !== undefined
       ? await startFrontOnly({ config: opts.config, stateDir, onEvent })
-      : await startEmbeddedStack({ stateDir, preset: opts.preset, seed: opts.seed, blockSize: opts.blockSize, prefillProfile: opts.prefillProfile, host: opts.host, port: opts.port, onEvent })
+      : await startEmbeddedStack({ stateDir, preset: opts.preset, seed: opts.seed, blockSize: opts.blockSize, prefillProfile: opts.prefillProfile, decoderEngine: opts.decoder, host: opts.host, port: opts.port, onEvent })
     // From here on a child that exits (any code, any signal) is started again on its port; only
     // one that keeps dying past the limit, or SIGINT/SIGTERM to serve, stops the stack.
     running.supervisor.restartOnDeath(DEFAULT_RESTART_POLICY)
