@@ -46,7 +46,7 @@ export function decideRoute (input: RouteInput, rules: RoutingRules): Route {
   if (t > rules.maxBridgeTokens) return { bridge: false, reason: `prompt over the envelope guard (${t} tokens > PD_MAX_BRIDGE_TOKENS ${rules.maxBridgeTokens})`, cachedTokens }
   if (usable === 0) return { bridge: false, reason: `no full block to bridge (${t} tokens, block size ${bs})`, cachedTokens }
   const tail = t - cachedTokens
-  if (tail < rules.minTail) return { bridge: false, reason: `warm prompt (${cachedTokens} of ${t} tokens cached; ${tail} uncached < PD_MIN_TAIL ${rules.minTail})`, cachedTokens }
-  if (cachedTokens >= usable * bs) return { bridge: false, reason: `warm prompt (all ${usable} usable blocks cached)`, cachedTokens }
+  if (tail < rules.minTail) return { bridge: false, reason: `warm prompt (${cachedTokens} of ${t} tokens stored; ${tail} not stored < PD_MIN_TAIL ${rules.minTail})`, cachedTokens }
+  if (cachedTokens >= usable * bs) return { bridge: false, reason: `warm prompt (all ${usable} usable blocks stored)`, cachedTokens }
   return { bridge: true, blocks: usable, bridgeTokens: usable * bs, cachedTokens }
 }

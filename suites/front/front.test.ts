@@ -253,7 +253,7 @@ describe('prompts that are not bridged go straight to the decoder', () => {
     const before = captureDirs().length
     const a = await chat(fronts.main, p.messages)
     const t = p.ids.length
-    expect(a.verdict).toBe(`declined: warm prompt (512 of ${t} tokens cached; ${t - 512} uncached < PD_MIN_TAIL 256)`)
+    expect(a.verdict).toBe(`declined: warm prompt (512 of ${t} tokens stored; ${t - 512} not stored < PD_MIN_TAIL 256)`)
     expect(a.cached).toBe(512)
     expect(a.pd).toMatchObject({ route: 'native', stored_tokens_before: 512, bridged_tokens: 0, cached_tokens: 512 })
     expect(a.ids).toEqual(await reference('chat', p.messages))

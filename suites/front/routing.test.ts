@@ -14,12 +14,12 @@ describe('routing rule', () => {
   it('short, over the guard, warm, nothing new, and bridged, in that order', () => {
     expect(decideRoute({ promptTokens: 40, storedBlocks: 0, blockSize: 256 }, rules)).toEqual({ bridge: false, reason: 'short prompt (40 tokens < PD_MIN_TOKENS 512)', cachedTokens: 0 })
     expect(decideRoute({ promptTokens: 9000, storedBlocks: 0, blockSize: 256 }, rules)).toMatchObject({ bridge: false, reason: 'prompt over the envelope guard (9000 tokens > PD_MAX_BRIDGE_TOKENS 8192)' })
-    expect(decideRoute({ promptTokens: 720, storedBlocks: 2, blockSize: 256 }, rules)).toEqual({ bridge: false, reason: 'warm prompt (512 of 720 tokens cached; 208 uncached < PD_MIN_TAIL 256)', cachedTokens: 512 })
+    expect(decideRoute({ promptTokens: 720, storedBlocks: 2, blockSize: 256 }, rules)).toEqual({ bridge: false, reason: 'warm prompt (512 of 720 tokens stored; 208 not stored < PD_MIN_TAIL 256)', cachedTokens: 512 })
     expect(decideRoute({ promptTokens: 720, storedBlocks: 0, blockSize: 256 }, rules)).toEqual({ bridge: true, blocks: 2, bridgeTokens: 512, cachedTokens: 0 })
     // A partly cached prompt with a long uncached tail is bridged to its last usable block.
     expect(decideRoute({ promptTokens: 1100, storedBlocks: 1, blockSize: 256 }, rules)).toEqual({ bridge: true, blocks: 4, bridgeTokens: 1024, cachedTokens: 256 })
     // Stored blocks past the usable ones do not count.
-    expect(decideRoute({ promptTokens: 768, storedBlocks: 3, blockSize: 256 }, { ...rules, minTail: 0 })).toEqual({ bridge: false, reason: 'warm prompt (all 2 usable blocks cached)', cachedTokens: 512 })
+    expect(decideRoute({ promptTokens: 768, storedBlocks: 3, blockSize: 256 }, { ...rules, minTail: 0 })).toEqual({ bridge: false, reason: 'warm prompt (all 2 usable blocks stored)', cachedTokens: 512 })
     expect(decideRoute({ promptTokens: 600, storedBlocks: 0, blockSize: 1024 }, rules)).toMatchObject({ bridge: false, reason: 'no full block to bridge (600 tokens, block size 1024)' })
   })
 
