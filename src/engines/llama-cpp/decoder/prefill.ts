@@ -3,7 +3,6 @@
 // there, then the rest for the last logits.
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { LlamaCppSession } from '../runner.ts'
-import { clearSequence } from './sequence.ts'
 import type { ServedStateStore } from './served-store.ts'
 
 /** What the prefill did. */
@@ -19,7 +18,7 @@ export interface PrefillResult {
 
 /** Empty the sequence and restore the longest usable stored boundary of `tokens`; returns the tokens restored. */
 export async function restore (session: LlamaCppSession, store: ServedStateStore | undefined, tokens: number[]): Promise<number> {
-  await clearSequence(session)
+  await session.clear()
   if (store === undefined) return 0
   const hit = store.store.lookup(tokens)
   if (hit.path === null) return 0
@@ -30,7 +29,7 @@ export async function restore (session: LlamaCppSession, store: ServedStateStore
     await session.loadState(path, (bytes) => { store.store.check(bytes, prefix, path) })
   } catch (e) {
     store.restoreFailed(path, e instanceof Error ? e.message : String(e))
-    await clearSequence(session)
+    await session.clear()
     return 0
   }
   return session.tokenCount === hit.cachedTokens ? hit.cachedTokens : await restoreMismatch(session, store, path, hit.cachedTokens)
@@ -38,7 +37,7 @@ export async function restore (session: LlamaCppSession, store: ServedStateStore
 
 async function restoreMismatch (session: LlamaCppSession, store: ServedStateStore, path: string, expected: number): Promise<number> {
   store.restoreFailed(path, `llama.cpp restored ${session.tokenCount} tokens, the file's key says ${expected}`)
-  await clearSequence(session)
+  await session.clear()
   return 0
 }
 
