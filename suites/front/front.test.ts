@@ -8,13 +8,19 @@
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import OpenAI from 'openai'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { exportWeights } from '../../src/capture/index.ts'
 import type { ChatMessage } from '../../src/model/tokenizer/index.ts'
 import {
   BLOCK, chatPrompt, frontConfig, makeArtifacts, startFaultProxy, startFront, startStack, storeFiles, tempDir, textPrompt, waitFor,
   type Artifacts, type FaultProxy, type Proc, type Stack,
 } from './stack.ts'
+
+// Each test here is a whole request through five processes (some two or three requests and a
+// reference run). A series of ten full runs on 2 cores at nice 15, beside two CI runs, ran 3.5x
+// slower than usual and two of these passed the 60 s default mid-request (results/test-runs/):
+// a hang is still caught, at 5 minutes.
+vi.setConfig({ testTimeout: 300_000 })
 
 type Front = Awaited<ReturnType<typeof startFront>>
 
@@ -465,7 +471,9 @@ describe('concurrency: one bridge at a time, a bounded queue, short requests not
   })
 
   it('queue full (reject): a clear 429 with Retry-After and the verdict', async () => {
-    const first = chatPrompt(art.tokenizer, 120, 700)
+    // Long, so it is still running while the two refusals below are made (they take milliseconds;
+    // a first bridge that ended before them would let the second request through).
+    const first = chatPrompt(art.tokenizer, 120, 2300)
     const pending = chat(fronts.reject, first.messages)
     await waitFor(async () => (await health(fronts.reject)).queue.running === true ? true : undefined, 30_000, 'the bridge running')
     const p = chatPrompt(art.tokenizer, 121, 700)
