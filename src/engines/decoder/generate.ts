@@ -91,9 +91,8 @@ async function prefillWithoutCache (engine: DeepseekV4Engine, tokens: number[], 
   return { cache, logits }
 }
 
-/** Run one request to its end (or to cancellation through `signal`). */
-export async function generate (ctx: GenerationContext, job: GenerationJob, hooks: GenerationHooks, signal: AbortSignal): Promise<GenerationOutcome> {
-  const { engine, tokenizer, config } = ctx.model
+/** A request's outcome before any work (cancelled until it finishes), and `emit`, which appends text and passes it to the hooks. */
+export function startOutcome (job: GenerationJob, hooks: GenerationHooks): { outcome: GenerationOutcome, emit: (text: string) => Promise<void> } {
   const outcome: GenerationOutcome = {
     promptTokens: job.tokens.length, cachedTokens: 0, storedBlocks: 0, reusedBlocks: 0, failedBlocks: 0, completionIds: [], text: '', finishReason: 'cancelled', prefillMs: 0, decodeMs: 0,
   }
@@ -102,6 +101,13 @@ export async function generate (ctx: GenerationContext, job: GenerationJob, hook
     outcome.text += text
     await hooks.onText?.(text)
   }
+  return { outcome, emit }
+}
+
+/** Run one request to its end (or to cancellation through `signal`). */
+export async function generate (ctx: GenerationContext, job: GenerationJob, hooks: GenerationHooks, signal: AbortSignal): Promise<GenerationOutcome> {
+  const { engine, tokenizer, config } = ctx.model
+  const { outcome, emit } = startOutcome(job, hooks)
   if (signal.aborted) return outcome
 
   const t0 = performance.now()

@@ -1,7 +1,7 @@
 // One request on llama.cpp, with the semantics of our decoder's generate (src/engines/decoder/
 // generate.ts): the hooks, greedy argmax with the lowest id on ties, end-of-sentence, stop strings,
 // the incremental detokenizer (ours: prompts and text are our tokenizer's), cancellation per step.
-import { decodeGreedy, type GenerationHooks, type GenerationJob, type GenerationOutcome } from '../../decoder/generate.ts'
+import { decodeGreedy, startOutcome, type GenerationHooks, type GenerationJob, type GenerationOutcome } from '../../decoder/generate.ts'
 import type { ServedModel } from '../../decoder/model.ts'
 import type { LlamaCppSession } from '../runner.ts'
 import { prefillFrom, restore } from './prefill.ts'
@@ -19,14 +19,7 @@ export interface LlamaCppGenerationContext {
 /** Run one request to its end (or to cancellation through `signal`). The sequence is emptied first. */
 export async function generateLlamaCpp (ctx: LlamaCppGenerationContext, job: GenerationJob, hooks: GenerationHooks, signal: AbortSignal): Promise<GenerationOutcome> {
   const { tokenizer, config } = ctx.model
-  const outcome: GenerationOutcome = {
-    promptTokens: job.tokens.length, cachedTokens: 0, storedBlocks: 0, reusedBlocks: 0, failedBlocks: 0, completionIds: [], text: '', finishReason: 'cancelled', prefillMs: 0, decodeMs: 0,
-  }
-  const emit = async (text: string): Promise<void> => {
-    if (text === '') return
-    outcome.text += text
-    await hooks.onText?.(text)
-  }
+  const { outcome, emit } = startOutcome(job, hooks)
   if (signal.aborted) return outcome
 
   const t0 = performance.now()
