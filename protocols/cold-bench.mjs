@@ -43,6 +43,8 @@ ${prefillEngineUsage(25)}  --url URL              a deployment's bridged front d
   --native-url URL       that deployment's decoder alone (with --url)
   --model NAME           the model name to ask a deployment for
   --leg-timeout-s N      per leg (default 1800)
+  --stop-unless-complete stop at the first bridged leg whose verdict is not complete, before its
+                         decoder-alone leg (no record for it): for runs whose alone legs are costly
   --runs DIR             where run records go (default results/runs in this checkout)
   --micro DIR            micro-benchmark records for the report (default micro/ next to --runs)
   --out DIR              where RESULTS.md, report.html and the charts go (default results/ in this
@@ -58,7 +60,7 @@ helpAndExit(USAGE)
 checkArgv('cold-bench', argv, {
   sizes: 'string', repeats: 'string', seed: 'string', 'max-tokens': 'string', url: 'string', 'native-url': 'string',
   runs: 'string', micro: 'string', out: 'string', generate: 'negatable', preset: 'string', 'block-size': 'string',
-  'state-dir': 'string', 'leg-timeout-s': 'string', model: 'string', ...PREFILL_ENGINE_FLAGS,
+  'state-dir': 'string', 'leg-timeout-s': 'string', model: 'string', 'stop-unless-complete': 'boolean', ...PREFILL_ENGINE_FLAGS,
 })
 
 function fail (message) {
@@ -92,6 +94,7 @@ const opts = {
   stateDir: argv['state-dir'] === undefined ? undefined : String(argv['state-dir']),
   legTimeoutMs: int('leg-timeout-s', argv['leg-timeout-s'] ?? 1800, 1) * 1000,
   model: argv.model === undefined ? undefined : String(argv.model),
+  stopUnlessComplete: argv['stop-unless-complete'] === true,
   torchFlags: prefillEngineFlags('cold-bench', argv, argv.url !== undefined),
 }
 // The report is regenerated from --runs alone; into the checkout's results/ only from the
@@ -305,6 +308,9 @@ try {
       const b = await streamLeg('bridged', frontUrl, modelName, prompt.messages)
       const bridged = bridgedLeg(b)
       say(`[${i + 1}/${total}]   bridged: ${bridged.verdict} in ${(bridged.totalMs / 1000).toFixed(2)} s`)
+      if (opts.stopUnlessComplete && !bridged.verdict.startsWith('complete')) {
+        throw new Error(`run ${i + 1}: the bridged leg's verdict is "${bridged.verdict}", not complete (--stop-unless-complete: no decoder-alone leg, no record)`)
+      }
       let native = null
       let n
       if (nativeUrl !== undefined) {

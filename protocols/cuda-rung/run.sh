@@ -17,9 +17,56 @@
 #
 # Records land in the checkout's results/ (runs, needle runs and ledger) and results/torch-hook/;
 # at the end results/ is packed into OUT/results.tar.gz (OUT: --out or $OUT), with a log.
+#
+# Steps longer than one call (a 64K decoder-alone leg runs ~12 minutes; a call ends at 10):
+#   bash protocols/cuda-rung/run.sh --detach setup bench:32768,65536   returns at once
+#   bash protocols/cuda-rung/run.sh --wait 580                         then, call after call
+# --detach copies the tree to $PD_RUNG_DIR (/tmp/pd-rung) and runs the steps there in a session of
+# their own (the next call's fresh copy of the checkout cannot touch its records), with
+# PD_RUNG_BUDGET_S (default 1600 when detached) for all of them; --wait S follows it for up to S
+# seconds and copies its log, results and stack logs into $OUT every 20 s and when it ends, so a
+# call cut short still brings back what exists. The machine must stay warm between the calls.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
+rung_dir=${PD_RUNG_DIR:-/tmp/pd-rung}
+case "${1:-}" in
+  --detach)
+    shift
+    if [ -f "$rung_dir/out/pid" ] && kill -0 "$(cat "$rung_dir/out/pid")" 2>/dev/null; then
+      echo "run.sh --detach: a detached run is still going (pid $(cat "$rung_dir/out/pid")); follow it with --wait" >&2; exit 2
+    fi
+    rm -rf "$rung_dir"; mkdir -p "$rung_dir/out"
+    cp -a "$repo" "$rung_dir/tree"
+    PD_RUNG_BUDGET_S=${PD_RUNG_BUDGET_S:-1600} setsid nohup bash "$rung_dir/tree/protocols/cuda-rung/run.sh" --out "$rung_dir/out" "$@" \
+      > "$rung_dir/out/rung.log" 2>&1 < /dev/null &
+    echo $! > "$rung_dir/out/pid"
+    echo "detached: pid $(cat "$rung_dir/out/pid"), steps $*, log $rung_dir/out/rung.log"
+    exit 0 ;;
+  --wait)
+    seconds=${2:?run.sh --wait needs a number of seconds}
+    dest=${OUT:?run.sh --wait copies into \$OUT}
+    [ -f "$rung_dir/out/pid" ] || { echo "run.sh --wait: no detached run in $rung_dir" >&2; exit 2; }
+    pid=$(cat "$rung_dir/out/pid")
+    sync_out() {
+      cp "$rung_dir/out/rung.log" "$dest/" 2>/dev/null
+      if [ -f "$rung_dir/out/results.tar.gz" ]; then cp "$rung_dir/out/results.tar.gz" "$dest/"
+      else tar -C "$rung_dir/tree" -czf "$dest/results.tar.gz" results 2>/dev/null; fi
+      mkdir -p "$dest/logs"
+      find "$rung_dir/tree/.device-state" -path '*/logs/*.log' 2>/dev/null | while read -r f; do
+        tail -n 4000 "$f" > "$dest/logs/$(echo "${f#"$rung_dir"/tree/.device-state/}" | tr / _)"
+      done
+    }
+    kill -0 "$pid" 2>/dev/null || echo "run.sh --wait: the detached run (pid $pid) is not running; its last lines:"
+    end=$(( $(date +%s) + seconds ))
+    while kill -0 "$pid" 2>/dev/null && [ "$(date +%s)" -lt "$end" ]; do
+      sync_out; sleep 20
+    done
+    sleep 1; sync_out
+    kill -0 "$pid" 2>/dev/null && echo "run.sh --wait: still running after ${seconds}s (pid $pid)" || echo "run.sh --wait: the detached run has ended"
+    tail -n 40 "$rung_dir/out/rung.log"
+    exit 0 ;;
+esac
 out=${OUT:-$repo/.device-state/out}
 steps=()
 while [ $# -gt 0 ]; do
@@ -90,7 +137,7 @@ for step in "${steps[@]}"; do
       ;;
     bench)
       timeout "$limit" node protocols/cold-bench.mjs --preset "$preset" --prefill-engine torch --torch-python "$python" --torch-device "$device" \
-        --sizes "$arg" --repeats 1 --max-tokens 32 --no-generate --state-dir "$state" 2>&1 | grep -v '^{"progress'
+        --sizes "$arg" --repeats 1 --max-tokens 32 --no-generate --stop-unless-complete --state-dir "$state" 2>&1 | grep -v '^{"progress'
       ;;
     *) log "unknown step $step"; exit 2 ;;
   esac

@@ -47,4 +47,21 @@ describe('the cold-bench protocol, smoke run on the embedded stack', () => {
       await rm(dir, { recursive: true, force: true })
     }
   }, 300_000)
+
+  // A short prompt is routed native ("native (...)", never complete): with --stop-unless-complete
+  // the run stops after its bridged leg, with no decoder-alone leg and no record.
+  it('--stop-unless-complete stops at a bridged leg that is not complete, writing no record', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'pd-cold-bench-stop-'))
+    try {
+      const runs = join(dir, 'runs')
+      const r = await execa('node', ['protocols/cold-bench.mjs', '--sizes', '200', '--repeats', '1', '--seed', '7', '--stop-unless-complete', '--state-dir', join(dir, 'state'), '--runs', runs, '--no-generate'], { cwd: ROOT, reject: false, timeout: 240_000, all: true })
+      expect(r.exitCode, r.all).toBe(1)
+      expect(r.all).toMatch(/the bridged leg's verdict is "[^"]+", not complete/)
+      expect(r.all).not.toMatch(/\[1\/1\]   decoder-alone leg/)
+      expect(await readRunRecords(runs)).toEqual([])
+    }
+    finally {
+      await rm(dir, { recursive: true, force: true })
+    }
+  }, 300_000)
 })
