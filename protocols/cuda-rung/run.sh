@@ -30,6 +30,13 @@ set -uo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
 rung_dir=${PD_RUNG_DIR:-/tmp/pd-rung}
+# The stack's own logs under STATE_DIR (last 4,000 lines each) into DEST/logs: why a leg was slow or declined.
+copy_stack_logs() {
+  mkdir -p "$2/logs"
+  find "$1" -path '*/logs/*.log' 2>/dev/null | while read -r f; do
+    tail -n 4000 "$f" > "$2/logs/$(echo "${f#"$1"/}" | tr / _)"
+  done
+}
 case "${1:-}" in
   --detach)
     shift
@@ -52,10 +59,7 @@ case "${1:-}" in
       cp "$rung_dir/out/rung.log" "$dest/" 2>/dev/null
       if [ -f "$rung_dir/out/results.tar.gz" ]; then cp "$rung_dir/out/results.tar.gz" "$dest/"
       else tar -C "$rung_dir/tree" -czf "$dest/results.tar.gz" results 2>/dev/null; fi
-      mkdir -p "$dest/logs"
-      find "$rung_dir/tree/.device-state" -path '*/logs/*.log' 2>/dev/null | while read -r f; do
-        tail -n 4000 "$f" > "$dest/logs/$(echo "${f#"$rung_dir"/tree/.device-state/}" | tr / _)"
-      done
+      copy_stack_logs "$rung_dir/tree/.device-state" "$dest"
     }
     kill -0 "$pid" 2>/dev/null || echo "run.sh --wait: the detached run (pid $pid) is not running; its last lines:"
     end=$(( $(date +%s) + seconds ))
@@ -96,11 +100,7 @@ pack() {
   reap
   tar -czf "$out/results.tar.gz" results 2>/dev/null
   log "packed results/ into $out/results.tar.gz"
-  # The stack's own logs (last 4,000 lines each): why a leg was slow or declined, for the next session.
-  mkdir -p "$out/logs"
-  find .device-state -path '*/logs/*.log' 2>/dev/null | while read -r f; do
-    tail -n 4000 "$f" > "$out/logs/$(echo "${f#.device-state/}" | tr / _)"
-  done
+  copy_stack_logs .device-state "$out"
 }
 trap pack EXIT
 reap
