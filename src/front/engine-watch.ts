@@ -5,7 +5,8 @@
 // Busy is not dead: a poll that gets no answer in time (a long chunk holds the engine's event
 // loop) is not a failed poll; only refusals are. What catches a wedged or stopped engine is the
 // progress deadline: its status of the request (state, tokens prefilled, queue position, and the
-// engine's own token count while the request waits) not changing for stallMs.
+// engine's own token count while the request waits, and the capture hook's rows where the engine
+// reports them: a chunk of a long prompt can outlast the deadline, a layer does not) not changing for stallMs.
 import { callJson, isNoAnswer, joinUrl, LinkError } from './http.ts'
 
 /** The engine's last answer about the request. */
@@ -18,6 +19,8 @@ export interface EngineStatus {
   queuePosition?: number
   /** Tokens the engine has run for every request since it started (it moves while this one waits). */
   engineTokens?: number
+  /** Attention-input rows the capture hook was fed, summed over layers (moves within a chunk; optional). */
+  hookRows?: number
   timings?: Record<string, number>
   error?: string
 }
@@ -37,6 +40,8 @@ export interface EngineWatchOptions {
   onFailure: (reason: string) => void
   /** Extra headers of every poll (the API key's Authorization). */
   headers?: Record<string, string>
+  /** The clock of the progress deadline, in ms (performance.now unless a test drives it). */
+  now?: () => number
 }
 
 function isRecord (v: unknown): v is Record<string, unknown> {
@@ -50,7 +55,8 @@ export class EngineWatch {
   private misses = 0
   private lastProblem = ''
   private progressKey = ''
-  private progressAt = performance.now()
+  private readonly now: () => number
+  private progressAt: number
   private resolveSealed!: (s: EngineStatus) => void
   /** The last status the engine gave. */
   last: EngineStatus | undefined
@@ -59,6 +65,8 @@ export class EngineWatch {
 
   constructor (private readonly o: EngineWatchOptions) {
     this.sealed = new Promise((resolve) => { this.resolveSealed = resolve })
+    this.now = o.now ?? (() => performance.now())
+    this.progressAt = this.now()
   }
 
   /** Start polling. */
@@ -85,10 +93,10 @@ export class EngineWatch {
 
   /** Fail when nothing moved for stallMs; true when it did. */
   private stalled (): boolean {
-    const still = performance.now() - this.progressAt
+    const still = this.now() - this.progressAt
     if (still < this.o.stallMs) return false
     const last = this.last
-    const seen = last === undefined ? 'no status seen' : `last status: ${last.state}${last.prefilled !== undefined ? `, ${last.prefilled} tokens prefilled` : ''}${last.queuePosition !== undefined ? `, queue position ${last.queuePosition}` : ''}`
+    const seen = last === undefined ? 'no status seen' : `last status: ${last.state}${last.prefilled !== undefined ? `, ${last.prefilled} tokens prefilled` : ''}${last.hookRows !== undefined ? `, ${last.hookRows} hook rows` : ''}${last.queuePosition !== undefined ? `, queue position ${last.queuePosition}` : ''}`
     const polls = this.lastProblem === '' ? '' : `; last poll: ${this.lastProblem}`
     this.fail(`capture stalled: the prefill engine's status of the request did not change for ${this.o.stallMs} ms (${seen}${polls})`)
     return true
@@ -137,14 +145,15 @@ export class EngineWatch {
       prefilled: num(b.prefilled_tokens),
       queuePosition: num(b.queue_position),
       engineTokens: num(b.engine_prefilled_tokens),
+      hookRows: num(b.hook_rows),
       timings: isRecord(b.timings) ? b.timings as Record<string, number> : undefined,
       error: typeof b.error === 'string' ? b.error : undefined,
     }
     this.last = status
-    const key = JSON.stringify([status.state, status.sealedLength, status.prefilled, status.queuePosition, status.engineTokens])
+    const key = JSON.stringify([status.state, status.sealedLength, status.prefilled, status.queuePosition, status.engineTokens, status.hookRows])
     if (key !== this.progressKey) {
       this.progressKey = key
-      this.progressAt = performance.now()
+      this.progressAt = this.now()
     }
     if (status.state === 'failed') {
       this.fail(`prefill engine failed the request: ${status.error ?? 'no reason given'}`)

@@ -47,6 +47,8 @@ class CaptureSession:
         self.closed = False
         self.hook_s = 0.0
         self.write_s = 0.0
+        # Rows fed, summed over layers (ignored ones included): the engine's progress within a chunk.
+        self.rows_seen = 0
         self._manifest = m
 
     @staticmethod
@@ -93,6 +95,7 @@ class CaptureSession:
             raise CaptureError(f'capture {self.request_id}: the session is already sealed; no more attention inputs')
         if self.error is not None:
             raise CaptureError(f'capture {self.request_id}: the session already failed ({self.error})')
+        self.rows_seen += int(rows.shape[0]) if rows.dim() >= 1 else 0
         try:
             t0 = time.perf_counter()
             wrote = self._take(layer, start, rows)

@@ -81,6 +81,8 @@ class Engine:
 def _status(job: Job, engine: Engine) -> dict:
     out = {'request_id': job.id, 'state': job.state, 'token_count': len(job.tokens), 'tokens_sha256': job.tokens_sha256, 'sealed_length': job.sealed_length,
            'prefilled_tokens': job.prefilled, 'timings': job.timings}
+    # A chunk of a long prompt can outlast the front's progress deadline; the hook's row count moves per layer.
+    out['hook_rows'] = job.session.rows_seen if job.session is not None else job.hook_rows
     if job.state == 'queued':
         out['queue_position'] = list(engine.queue).index(job) + (1 if engine.running else 0)
     if job.error:

@@ -16,6 +16,8 @@ class Job:
         self.state = 'queued'
         self.error = None
         self.prefilled = 0
+        self.session = None  # only while running: its rows_seen moves once per layer inside a chunk
+        self.hook_rows = 0
         self.sealed_length = 0
         self.submitted = time.perf_counter()
         self.timings = {}
@@ -29,6 +31,7 @@ async def run_job(job: Job, model, sidecar, root: str, max_chunk: int, device, s
     try:
         session = CaptureSession.start(sidecar, root, job.id, len(job.tokens), tokens=job.tokens,
                                        memory_budget_bytes=job.budget, device=device)
+        job.session = session
         ids = torch.tensor([job.tokens], device=device)
         hooks = attach(model, session)
         cache = None
@@ -57,6 +60,8 @@ async def run_job(job: Job, model, sidecar, root: str, max_chunk: int, device, s
         if session is not None:
             session.fail(e)
     finally:
+        if session is not None:
+            job.hook_rows, job.session = session.rows_seen, None  # a finished job keeps the count, not the session
         job.timings['total'] = (time.perf_counter() - job.submitted) * 1000
         if device != 'cpu' and torch.cuda.is_available():
             torch.cuda.empty_cache()
