@@ -7,6 +7,8 @@
 #   bash protocols/cuda-rung/run.sh setup hook:16384 needle:2048,8192,16384 bench:4096,16384 [--out DIR]
 #
 #   setup            unpack Node, node_modules and the addon from .device-carry/
+#   assets           make the preset's checkpoint and sidecar under .device-state/ (ignored, so a later
+#                    call on the same warm machine finds them: ~150 s saved per call at flash-attn)
 #   hook:T           GPU hook vs TypeScript hook on the attention inputs of a T-token transformers forward
 #   needle:L,L,...   the needle protocol through the GPU bridge (preset needle), depths 0, 0.5, 1
 #   bench:S,S,...    cold-bench, bridged vs decoder alone, one fresh seed per size (preset flash-attn)
@@ -25,7 +27,9 @@
 # their own (the next call's fresh copy of the checkout cannot touch its records), with
 # PD_RUNG_BUDGET_S (default 1600 when detached) for all of them; --wait S follows it for up to S
 # seconds and copies its log, results and stack logs into $OUT every 20 s and when it ends, so a
-# call cut short still brings back what exists. The machine must stay warm between the calls.
+# call cut short still brings back what exists. The machine must stay warm between the calls, and
+# the lender must let processes outlive a call: the H200 lender here does not (2026-12-02: the
+# detached run was terminated when the call that started it ended), so there a leg must fit one call.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
@@ -119,6 +123,10 @@ for step in "${steps[@]}"; do
       mkdir -p native/build/Release && cp .device-carry/pdb_kernels.node native/build/Release/
       log "node $(/tmp/pd-node/bin/node --version); $(nproc) cores; $(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null)"
       "$python" -c 'import torch, transformers, aiohttp; print("torch", torch.__version__, "transformers", transformers.__version__, "aiohttp", aiohttp.__version__)'
+      ;;
+    assets)
+      a=$(timeout "$limit" node node_modules/tsx/dist/cli.mjs protocols/cuda-rung/assets.ts --state-dir "$state" --preset "$preset") || { log "assets failed"; continue; }
+      log "assets $a"
       ;;
     hook)
       a=$(timeout "$limit" node node_modules/tsx/dist/cli.mjs protocols/cuda-rung/assets.ts --state-dir "$state" --preset "$preset") || { log "assets failed"; continue; }

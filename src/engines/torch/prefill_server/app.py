@@ -16,6 +16,7 @@ from aiohttp import web
 from pd_torch_hook import manifest as mf
 
 from .api_error import ApiError, bad_request
+from .body import read_body
 from .request import parse
 from .runner import Job, run_job
 
@@ -124,9 +125,7 @@ def make_app(engine: Engine, api_key=None) -> web.Application:
             raise ApiError(415, 'unsupported_media_type_error', f'Content-Type {ctype} is not application/json')
         if request.content_length is not None and request.content_length > opts.max_body_bytes:
             raise ApiError(413, 'request_too_large_error', f'the body is {request.content_length} bytes, over {opts.max_body_bytes}')
-        raw = await request.content.read(opts.max_body_bytes + 1)
-        if len(raw) > opts.max_body_bytes:
-            raise ApiError(413, 'request_too_large_error', f'the body is over {opts.max_body_bytes} bytes')
+        raw = await read_body(request.content, opts.max_body_bytes)
         try:
             body = json.loads(raw)
         except ValueError as e:
