@@ -7,8 +7,11 @@
 #   bash protocols/cuda-rung/run.sh setup hook:16384 needle:2048,8192,16384 bench:4096,16384 [--out DIR]
 #
 #   setup            unpack Node, node_modules and the addon from .device-carry/
-#   assets           make the preset's checkpoint and sidecar under .device-state/ (ignored, so a later
-#                    call on the same warm machine finds them: ~150 s saved per call at flash-attn)
+#   assets           make the preset's checkpoint and sidecar in the stack's state directory,
+#                    $PD_RUNG_STATE (default /tmp/pd-rung-state/stack): outside the checkout, which
+#                    each call replaces (its ignored .device-state/ did not survive to the next call
+#                    on the H200 lender; /tmp did), so a later call on the same warm machine finds
+#                    them: ~150 s saved per call at flash-attn
 #   hook:T           GPU hook vs TypeScript hook on the attention inputs of a T-token transformers forward
 #   needle:L,L,...   the needle protocol through the GPU bridge (preset needle), depths 0, 0.5, 1
 #   bench:S,S,...    cold-bench, bridged vs decoder alone, one fresh seed per size (preset flash-attn)
@@ -63,7 +66,7 @@ case "${1:-}" in
       cp "$rung_dir/out/rung.log" "$dest/" 2>/dev/null
       if [ -f "$rung_dir/out/results.tar.gz" ]; then cp "$rung_dir/out/results.tar.gz" "$dest/"
       else tar -C "$rung_dir/tree" -czf "$dest/results.tar.gz" results 2>/dev/null; fi
-      copy_stack_logs "$rung_dir/tree/.device-state" "$dest"
+      copy_stack_logs "$(dirname "${PD_RUNG_STATE:-/tmp/pd-rung-state/stack}")" "$dest"
     }
     kill -0 "$pid" 2>/dev/null || echo "run.sh --wait: the detached run (pid $pid) is not running; its last lines:"
     end=$(( $(date +%s) + seconds ))
@@ -81,7 +84,7 @@ while [ $# -gt 0 ]; do
   case "$1" in --out) out=$2; shift 2 ;; *) steps+=("$1"); shift ;; esac
 done
 mkdir -p "$out" .device-state
-state=$repo/.device-state/stack
+state=${PD_RUNG_STATE:-/tmp/pd-rung-state/stack}
 python=${PD_TORCH_PYTHON:-python3}
 device=${PD_TORCH_DEVICE:-cuda}
 preset=${PD_RUNG_PRESET:-flash-attn}
@@ -104,7 +107,7 @@ pack() {
   reap
   tar -czf "$out/results.tar.gz" results 2>/dev/null
   log "packed results/ into $out/results.tar.gz"
-  copy_stack_logs .device-state "$out"
+  copy_stack_logs "$(dirname "$state")" "$out"
 }
 trap pack EXIT
 reap
