@@ -8,7 +8,7 @@ import { writeFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { buildTokenizerFiles, renderChat, Tokenizer } from '../src/model/tokenizer/index.ts'
 import { presetConfig } from '../src/model/checkpoint/presets.ts'
-import { NEEDLE_KEYS, NEEDLE_VALUES, needleVocabulary } from '../src/needle/words.ts'
+import { NEEDLE_KEYS, NEEDLE_VALUES, needleVocabulary } from '../src/model/checkpoint/needle/words.ts'
 
 /** One needle: key k holds value v, placed at fraction `depth` of the filler. */
 export interface CaseNeedle { key: number, value: number, depth: number }

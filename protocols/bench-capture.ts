@@ -27,7 +27,6 @@ import { prepareBench, type BenchSetup } from '../src/results/bench-setup.ts'
 import { MICRO_RECORD_SCHEMA, microRunId, writeMicroRecord, type HookRow, type MicroRecord } from '../src/results/micro-record.ts'
 import { bestCopyGbps, bestOfPeaks, gflopsPeakFor, measureMachinePeaks, nativeInfo } from '../src/results/peaks.ts'
 import { median } from '../src/results/summary.ts'
-import { formatBytes } from '../src/results/tables.ts'
 
 helpAndExit(`Usage: npx tsx protocols/bench-capture.ts [options]
 

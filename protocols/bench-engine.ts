@@ -118,11 +118,15 @@ function emptyTally (): Tally {
   return { matmul: zero(), attention: zero(), indexer: zero(), other: zero() }
 }
 
+// The addon's raw signatures differ per kernel; the meter forwards whatever each one takes.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type RawArgs = any[]
+
 interface KernelSpec {
   cls: KernelClass
-  flops: (...a: any[]) => number
+  flops: (...a: RawArgs) => number
   /** Weight bytes read (matmul only): decode is bound by these, not by FLOPs. */
-  bytes?: (...a: any[]) => number
+  bytes?: (...a: RawArgs) => number
 }
 
 /** FLOPs of one call, from its arguments (the addon's raw signatures, src/kernels/native.ts). */
@@ -147,14 +151,14 @@ const OTHER_KERNELS = ['rmsNorm', 'fmathArray', 'softmaxPool', 'ropeRows', 'roun
 /** Times and counts every native kernel call while installed. */
 class KernelMeter {
   tally = emptyTally()
-  private originals = new Map<string, (...a: any[]) => unknown>()
+  private originals = new Map<string, (...a: RawArgs) => unknown>()
 
   install (): void {
-    const addon = loadNativeKernels() as unknown as Record<string, (...a: any[]) => unknown>
+    const addon = loadNativeKernels() as unknown as Record<string, (...a: RawArgs) => unknown>
     const wrap = (name: string, cls: KernelClass, spec?: KernelSpec) => {
       const fn = addon[name]
       this.originals.set(name, fn)
-      addon[name] = (...args: any[]) => {
+      addon[name] = (...args: RawArgs) => {
         const t0 = performance.now()
         const r = fn.apply(addon, args)
         const t = this.tally[cls]

@@ -104,7 +104,7 @@ if ((opts.url === undefined) !== (opts.nativeUrl === undefined) && opts.url === 
 
 // The stack and the generator are TypeScript; tsx lets this protocol import them as they are.
 register()
-const { startEmbeddedStack, startNativeLeg, EMBEDDED_DEFAULTS, EMBEDDED_PREFILL_PROFILE } = await import('../src/stack/embedded.ts')
+const { startEmbeddedStack, startNativeLeg, EMBEDDED_DEFAULTS } = await import('../src/stack/embedded.ts')
 const { buildDemoPrompt } = await import('../src/stack/demo/prompt.ts')
 const { promptBlockKeys, presentKeys } = await import('../src/stack/demo/blocks.ts')
 const { loadTokenizer } = await import('../src/model/tokenizer/index.ts')
@@ -168,7 +168,7 @@ async function streamLeg (name, baseUrl, model, messages) {
     res = await fetch(`${baseUrl}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...authHeaders(apiKeyFromEnv()) }, body: JSON.stringify(body), signal: AbortSignal.timeout(opts.legTimeoutMs) })
   }
   catch (err) {
-    throw new Error(`${name} leg: ${baseUrl} did not answer: ${err.message}`)
+    throw new Error(`${name} leg: ${baseUrl} did not answer: ${err.message}`, { cause: err })
   }
   if (res.status !== 200) throw new Error(`${name} leg: ${baseUrl} answered HTTP ${res.status}: ${(await res.text()).slice(0, 300)}`)
   let ttftMs = null
@@ -275,7 +275,8 @@ try {
     tokenizer = await loadTokenizer(stack.checkpoint.dir)
     // The micro benchmarks derive the model name from preset and seed; it must be the stack's.
     if (modelName !== embeddedModelName(opts.preset, EMBEDDED_DEFAULTS.seed)) throw new Error(`the stack serves ${modelName}, but src/results/environment.ts names it ${embeddedModelName(opts.preset, EMBEDDED_DEFAULTS.seed)}; fix embeddedModelName`)
-    env = embeddedEnvironment({ preset: opts.preset, seed: EMBEDDED_DEFAULTS.seed, blockSize: opts.blockSize, prefillProfile: stack.prefillLabel, sidecarFingerprint: stack.sidecar.fingerprint }, undefined, stack.prefillGpu)
+    env = embeddedEnvironment({ preset: opts.preset, seed: EMBEDDED_DEFAULTS.seed, blockSize: opts.blockSize, prefillProfile: stack.prefillLabel,
+      sidecarFingerprint: stack.sidecar.fingerprint }, undefined, stack.prefillGpu)
   }
 
   // Warm both legs on a prompt of their own, so engines, kernels and connections are hot.

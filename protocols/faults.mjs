@@ -196,15 +196,6 @@ async function pidOf (name) {
   return rec.processes.find((p) => p.name === name)?.pid
 }
 
-function alive (pid) {
-  try {
-    process.kill(pid, 0)
-    return true
-  }
-  catch {
-    return false
-  }
-}
 
 // ---------------------------------------------------------------------------------------------
 // Requests: the official openai client, greedy, token ids returned.
@@ -776,7 +767,8 @@ async function fault (name) {
     corrupt_blocks_served: r.corruptServed ?? 0,
     recovery_ms: rec.recoveryMs,
     answer_ms: r.answer_ms,
-    details: { ...r.details, store_blocks: store.blocks, store_temp_files: store.temps, quarantined_files: store.quarantined.length, recovery_attempts: rec.attempts, recovery_answer_equals_native: rec.equal, recovery_last: rec.last },
+    details: { ...r.details, store_blocks: store.blocks, store_temp_files: store.temps, quarantined_files: store.quarantined.length, recovery_attempts: rec.attempts,
+      recovery_answer_equals_native: rec.equal, recovery_last: rec.last },
   }
   out.correct = faultCorrect(out) && (r.extraCorrect ?? true)
   say(`${name}: ${out.correct ? 'correct' : 'NOT CORRECT'}`)

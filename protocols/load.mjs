@@ -322,7 +322,7 @@ let stack
 let record
 const pids = new Map([['protocol', process.pid]])
 const samples = []
-let wallMs = 0
+let wallMs
 
 const stopAll = async () => { await stack?.stop().catch(() => {}) }
 process.once('SIGINT', () => { void stopAll().finally(() => process.exit(130)) })

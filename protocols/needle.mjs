@@ -78,7 +78,7 @@ const {
   answerBudget, buildNeedleDocument, discoverGeometry, freshInvocationSeed, needleGrid, needleMarkdown, runNeedle, writeNeedleRecord,
   DEFAULT_ANSWER_BUDGET, DEFAULT_CHARS_PER_TOKEN, DEFAULT_DEPTHS, DEFAULT_LENGTHS, DEFAULT_MIN_DISTANCE,
 } = await import('../src/needle/index.ts')
-const { SeedLedger } = await import('../src/gate/seed-ledger.ts')
+const { SeedLedger } = await import('../src/needle/seed-ledger.ts')
 const { embeddedEnvironment, remoteEnvironment } = await import('../src/results/environment.ts')
 const { loadTokenizer } = await import('../src/model/tokenizer/index.ts')
 const { isPresetName, presetConfig, PRESET_NAMES } = await import('../src/model/checkpoint/index.ts')

@@ -30,6 +30,14 @@ export class CheckpointError extends PdBridgeError {
 }
 
 /** A value that a number format cannot hold, or a packed buffer of the wrong size. */
+/** A block, block directory or payload that breaks the block store's rules (every message names the block or file, then the problem). */
+export class BlockStoreError extends PdBridgeError {
+  override name = 'BlockStoreError'
+  constructor (readonly block: string, readonly problem: string) {
+    super(`${block}: ${problem}`)
+  }
+}
+
 export class NumericsError extends PdBridgeError {
   override name = 'NumericsError'
 }

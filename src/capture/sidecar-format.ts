@@ -1,11 +1,11 @@
 // The sidecar's JSON: what the capture hook knows about the decoder, and nothing more. A sidecar
 // directory holds `sidecar.json` (this) and `weights.safetensors` (the decoder's kv-path weights as
 // it holds them after its own quantisation). The geometry fingerprint is the block store's
-// (src/decode/store/geometry.ts), with the exported weights' digest folded into its profile field.
+// (src/wire/geometry.ts), with the exported weights' digest folded into its profile field.
 import { z } from 'zod'
 import { ConfigError } from '../errors.ts'
-import { geometryFingerprint } from '../decode/store/geometry.ts'
-import type { JsonValue } from '../decode/store/python-json.ts'
+import { geometryFingerprint } from '../wire/geometry.ts'
+import type { JsonValue } from '../wire/python-json.ts'
 import { LAYER_TYPES, type LayerType, type RopeParams } from '../model/config.ts'
 import { WEIGHT_FORMATS, WEIGHT_GROUPS, type NumericsProfile, type WeightFormat, type WeightGroup } from '../model/profiles/types.ts'
 

@@ -305,7 +305,8 @@ export async function startFrontDoor (options: FrontDoorOptions): Promise<FrontD
         share: view(links.share),
         store: setup === undefined
           ? { ok: false, dir: config.decoder.cacheDir ?? null }
-          : { ok: true, dir: config.decoder.cacheDir, model_name: setup.modelName, block_size: setup.blockSize, geometry_fingerprint: setup.target.geometryFingerprint, engine: setup.target.kind, blocks: setup.target.size(), bytes: setup.target.totalBytes() },
+          : { ok: true, dir: config.decoder.cacheDir, model_name: setup.modelName, block_size: setup.blockSize, geometry_fingerprint: setup.target.geometryFingerprint,
+            engine: setup.target.kind, blocks: setup.target.size(), bytes: setup.target.totalBytes() },
         sidecar: setup === undefined
           ? { ok: false, dir: config.sidecar ?? null }
           : { ok: true, dir: setup.sidecar.dir, fingerprint: setup.sidecar.fingerprint, block_size: setup.sidecar.json.blockSize, profile: setup.sidecar.json.profile.name },

@@ -31,7 +31,6 @@ export const MAX_HEADER_CHARS = 400
  * message with a newline must not break the response), at most MAX_HEADER_CHARS.
  */
 export function verdictHeader (v: Verdict): string {
-  // eslint-disable-next-line no-control-regex
   const clean = verdictText(v).replace(/[^\x20-\x7e]/g, '?')
   return clean.length <= MAX_HEADER_CHARS ? clean : clean.slice(0, MAX_HEADER_CHARS - 3) + '...'
 }

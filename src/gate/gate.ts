@@ -12,15 +12,16 @@ import { parseTokenText } from '../decode/prefix-cache/index.ts'
 import type { LayerType } from '../model/config.ts'
 import type { NumericsProfile } from '../model/profiles/index.ts'
 import { bridgeVsNative, type NativeCheckResult } from './native-check.ts'
-import { checkNeedleLaw, needleAnswerBudget, needleGeometry, type NeedleGeometry, type NeedleJudgement, type NeedleLawSetup } from './needle-check.ts'
+import { checkNeedleLaw, needleAnswerBudget, needleGeometry, type NeedleGeometry, type NeedleLawSetup } from './needle-check.ts'
 import { fmt, type Finding } from './finding.ts'
 import { readFrontConfigForGate, mergeFrontConfig } from './front-config.ts'
 import { loadLaunchParams, type LaunchParams } from './launch.ts'
 import { checkLimits } from './limits.ts'
 import { launchPlace, readConfigPlace, readSidecarPlace, type ConfigPlace, type Place, type PlaceName, type SidecarPlace } from './places.ts'
 import { renderReport } from './report.ts'
+import { showValue, type GateReport } from './gate-report.ts'
 import { checkRopeTables, DEFAULT_ANGLE_THRESHOLD, type LayerTypeVerdict, type Outlier } from './rope-check.ts'
-import { SeedLedger } from './seed-ledger.ts'
+import { SeedLedger } from '../needle/seed-ledger.ts'
 import { checkSidecarClaims } from './sidecar-check.ts'
 import { checkStore, type StoreSurvey } from './store-check.ts'
 import { checkStructure } from './structure-check.ts'
@@ -50,7 +51,7 @@ export interface GateOptions {
   modelName?: string
   /** Quarantine blocks of other geometries (rename into <store>/_quarantine/, never delete). */
   fix?: boolean
-  /** A seed ledger file (src/gate/seed-ledger.ts). */
+  /** A seed ledger file (src/needle/seed-ledger.ts). */
   ledger?: string
   /** Token files (JSON array or whitespace/comma separated ids) to check against the ledger. */
   documents?: string[]
@@ -76,27 +77,6 @@ export interface GateOptions {
   angleThreshold?: number
   /** Where report.md, report.json and the SVG plots go; none are written when absent. */
   reportDir?: string
-}
-
-/** Everything the gate found. */
-export interface GateReport {
-  places: Partial<Record<PlaceName, Place>>
-  rope: LayerTypeVerdict[]
-  findings: Finding[]
-  native?: NativeCheckResult
-  store?: StoreSurvey
-  /** The needle runs judged (records and the live run). */
-  needle: NeedleJudgement[]
-  /** The geometry needle runs and ledger entries must carry (when the gate could compute it). */
-  needleGeometry?: NeedleGeometry
-  /** Plot file per outlier, keyed `${layerType}/${place}` (only with reportDir). */
-  plots: Map<string, string>
-  /** Files written (report.md, report.json, plots). */
-  written: string[]
-  /** report.md, when a report directory was given. */
-  reportFile?: string
-  threshold: number
-  verdict: { pass: boolean, failures: number, warnings: number, skipped: number, line: string }
 }
 
 function problemFinding (check: string, e: unknown, fallbackFile?: string): Finding {
@@ -161,11 +141,6 @@ function ropeFindings (rope: LayerTypeVerdict[], threshold: number): Finding[] {
     out.push({ check: 'rope', rule: hits.map((h) => h.layerType).join(','), status: 'fail', file, field, message: `${text}: ${where}${crossing}` })
   }
   return out
-}
-
-/** A rope value as reports show it: token counts with separators. */
-export function showValue (v: number | string | null): string {
-  return typeof v === 'number' ? fmt(v) : String(v)
 }
 
 async function readDocument (file: string): Promise<number[]> {
@@ -349,7 +324,8 @@ export async function runGate (given: GateOptions): Promise<GateReport> {
   const line = pass
     ? `gate: PASS (${findings.filter((f) => f.status === 'pass').length} checks passed, ${warnings} warning(s), ${skipped} skipped)`
     : `gate: FAIL (${failures.length} failure(s); first: ${firstWhere})`
-  const report: GateReport = { places, rope, findings, native, store, needle: needle.runs, needleGeometry: ledgerGeometry, plots: new Map(), written: [...needle.written], threshold, verdict: { pass, failures: failures.length, warnings, skipped, line } }
+  const report: GateReport = { places, rope, findings, native, store, needle: needle.runs, needleGeometry: ledgerGeometry, plots: new Map(), written: [...needle.written],
+    threshold, verdict: { pass, failures: failures.length, warnings, skipped, line } }
 
   if (opts.reportDir !== undefined) {
     const dir = resolve(opts.reportDir)

@@ -1,7 +1,8 @@
 // The window-change gate (docs/window-gate.md): the four places the window lives in, their
 // effective rope tables compared bit for bit, stale limits, cache geometry, reused seeds, and the
 // hook against the decoder above the native window, and the needle law.
-export { runGate, defaultNativeTokens, type GateOptions, type GateReport } from './gate.ts'
+export { runGate, defaultNativeTokens, type GateOptions } from './gate.ts'
+export type { GateReport } from './gate-report.ts'
 export { renderReport, angleTable } from './report.ts'
 export type { Finding, FindingStatus } from './finding.ts'
 export { parseEnvFile, type EnvEntry } from './env-file.ts'
@@ -18,11 +19,12 @@ export { checkSidecarClaims } from './sidecar-check.ts'
 export { captureBytes, checkLimits, longestBridgedPrompt, type LimitContext } from './limits.ts'
 export { blockDataBytes, blockHeaderAllowance, windowStoreBytes, HEADER_ALLOWANCE, type BlockGeometry } from './block-bytes.ts'
 export { checkStore, surveyStore, type StoreCheckOptions, type StoreSurvey } from './store-check.ts'
-export { SeedLedger, SEED_LEDGER_FORMAT, documentBlockHashes, type LedgerEntry, type SeedReuse } from './seed-ledger.ts'
+export { SeedLedger, SEED_LEDGER_FORMAT, documentBlockHashes, type LedgerEntry, type SeedReuse } from '../needle/seed-ledger.ts'
 export { bridgeVsNative, compareCacheDumps, freshSeed, seededPrompt, type ArrayDifference, type NativeCheckOptions, type NativeCheckResult } from './native-check.ts'
 export {
   checkNeedleLaw, defaultNeedleTokens, judgeNeedleRun, needleAnswerBudget, needleGeometry, needleMinDistance, readNeedleEvidence, runLiveNeedle, NO_NEEDLE_EVIDENCE,
-  type LiveNeedleOptions, type LiveNeedleOutcome, type NeedleEvidenceFile, type NeedleGeometry, type NeedleJudgement, type NeedleLawContext, type NeedleLawOptions, type NeedleLawResult, type NeedleLawSetup, type NeedleRunStatus,
+  type LiveNeedleOptions, type LiveNeedleOutcome, type NeedleEvidenceFile, type NeedleGeometry, type NeedleJudgement, type NeedleLawContext, type NeedleLawOptions,
+    type NeedleLawResult, type NeedleLawSetup, type NeedleRunStatus,
 } from './needle-check.ts'
 export { angleErrorSvg, type AnglePlot } from './svg-plot.ts'
 export { mergeFrontConfig, readFrontConfigForGate, type FrontConfigForGate, type FrontConfigPaths } from './front-config.ts'

@@ -16,7 +16,7 @@ import { askedNeedleBridged, parseNeedleRecord, type NeedleRunRecord } from '../
 import { answerBudget, DEFAULT_ANSWER_BUDGET, runNeedle, writeNeedleRecord } from '../needle/run.ts'
 import { remoteEnvironment } from '../results/environment.ts'
 import { fmt, type Finding } from './finding.ts'
-import { SeedLedger } from './seed-ledger.ts'
+import { SeedLedger } from '../needle/seed-ledger.ts'
 import { apiKeyFromEnv, authHeaders } from '../http/api-key.ts'
 
 /** The geometry a needle run must have been cached under to count: the gate's own. */

@@ -3,7 +3,7 @@
 // last. The same text is printed by `pd-bridge gate` and written to report.md.
 import type { AngleErrorPoint } from './angle-error.ts'
 import { fmt, type Finding } from './finding.ts'
-import { showValue, type GateReport } from './gate.ts'
+import { showValue, type GateReport } from './gate-report.ts'
 import { PLACE_NAMES, PLACE_TITLES } from './places.ts'
 import type { NeedleJudgement } from './needle-check.ts'
 import type { LayerTypeVerdict } from './rope-check.ts'

@@ -1,7 +1,7 @@
 // Interleaved RoPE over many rows and heads at once: argument checks and the reference, which is
 // src/model/rope.ts applyRopeInterleaved per (row, head) with NaN made canonical.
 import { NumericsError } from '../errors.ts'
-import { applyRopeInterleaved } from '../model/rope.ts'
+import { applyRopeInterleaved } from '../numerics/rope-apply.ts'
 import { CANONICAL_NAN_BITS } from './output.ts'
 import { checkArray, checkShape, checkSize } from './validate.ts'
 

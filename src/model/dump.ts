@@ -10,7 +10,7 @@ import { readFile, stat } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import { PdBridgeError, SafetensorsError } from '../errors.ts'
 import { SafetensorsFile, tensorFrom, viewAs, writeSafetensors, type Tensor } from '../formats/safetensors/index.ts'
-import { checkpointDigest, loadCheckpoint } from './checkpoint/index.ts'
+import { checkpointDigest } from './checkpoint/index.ts'
 import { DeepseekV4Engine, type DumpTensor, type ModelCache } from './engine/index.ts'
 import { getProfile, profileFingerprint } from './profiles/index.ts'
 

@@ -8,7 +8,7 @@ import { streamFor } from '../model/checkpoint/index.ts'
 import type { ChatMessage } from '../model/tokenizer/index.ts'
 import { fillerSentence } from './filler.ts'
 import { measurePrompt, type MeasuredPrompt, type Measurer, type NeedleTokenizer } from './measure.ts'
-import { NEEDLE_KEYS, NEEDLE_UNKNOWN, NEEDLE_VALUES } from './words.ts'
+import { NEEDLE_KEYS, NEEDLE_UNKNOWN, NEEDLE_VALUES } from '../model/checkpoint/needle/words.ts'
 
 /** The default least distance, in tokens, from a needle's value to the end of the prompt. */
 export const DEFAULT_MIN_DISTANCE = 192
@@ -96,7 +96,7 @@ function check (o: NeedleDocumentOptions): void {
     if (!Number.isInteger(n.key) || n.key < 0 || n.key >= NEEDLE_KEYS.length) throw new ConfigError(`needles.${i}.key`, `must be a key index 0..${NEEDLE_KEYS.length - 1}, got ${String(n.key)}`)
     if (keys.has(n.key)) throw new ConfigError(`needles.${i}.key`, `key ${n.key} is used twice; the needles of one document have different keys`)
     keys.add(n.key)
-    if (!NEEDLE_VALUES.includes(n.value)) throw new ConfigError(`needles.${i}.value`, `${JSON.stringify(n.value)} is not a needle value (src/needle/words.ts)`)
+    if (!NEEDLE_VALUES.includes(n.value)) throw new ConfigError(`needles.${i}.value`, `${JSON.stringify(n.value)} is not a needle value (src/model/checkpoint/needle/words.ts)`)
     if (!(n.depth >= 0 && n.depth <= 1)) throw new ConfigError(`needles.${i}.depth`, `must be in [0, 1], got ${String(n.depth)}`)
   })
   if (!Number.isInteger(o.ask) || o.ask < 0 || o.ask >= NEEDLE_KEYS.length) throw new ConfigError('ask', `must be a key index 0..${NEEDLE_KEYS.length - 1}, got ${String(o.ask)}`)

@@ -7,7 +7,7 @@ import { createHash, randomBytes } from 'node:crypto'
 import { ConfigError } from '../errors.ts'
 import { streamFor, type Xoshiro128 } from '../model/checkpoint/index.ts'
 import type { NeedleSpec } from './document.ts'
-import { NEEDLE_KEYS, NEEDLE_VALUES } from './words.ts'
+import { NEEDLE_KEYS, NEEDLE_VALUES } from '../model/checkpoint/needle/words.ts'
 
 /** Default document lengths: below and past the tiny/needle presets' original window of 1024. */
 export const DEFAULT_LENGTHS: readonly number[] = Object.freeze([512, 2048, 4096, 8192])

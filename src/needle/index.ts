@@ -1,6 +1,6 @@
 // The needle protocol (docs/NEEDLE-PROTOCOL.md): documents, the grid, scoring, one run with the
 // seed ledger, run records and the depth x length table and heatmap.
-export * from './words.ts'
+export * from '../model/checkpoint/needle/words.ts'
 export * from './filler.ts'
 export * from './measure.ts'
 export * from './document.ts'

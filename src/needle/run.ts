@@ -6,7 +6,7 @@
 import { mkdir, rename, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { ConfigError } from '../errors.ts'
-import type { SeedLedger, SeedReuse } from '../gate/seed-ledger.ts'
+import type { SeedLedger, SeedReuse } from './seed-ledger.ts'
 import type { RunEnvironment } from '../results/record.ts'
 import type { NeedleDocument } from './document.ts'
 import type { DeploymentGeometry } from './geometry.ts'

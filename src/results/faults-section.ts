@@ -2,7 +2,7 @@
 // say the same thing: the newest run's headline ("faults: N/N answered correctly, 0 corrupt blocks
 // served"), its per-fault table, and one line per run when there are several.
 import type { FaultResult, FaultsRecord } from './fault-record.ts'
-import { NOT_RUN, type Table } from './tables.ts'
+import { NOT_RUN, type Table } from './table.ts'
 
 /** One environment's fault runs, newest last. */
 export interface FaultsSummary {

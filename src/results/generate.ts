@@ -50,7 +50,8 @@ export function defaultLoadDir (runsDir: string): string {
  * load protocol record under `loadDir`, and regenerate the report files under `outDir`. Charts
  * exist only for environments with runs, a heatmap only for those with needle records.
  */
-export async function generateResults (runsDir: string, outDir: string, microDir: string = defaultMicroDir(runsDir), needleDir: string = defaultNeedleDir(runsDir), faultsDir: string = defaultFaultsDir(runsDir), loadDir: string = defaultLoadDir(runsDir)): Promise<GenerateResult> {
+export async function generateResults (runsDir: string, outDir: string, microDir: string = defaultMicroDir(runsDir), needleDir: string = defaultNeedleDir(runsDir),
+  faultsDir: string = defaultFaultsDir(runsDir), loadDir: string = defaultLoadDir(runsDir)): Promise<GenerateResult> {
   const records = await readRunRecords(runsDir)
   const micro = await readMicroRecords(microDir)
   const needle = await readNeedleRecords(needleDir)

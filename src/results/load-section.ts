@@ -3,7 +3,7 @@
 // per-route table, its verdicts per route, the stack's peak memory, and one line per run when there
 // are several.
 import { LOAD_ROUTES, type LoadRecord, type Percentiles } from './load-record.ts'
-import { NOT_RUN, type Table } from './tables.ts'
+import { NOT_RUN, type Table } from './table.ts'
 
 /** One environment's load runs, newest last. */
 export interface LoadSummary {

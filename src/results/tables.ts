@@ -1,15 +1,9 @@
 // The report's tables as plain data, so RESULTS.md and report.html show exactly the same cells.
 import type { EnvironmentSummary, SizeSummary } from './summary.ts'
 
-/** A titled table of text cells. */
-export interface Table {
-  title: string
-  headers: string[]
-  rows: string[][]
-}
+import { NOT_RUN, type Table } from './table.ts'
 
-/** What a missing number shows: a leg that was not run, or nothing to take a median of. */
-export const NOT_RUN = '—'
+export { NOT_RUN, type Table } from './table.ts'
 
 function seconds (ms: number | null): string {
   return ms === null ? NOT_RUN : `${(ms / 1000).toFixed(2)} s`
@@ -62,7 +56,8 @@ export function coldTables (env: EnvironmentSummary): Table[] {
     {
       title: 'Stage breakdown (medians over complete runs)',
       headers: ['cold prompt tokens', 'engine prefill', 'transfer', 'assembly', 'block write', 'decoder TTFT', 'end to end'],
-      rows: env.sizes.map((s) => [tokensCell(s), millis(s.stagesMs.enginePrefill), millis(s.stagesMs.transfer), millis(s.stagesMs.assembly), millis(s.stagesMs.blockWrite), millis(s.stagesMs.decoderTtft), millis(s.stagesMs.endToEnd)]),
+      rows: env.sizes.map((s) => [tokensCell(s), millis(s.stagesMs.enginePrefill), millis(s.stagesMs.transfer), millis(s.stagesMs.assembly), millis(s.stagesMs.blockWrite),
+        millis(s.stagesMs.decoderTtft), millis(s.stagesMs.endToEnd)]),
     },
     {
       title: 'Payload bytes per bridged token',

@@ -9,7 +9,7 @@ import { CaptureSession, exportWeights, type CaptureReport, type Sidecar } from 
 import type { CaptureManifest } from '../../src/capture/manifest.ts'
 import { DecoderPrefixCache } from '../../src/decode/prefix-cache/index.ts'
 import { loadCheckpoint, makeCheckpoint, type LoadedCheckpoint } from '../../src/model/checkpoint/index.ts'
-import { DeepseekV4Engine, type ModelCache } from '../../src/model/engine/index.ts'
+import { DeepseekV4Engine } from '../../src/model/engine/index.ts'
 export { sameBits, cacheDifferences, argmax, greedySteps } from '../blocks/helpers.ts'
 
 /** Tokens per block in these suites: prompts of a few hundred tokens span blocks. */
@@ -67,7 +67,8 @@ export async function openStore (b: Bench, name: string, blockSize = BS): Promis
 }
 
 /** A capture made by a live prefill of `profile`'s engine with the session as its hook; its manifest carries the tokens' digest. */
-export async function capture (b: Bench, tokens: number[], opts: { requestId: string, profile?: string, root?: string, memoryBudgetBytes?: number, maxChunk?: number }): Promise<{ dir: string, root: string, manifest: CaptureManifest, report: CaptureReport }> {
+export async function capture (b: Bench, tokens: number[], opts: { requestId: string, profile?: string, root?: string, memoryBudgetBytes?: number,
+  maxChunk?: number }): Promise<{ dir: string, root: string, manifest: CaptureManifest, report: CaptureReport }> {
   const root = opts.root ?? b.scratch('captures')
   await mkdir(root, { recursive: true })
   const session = await CaptureSession.start({ sidecar: b.sidecar, captureRoot: root, requestId: opts.requestId, tokenCount: tokens.length, tokens, memoryBudgetBytes: opts.memoryBudgetBytes })

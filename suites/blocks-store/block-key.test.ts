@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
 import { blockKeyChain, blockKeyHex, computeBlockHash, pyTuple, pythonRepr, tokenTupleText } from '../../src/decode/store/index.ts'
-import { pythonJsonDumps } from '../../src/decode/store/python-json.ts'
+import { pythonJsonDumps } from '../../src/wire/python-json.ts'
 
 const hex = (key: Uint8Array): string => blockKeyHex(key)
 

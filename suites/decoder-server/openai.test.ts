@@ -247,10 +247,12 @@ describe('concurrency', () => {
     const runs = Promise.all(prompts.map(async (p, i) => {
       const messages: ChatMessage[] = [{ role: 'user', content: p }]
       if (i % 2 === 0) {
-        const r = await client.chat.completions.create({ model: server.ready.model as string, messages, max_tokens: 48, ignore_eos: true, return_token_ids: true } as WithIds<OpenAI.ChatCompletionCreateParamsNonStreaming>)
+        const r = await client.chat.completions.create({ model: server.ready.model as string, messages, max_tokens: 48, ignore_eos: true,
+          return_token_ids: true } as WithIds<OpenAI.ChatCompletionCreateParamsNonStreaming>)
         return (r.choices[0] as unknown as IdsChoice).token_ids
       }
-      const stream = await client.chat.completions.create({ model: server.ready.model as string, messages, max_tokens: 48, ignore_eos: true, stream: true, return_token_ids: true } as WithIds<OpenAI.ChatCompletionCreateParamsStreaming>)
+      const stream = await client.chat.completions.create({ model: server.ready.model as string, messages, max_tokens: 48, ignore_eos: true, stream: true,
+        return_token_ids: true } as WithIds<OpenAI.ChatCompletionCreateParamsStreaming>)
       let ids: number[] = []
       for await (const c of stream) ids = (c.choices[0] as unknown as Partial<IdsChoice>)?.token_ids ?? ids
       return ids

@@ -98,7 +98,8 @@ interface Answer {
 }
 
 async function chat (front: Proc, messages: ChatMessage[], maxTokens = MAX): Promise<Answer> {
-  const { data, response } = await client(front).chat.completions.create({ model: stack.modelName, messages, max_tokens: maxTokens, return_token_ids: true } as OpenAI.ChatCompletionCreateParamsNonStreaming & Extra).withResponse()
+  const { data, response } = await client(front).chat.completions.create({ model: stack.modelName, messages, max_tokens: maxTokens,
+    return_token_ids: true } as OpenAI.ChatCompletionCreateParamsNonStreaming & Extra).withResponse()
   const d = data as unknown as { choices: Array<{ token_ids: number[], message: { content: string } }>, usage: OpenAI.CompletionUsage, pd_bridge: Record<string, any> }
   return { verdict: response.headers.get('x-pd-bridge'), ids: d.choices[0].token_ids, text: d.choices[0].message.content, cached: d.usage.prompt_tokens_details?.cached_tokens, pd: d.pd_bridge, headers: response.headers }
 }
@@ -225,7 +226,8 @@ describe('a cold long prompt is bridged', () => {
 
   it('completions, whole and streamed: complete, same greedy tokens', async () => {
     const p = textPrompt(art.tokenizer, 104, 700)
-    const { data, response } = await client(fronts.main).completions.create({ model: stack.modelName, prompt: p.text, max_tokens: MAX, return_token_ids: true } as OpenAI.CompletionCreateParamsNonStreaming & Extra).withResponse()
+    const { data, response } = await client(fronts.main).completions.create({ model: stack.modelName, prompt: p.text, max_tokens: MAX,
+      return_token_ids: true } as OpenAI.CompletionCreateParamsNonStreaming & Extra).withResponse()
     const d = data as unknown as { choices: Array<{ token_ids: number[], text: string }>, usage: OpenAI.CompletionUsage, pd_bridge: Record<string, any> }
     expectComplete({ verdict: response.headers.get('x-pd-bridge'), ids: d.choices[0].token_ids, text: d.choices[0].text, cached: d.usage.prompt_tokens_details?.cached_tokens, pd: d.pd_bridge, headers: response.headers }, p.ids.length)
     expect(d.choices[0].token_ids).toEqual(await reference('completion', p.text))

@@ -110,7 +110,7 @@ export function ulpError (y: number, r: number): number {
 export function randomBitsF32 (n: number, rng: () => number): Float32Array {
   const bits = new Uint32Array(n)
   for (let i = 0; i < n; i++) {
-    let b = 0
+    let b: number
     do b = Math.floor(rng() * 4294967296) >>> 0
     while ((b & 0x7f800000) === 0x7f800000 && (b & 0x7fffff) !== 0)
     bits[i] = b

@@ -13,7 +13,7 @@ import { makeCheckpoint } from '../../src/model/checkpoint/index.ts'
 import { exportGguf } from '../../src/model/gguf/index.ts'
 import { loadTokenizer, type Tokenizer } from '../../src/model/tokenizer/index.ts'
 import { TRAINING_TEXT } from '../../src/model/tokenizer/corpus.ts'
-import { needleVocabulary } from '../../src/needle/words.ts'
+import { needleVocabulary } from '../../src/model/checkpoint/needle/words.ts'
 import { repoPath } from './helpers.ts'
 
 interface Cases {

@@ -7,7 +7,7 @@ import { needleCases } from '../../harness/make-needle-cases.ts'
 import { tensorFrom, type Tensor } from '../../src/formats/safetensors/index.ts'
 import { DeepseekV4Engine } from '../../src/model/engine/index.ts'
 import { loadTokenizer } from '../../src/model/tokenizer/index.ts'
-import { NEEDLE_UNKNOWN } from '../../src/needle/words.ts'
+import { NEEDLE_UNKNOWN } from '../../src/model/checkpoint/needle/words.ts'
 import { answer, makeNeedle, removeDir, tempDir, variant } from './helpers.ts'
 
 let root: string

@@ -7,7 +7,7 @@ import { caseDigest, needleCases, type NeedleCase } from '../../harness/make-nee
 import { checkpointDigest } from '../../src/model/checkpoint/index.ts'
 import { DeepseekV4Engine } from '../../src/model/engine/index.ts'
 import { loadTokenizer } from '../../src/model/tokenizer/index.ts'
-import { needleVocabulary, NEEDLE_UNKNOWN } from '../../src/needle/words.ts'
+import { needleVocabulary, NEEDLE_UNKNOWN } from '../../src/model/checkpoint/needle/words.ts'
 import { answer, makeNeedle, removeDir, tempDir } from './helpers.ts'
 
 const proof = JSON.parse(readFileSync(new URL('../../harness/fixtures/needle-proof.json', import.meta.url), 'utf8'))

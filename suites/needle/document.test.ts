@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest'
 import { ConfigError } from '../../src/errors.ts'
 import { ASSISTANT_TOKEN, BOS_TOKEN, renderChat, USER_TOKEN } from '../../src/model/tokenizer/index.ts'
 import { buildNeedleDocument, DEFAULT_MIN_DISTANCE, type NeedleDocument } from '../../src/needle/document.ts'
-import { NEEDLE_KEYS } from '../../src/needle/words.ts'
+import { NEEDLE_KEYS } from '../../src/model/checkpoint/needle/words.ts'
 import { needleTokenizer, tinyTokenizer } from './helpers.ts'
 
 const tiny = tinyTokenizer()

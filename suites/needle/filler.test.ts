@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { streamFor } from '../../src/model/checkpoint/index.ts'
 import { fillerSentence, fillerVocabulary } from '../../src/needle/filler.ts'
-import { needleVocabulary } from '../../src/needle/words.ts'
+import { needleVocabulary } from '../../src/model/checkpoint/needle/words.ts'
 
 // The proof: filler text is list words (first letter maybe upper case) separated by spaces, commas,
 // digits and full stops. A run of letters inside a needle string, wherever the string occurs, lies

@@ -25,7 +25,8 @@ function native (hit: boolean): Native {
 }
 
 /** One record; `position` is the asked (only) needle's value position. */
-export function record (o: { env?: RunEnvironment, targetTokens: number, depth: number, seed: number, repeat?: number, position?: number, bridged: Bridged | null, native: Native | null, refused?: string }): NeedleRunRecord {
+export function record (o: { env?: RunEnvironment, targetTokens: number, depth: number, seed: number, repeat?: number, position?: number, bridged: Bridged | null,
+  native: Native | null, refused?: string }): NeedleRunRecord {
   const promptTokens = o.targetTokens - 5
   const position = o.position ?? Math.round(3 + o.depth * (promptTokens - 257 - 3))
   const refused = o.refused ?? null

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { ConfigError } from '../../src/errors.ts'
 import { DEFAULT_DEPTHS, DEFAULT_LENGTHS, needleGrid, planNeedles, runSeed } from '../../src/needle/grid.ts'
-import { NEEDLE_VALUES } from '../../src/needle/words.ts'
+import { NEEDLE_VALUES } from '../../src/model/checkpoint/needle/words.ts'
 
 describe('the default grid', () => {
   it('is 4 lengths (past the original window of 1024) by 5 depths, lengths outer', () => {

@@ -1,7 +1,7 @@
 // Tokenizers for the needle suites: the tiny preset's, and the same with the needle phrases as
 // added tokens (how the needle preset's tokenizer is built).
 import { buildTokenizerFiles, Tokenizer } from '../../src/model/tokenizer/index.ts'
-import { needleVocabulary } from '../../src/needle/words.ts'
+import { needleVocabulary } from '../../src/model/checkpoint/needle/words.ts'
 
 let tiny: Tokenizer | undefined
 let needle: Tokenizer | undefined

@@ -57,7 +57,7 @@ describe('the cold-bench protocol, smoke run on the embedded stack', () => {
       const r = await execa('node', ['protocols/cold-bench.mjs', '--sizes', '200', '--repeats', '1', '--seed', '7', '--stop-unless-complete', '--state-dir', join(dir, 'state'), '--runs', runs, '--no-generate'], { cwd: ROOT, reject: false, timeout: 240_000, all: true })
       expect(r.exitCode, r.all).toBe(1)
       expect(r.all).toMatch(/the bridged leg's verdict is "[^"]+", not complete/)
-      expect(r.all).not.toMatch(/\[1\/1\]   decoder-alone leg/)
+      expect(r.all).not.toMatch(/\[1\/1\] {3}decoder-alone leg/)
       expect(await readRunRecords(runs)).toEqual([])
     }
     finally {

@@ -165,16 +165,6 @@ describe('serve restarts a prefill engine SIGKILLed mid-bridge', () => {
   const prefillPid = (): number => (JSON.parse(readFileSync(join(state, 'stack.json'), 'utf8')).processes as Array<{ name: string, pid: number }>).find((p) => p.name === 'prefill-engine')?.pid as number
   const body = (seed: number): Record<string, unknown> => chatBody(modelName, buildDemoPrompt(tokenizer, 600, seed).messages, 8)
 
-  /** Poll `file` every few ms until it contains `text` (a tight loop: the job may be short). */
-  async function waitFor (file: string, text: string, ms: number): Promise<boolean> {
-    const end = Date.now() + ms
-    while (Date.now() < end) {
-      if (existsSync(file) && readFileSync(file, 'utf8').includes(text)) return true
-      await new Promise((r) => setTimeout(r, 5))
-    }
-    return false
-  }
-
   /** The prefill engine's new pid once it has been restarted, and the front door sees it again. */
   async function restartedFrom (pid: number): Promise<number> {
     expect(await eventually(() => { const p = prefillPid(); return p !== pid && alive(p) }, 60_000)).toBe(true)

@@ -10,7 +10,7 @@ import type { DeepseekV4Config, LayerType } from '../../model/config.ts'
 import { BlockStoreError } from './errors.ts'
 import { DEFAULT_BLOCK_SIZE, DEFAULT_PAYLOAD_LAYOUT, type StoreLayout } from './metadata.ts'
 import { cacheList, isTensor, plainState, PLACEHOLDER, type BlockPayload, type LayerPayload, type PlainState, type StateElement } from './payload.ts'
-import type { JsonValue } from './python-json.ts'
+import type { JsonValue } from '../../wire/python-json.ts'
 import { concatAlong, int64Vector, readInt64Vector, rowAxis, sliceAlong } from './tensor-ops.ts'
 
 /** The window cache class, as oMLX stores its name. */

@@ -1,10 +1,3 @@
-// The block store's error: every message names the block (hash or file) and the problem.
-import { PdBridgeError } from '../../errors.ts'
-
-/** A block, block directory or payload that breaks the store's rules. */
-export class BlockStoreError extends PdBridgeError {
-  override name = 'BlockStoreError'
-  constructor (readonly block: string, readonly problem: string) {
-    super(`${block}: ${problem}`)
-  }
-}
+// The block store's error. The class lives in src/errors.ts so the wire layer (geometry fingerprint,
+// Python-style JSON) can raise it without importing the store.
+export { BlockStoreError } from '../../errors.ts'

@@ -1,7 +1,7 @@
 // The decoder's paged SSD prefix-cache block store (oMLX layout): one entry point.
 export { BlockStoreError } from './errors.ts'
 export { PyTuple, pyTuple, pythonRepr, pythonStr, pythonTruthy, type PyValue } from './python-repr.ts'
-export { pythonJsonDumps, jsonEqual, type JsonValue } from './python-json.ts'
+export { pythonJsonDumps, jsonEqual, type JsonValue } from '../../wire/python-json.ts'
 export { ROOT_PARENT, computeBlockHash, blockKeyHex, blockKeyChain, isBlockKeyHex, tokenTupleText } from './block-key.ts'
 export { PLACEHOLDER, plainState, cacheList, isTensor, isPoolingDelta, holdsPoolingDelta, type BlockPayload, type LayerPayload, type PlainState, type CacheListState, type Placeholder, type StateElement, type NestedElements } from './payload.ts'
 export { encodeLayers, encodeShape, type EncodedLayers, type NamedTensor } from './encode.ts'
@@ -19,7 +19,7 @@ export {
   type LayerCacheSpec, type RotatingSnapshot, type PoolingSnapshot, type LayerSnapshot,
 } from './deepseek-v4.ts'
 export { restoreChain, SLICEABLE_CACHE_TYPES, type ChainBlock, type RestoredCache } from './restore.ts'
-export { geometryFingerprint, deepseekV4GeometryFingerprint, type GeometryInputs } from './geometry.ts'
+export { geometryFingerprint, deepseekV4GeometryFingerprint, type GeometryInputs } from '../../wire/geometry.ts'
 export { QUARANTINE_DIR, quarantineFile, quarantineForeignGeometry, type QuarantineOptions, type QuarantineReport } from './quarantine.ts'
 export { BlockStore, type BlockStoreOptions, type StoreEvent, type StoreStats, type ScanReport, type LoadedBlock, type PutResult, type RestoreResult } from './store.ts'
 export { compareBlockDirs, compareBlockFiles, type VerifyReport, type BlockComparison } from './verify.ts'

@@ -1,7 +1,7 @@
 // A block's string metadata: what a store stamps on every block it writes, how a block's header is
 // read back, and the rules that decide whether a block may be served (the compatibility check).
 import { BlockStoreError } from './errors.ts'
-import { pythonJsonDumps, jsonEqual, tryParseJson, type JsonValue } from './python-json.ts'
+import { pythonJsonDumps, jsonEqual, tryParseJson, type JsonValue } from '../../wire/python-json.ts'
 import { isBlockKeyHex } from './block-key.ts'
 import { CONTENT_DIGEST_KEY, isContentDigest } from './content-digest.ts'
 
@@ -14,8 +14,7 @@ export const FORMAT_VERSION_POOLING_DELTA = '4'
 /** Versions this reader accepts. "5" differs from "4" only by GDN sidecars, which DeepSeek-V4 has none of. */
 export const READABLE_FORMAT_VERSIONS: ReadonlySet<string> = new Set(['3', '4', '5'])
 
-/** DeepSeek-V4's block size in oMLX (window 128 plus pooling caches). */
-export const DEFAULT_BLOCK_SIZE = 2048
+export { DEFAULT_BLOCK_SIZE } from '../../wire/block-size.ts'
 
 /** Our payload layout stamp: every state is inside the block file (no sidecar files). */
 export const DEFAULT_PAYLOAD_LAYOUT = 'embedded'

@@ -2,7 +2,7 @@
 // elements with an optional class name), a CacheList (a list of sub-states), or a placeholder for a
 // layer with no state in this block. Engine cache objects map onto this with one thin function.
 import type { Tensor } from '../../formats/safetensors/index.ts'
-import type { JsonValue } from './python-json.ts'
+import type { JsonValue } from '../../wire/python-json.ts'
 
 /** A composite element: a bare tuple, or an `__nstate__` marker with an optional class name. */
 export interface NestedElements {

@@ -8,7 +8,7 @@ import { BlockStoreError } from './errors.ts'
 import { canonicalCacheTypes } from './metadata.ts'
 import { CACHE_LIST, POOLING, POOLING_DELTA, ROTATING, RestoreRejected, restorePoolingChain } from './deepseek-v4.ts'
 import { isTensor, plainState, type BlockPayload, type CacheListState, type LayerPayload, type PlainState } from './payload.ts'
-import type { JsonValue } from './python-json.ts'
+import type { JsonValue } from '../../wire/python-json.ts'
 import { concatAlong, rowAxis } from './tensor-ops.ts'
 import type { Tensor } from '../../formats/safetensors/index.ts'
 

@@ -10,7 +10,7 @@ import { listBlockDir, requireDirectory } from './block-file.ts'
 import { blockContentDigest } from './content-digest.ts'
 import { planLayers, type LayerRef } from './decode.ts'
 import { META } from './metadata.ts'
-import { jsonEqual, tryParseJson, type JsonValue } from './python-json.ts'
+import { jsonEqual, tryParseJson, type JsonValue } from '../../wire/python-json.ts'
 
 /** The verdict on one hash. */
 export interface BlockComparison {

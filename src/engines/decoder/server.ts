@@ -292,7 +292,8 @@ export async function startDecoderServer (opts: DecoderServerOptions): Promise<D
     return outcome
   }
 
-  async function streamGeneration (reply: FastifyReply, res: ServerResponse, parsed: GenerationRequest, head: ResponseHead, job: GenerationJob, promptIds: number[] | undefined, signal: AbortSignal): Promise<GenerationOutcome | null> {
+  async function streamGeneration (reply: FastifyReply, res: ServerResponse, parsed: GenerationRequest, head: ResponseHead, job: GenerationJob, promptIds: number[] | undefined,
+    signal: AbortSignal): Promise<GenerationOutcome | null> {
     reply.hijack()
     const sse = new SseWriter(res)
     const chunks = new ChunkMaker(parsed.endpoint, head, parsed.includeUsage)

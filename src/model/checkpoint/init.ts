@@ -67,7 +67,8 @@ export function initialValues (spec: ParamSpec, seed: number): ParamValues {
  * = |a|: every pair contributes one non-zero term, and a score can only be zero or tie another by an
  * exact floating-point coincidence. Needs an even index_n_heads. Changes only those tensors, in place.
  */
-export function mirrorIndexerHeads (cfg: { indexNHeads: number, indexHeadDim: number, qLoraRank: number, layerTypes: readonly string[] }, tensors: Map<string, { dtype: string, shape: number[], data: Uint8Array }>): string[] {
+export function mirrorIndexerHeads (cfg: { indexNHeads: number, indexHeadDim: number, qLoraRank: number, layerTypes: readonly string[] }, tensors: Map<string, { dtype: string,
+  shape: number[], data: Uint8Array }>): string[] {
   if (cfg.indexNHeads % 2 !== 0) throw new PdBridgeError(`mirrorIndexerHeads: index_n_heads is ${cfg.indexNHeads}, it needs an even number of heads to pair them`)
   const changed: string[] = []
   cfg.layerTypes.forEach((type, n) => {

@@ -12,7 +12,7 @@ import { expectedParameters } from './params.ts'
 import { presetConfig } from './presets.ts'
 import { assertSeed } from './random.ts'
 import { writeNeedleCircuit } from './needle/circuit.ts'
-import { needleVocabulary } from '../../needle/words.ts'
+import { needleVocabulary } from './needle/words.ts'
 
 
 /** What to make. */

@@ -33,6 +33,8 @@ export function mlxExp (xInit: number): number {
 const FOUR_OVER_PI = fround(1.27323954473516)
 const DP1 = fround(-0.78515625)
 const DP2 = fround(-2.4187564849853515625e-4)
+// Cephes' literal as written (more digits than a double holds); fround takes it to float32 anyway.
+// eslint-disable-next-line no-loss-of-precision
 const DP3 = fround(-3.77489497744594108e-8)
 const S1 = fround(2.443315711809948e-5)
 const S2 = fround(-1.388731625493765e-3)

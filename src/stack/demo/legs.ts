@@ -6,6 +6,14 @@ import type { ChatMessage } from '../../model/tokenizer/index.ts'
 import { StackError } from '../errors.ts'
 
 /** One leg's outcome. */
+/** The parts of a chat completion a leg reads; every field is checked before it is used. */
+interface ChatCompletionJson {
+  error?: { message?: unknown }
+  choices?: Array<{ message?: { content?: unknown }, token_ids?: unknown, finish_reason?: unknown }>
+  usage?: { prompt_tokens?: unknown, completion_tokens?: unknown, prompt_tokens_details?: { cached_tokens?: number } }
+  pd_bridge?: Record<string, unknown> | null
+}
+
 export interface LegResult {
   /** Wall time of the request, ms. */
   ms: number
@@ -47,7 +55,7 @@ export async function runLeg (name: string, baseUrl: string, body: Record<string
   }
   const text = await res.body.text()
   const ms = performance.now() - started
-  let json: any
+  let json: ChatCompletionJson | undefined
   try {
     json = JSON.parse(text)
   }
@@ -69,10 +77,10 @@ export async function runLeg (name: string, baseUrl: string, body: Record<string
     tokenIds: Array.isArray(choice.token_ids) ? choice.token_ids : undefined,
     finishReason: String(choice.finish_reason),
     promptTokens: usage.prompt_tokens,
-    completionTokens: usage.completion_tokens,
+    completionTokens: usage.completion_tokens as number,
     cachedTokens: usage.prompt_tokens_details?.cached_tokens ?? 0,
     verdict: Array.isArray(verdictHeader) ? verdictHeader[0] : verdictHeader,
-    bridge: typeof json.pd_bridge === 'object' && json.pd_bridge !== null ? json.pd_bridge : undefined,
+    bridge: typeof json?.pd_bridge === 'object' && json.pd_bridge !== null ? json.pd_bridge : undefined,
   }
 }
 

@@ -32,7 +32,8 @@ export interface PromptStatesCheck {
 }
 
 /** Compare the two stores' states after the first `boundary` tokens of `tokens`. */
-export async function comparePromptStates (bridgedStore: string, nativeStore: string, modelName: string, tokens: readonly number[], blockSize: number, boundary: number, g: LlamaCppStateGeometry): Promise<PromptStatesCheck> {
+export async function comparePromptStates (bridgedStore: string, nativeStore: string, modelName: string, tokens: readonly number[], blockSize: number, boundary: number,
+  g: LlamaCppStateGeometry): Promise<PromptStatesCheck> {
   const keys = blockKeyChain(modelName, tokens.slice(0, boundary), blockSize)
   const key = keys[keys.length - 1] ?? ''
   const bridgedFile = statePath(bridgedStore, key)

@@ -2,7 +2,7 @@
 // sizes of the signals the circuit (circuit.ts) writes. Channels 0..63 of the 256-wide residual are
 // named flags; 64..255 carry a random per-token "texture" that only the layers nobody reads from
 // (and unused cache dims) see, so that every cache the bridge writes is non-trivial.
-import { NEEDLE_KEYS, NEEDLE_UNKNOWN, NEEDLE_VALUES, needleVocabulary } from '../../../needle/words.ts'
+import { NEEDLE_KEYS, NEEDLE_UNKNOWN, NEEDLE_VALUES, needleVocabulary } from './words.ts'
 import { EOS_TOKEN, vocabLayout } from '../../tokenizer/index.ts'
 import { PdBridgeError } from '../../../errors.ts'
 

@@ -3,9 +3,9 @@
 // layer pattern and the numerics profile. oMLX's key has none of these, so a block built under an
 // old rope would otherwise be served as a hit; with the fingerprint in the signature it is a miss.
 import { createHash } from 'node:crypto'
-import type { DeepseekV4Config, RopeParams } from '../../model/config.ts'
-import { ropeFingerprint } from '../../model/rope.ts'
-import { BlockStoreError } from './errors.ts'
+import { BlockStoreError } from '../errors.ts'
+import type { DeepseekV4Config, RopeParams } from '../model/config.ts'
+import { ropeFingerprint } from '../model/rope.ts'
 import { pythonJsonDumps, type JsonValue } from './python-json.ts'
 
 /** What the geometry fingerprint covers. */

@@ -1,7 +1,7 @@
 // JSON text as Python's json.dumps writes it, so metadata strings match what oMLX writes:
 // ensure_ascii escapes, and either the default ", " / ": " separators or the compact "," / ":".
-import { compareCodePoints } from '../../formats/safetensors/index.ts'
-import { BlockStoreError } from './errors.ts'
+import { BlockStoreError } from '../errors.ts'
+import { compareCodePoints } from '../formats/safetensors/index.ts'
 
 /** A JSON value (what block metadata fields hold once parsed). */
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue }
