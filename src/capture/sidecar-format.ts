@@ -4,8 +4,7 @@
 // (src/wire/geometry.ts), with the exported weights' digest folded into its profile field.
 import { z } from 'zod'
 import { ConfigError } from '../errors.ts'
-import { geometryFingerprint } from '../wire/geometry.ts'
-import type { JsonValue } from '../wire/python-json.ts'
+import { Geometry } from '../wire/geometry.ts'
 import { LAYER_TYPES, type LayerType, type RopeParams } from '../model/config.ts'
 import { WEIGHT_FORMATS, WEIGHT_GROUPS, type NumericsProfile, type WeightFormat, type WeightGroup } from '../model/profiles/types.ts'
 
@@ -105,10 +104,8 @@ const sidecarSchema = z.strictObject({
   fingerprint: hex64,
 })
 
-/** The rope parameters of the main (sliding) and compress (CSA/HCA) tables. */
-export function sidecarRope (json: Pick<SidecarJson, 'ropeParameters'>): { main: RopeParams, compress: RopeParams } {
-  return { main: json.ropeParameters.sliding_attention, compress: json.ropeParameters.compressed_sparse_attention }
-}
+// The rope pair of a sidecar lives with the geometry it feeds.
+export { sidecarRope } from '../wire/geometry.ts'
 
 /**
  * The sidecar's geometry fingerprint: the block store's `geometryFingerprint` over the rope tables
@@ -117,13 +114,7 @@ export function sidecarRope (json: Pick<SidecarJson, 'ropeParameters'>): { main:
  * other weights is another geometry.
  */
 export function sidecarFingerprint (json: Pick<SidecarJson, 'ropeParameters' | 'maxPositionEmbeddings' | 'slidingWindow' | 'layers' | 'profile'>, weightsSha256: string): string {
-  return geometryFingerprint({
-    rope: sidecarRope(json),
-    maxPositionEmbeddings: json.maxPositionEmbeddings,
-    slidingWindow: json.slidingWindow,
-    compressRatios: json.layers.map((l) => l.compressRatio),
-    profile: { profile: json.profile as unknown as JsonValue, exportedWeightsSha256: weightsSha256 },
-  })
+  return Geometry.fromSidecar(json, weightsSha256).fingerprint
 }
 
 /**

@@ -7,7 +7,6 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { PdBridgeError, ConfigError } from '../errors.ts'
-import { deepseekV4GeometryFingerprint, type JsonValue } from '../decode/store/index.ts'
 import { parseTokenText } from '../decode/prefix-cache/index.ts'
 import type { LayerType } from '../model/config.ts'
 import type { NumericsProfile } from '../model/profiles/index.ts'
@@ -26,6 +25,7 @@ import { checkSidecarClaims } from './sidecar-check.ts'
 import { checkStore, type StoreSurvey } from './store-check.ts'
 import { checkStructure } from './structure-check.ts'
 import { angleErrorSvg } from './svg-plot.ts'
+import { Geometry } from '../wire/geometry.ts'
 
 /** What the gate reads and does. */
 export interface GateOptions {
@@ -230,7 +230,7 @@ export async function runGate (given: GateOptions): Promise<GateReport> {
   // 3. Cache geometry and reused seeds. The store holds blocks under the decoder's geometry; the
   // ledger (like the needle protocol's) files documents under that and the sidecar's fingerprint,
   // because bridged blocks carry rows the sidecar's rope computed.
-  const geometry = decoder !== undefined && profile !== null ? deepseekV4GeometryFingerprint(decoder.config, profile as unknown as JsonValue) : undefined
+  const geometry = decoder !== undefined && profile !== null ? Geometry.fromConfig(decoder.config, profile).fingerprint : undefined
   const ledgerGeometry = geometry !== undefined && sidecar !== undefined ? needleGeometry(geometry, sidecar.json.fingerprint) : undefined
   let store: StoreSurvey | undefined
   if (opts.store !== undefined) {

@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto'
 import { BlockStoreError } from '../errors.ts'
 import type { DeepseekV4Config, RopeParams } from '../model/config.ts'
+import type { NumericsProfile } from '../model/profiles/types.ts'
 import { ropeFingerprint } from '../model/rope.ts'
 import { pythonJsonDumps, type JsonValue } from './python-json.ts'
 
@@ -42,11 +43,62 @@ export function geometryFingerprint (g: GeometryInputs): string {
 
 /** The geometry fingerprint of a DeepSeek-V4 config under a numerics profile. */
 export function deepseekV4GeometryFingerprint (cfg: DeepseekV4Config, profile: JsonValue): string {
-  return geometryFingerprint({
-    rope: cfg.rope,
-    maxPositionEmbeddings: cfg.maxPositionEmbeddings,
-    slidingWindow: cfg.slidingWindow,
-    compressRatios: cfg.compressRatios,
-    profile,
-  })
+  return Geometry.fromConfig(cfg, profile).fingerprint
+}
+
+/** What a sidecar.json says about geometry (src/capture/sidecar-format.ts has the whole format). */
+export interface SidecarGeometryFields {
+  ropeParameters: { sliding_attention: RopeParams, compressed_sparse_attention: RopeParams }
+  maxPositionEmbeddings: number
+  slidingWindow: number
+  layers: ReadonlyArray<{ compressRatio: number }>
+  profile: object
+}
+
+/** The rope parameters of a sidecar's main (sliding) and compress (CSA/HCA) tables. */
+export function sidecarRope (json: Pick<SidecarGeometryFields, 'ropeParameters'>): { main: RopeParams, compress: RopeParams } {
+  return { main: json.ropeParameters.sliding_attention, compress: json.ropeParameters.compressed_sparse_attention }
+}
+
+/**
+ * One geometry, from a decoder's config and profile or from a sidecar, with its fingerprint computed
+ * once. Every part that compares geometries (store, writer, decoder, doctor, gate, sidecar) builds one
+ * of these instead of assembling the inputs itself.
+ */
+export class Geometry {
+  private memo: string | undefined
+
+  private constructor (readonly inputs: GeometryInputs) {}
+
+  /** A decoder's geometry: its config under its numerics profile. */
+  static fromConfig (cfg: DeepseekV4Config, profile: NumericsProfile | JsonValue): Geometry {
+    return new Geometry({
+      rope: cfg.rope,
+      maxPositionEmbeddings: cfg.maxPositionEmbeddings,
+      slidingWindow: cfg.slidingWindow,
+      compressRatios: cfg.compressRatios,
+      profile: profile as JsonValue,
+    })
+  }
+
+  /**
+   * The store geometry a sidecar was exported for (its decoder profile); with `exportedWeightsSha256`,
+   * the sidecar's own fingerprint, which also covers the exported weights.
+   */
+  static fromSidecar (json: SidecarGeometryFields, exportedWeightsSha256?: string): Geometry {
+    const profile = json.profile as JsonValue
+    return new Geometry({
+      rope: sidecarRope(json),
+      maxPositionEmbeddings: json.maxPositionEmbeddings,
+      slidingWindow: json.slidingWindow,
+      compressRatios: json.layers.map((l) => l.compressRatio),
+      profile: exportedWeightsSha256 === undefined ? profile : { profile, exportedWeightsSha256 },
+    })
+  }
+
+  /** sha256 hex of the inputs (geometryFingerprint), computed on first use. */
+  get fingerprint (): string {
+    this.memo ??= geometryFingerprint(this.inputs)
+    return this.memo
+  }
 }

@@ -6,11 +6,12 @@ import type { DeepseekV4Config } from '../../model/config.ts'
 import type { DeepseekV4Engine, ModelCache } from '../../model/engine/index.ts'
 import { getProfile, type NumericsProfile } from '../../model/profiles/index.ts'
 import {
-  BlockStore, BlockStoreError, DEFAULT_BLOCK_SIZE, deepseekV4GeometryFingerprint, deepseekV4StoreLayout,
-  type ChainBlock, type IncompatibleReason, type JsonValue, type StoreEvent, type StoreLayout, type StoreStats,
+  BlockStore, BlockStoreError, DEFAULT_BLOCK_SIZE, deepseekV4StoreLayout,
+  type ChainBlock, type IncompatibleReason, type StoreEvent, type StoreLayout, type StoreStats,
 } from '../store/index.ts'
 import { cacheToBlockPayload, modelCacheFromRestored, restoreBlocks } from './mapping.ts'
 import { storageRuleFor, type StorageRule } from './tensors.ts'
+import { Geometry } from '../../wire/geometry.ts'
 
 /** Something the prefix cache did, for the log: the store's events plus its own. */
 export type PrefixCacheEvent =
@@ -180,7 +181,7 @@ export class DecoderPrefixCache {
     readonly cfg: DeepseekV4Config,
     /** The decoder's profile. */
     readonly profile: NumericsProfile,
-    /** deepseekV4GeometryFingerprint(cfg, profile): blocks without it are a miss. */
+    /** Geometry.fromConfig(cfg, profile).fingerprint: blocks without it are a miss. */
     readonly geometryFingerprint: string,
     /** How cache arrays are stored (from the profile). */
     readonly storage: StorageRule,
@@ -197,7 +198,7 @@ export class DecoderPrefixCache {
     const profile = typeof options.profile === 'string' ? getProfile(options.profile) : options.profile
     const blockSize = options.blockSize ?? DEFAULT_BLOCK_SIZE
     if (!Number.isSafeInteger(blockSize) || blockSize < 1) throw new PdBridgeError(`DecoderPrefixCache.open: blockSize must be a positive integer, got ${String(blockSize)}`)
-    const geometry = deepseekV4GeometryFingerprint(cfg, profile as unknown as JsonValue)
+    const geometry = Geometry.fromConfig(cfg, profile).fingerprint
     const layout: StoreLayout = deepseekV4StoreLayout(cfg, { modelName, geometryFingerprint: geometry, blockSize })
     const log = options.log ?? defaultLog
     // The store exists before the prefix cache does; its events reach us through this slot.
@@ -330,7 +331,7 @@ export class DecoderPrefixCache {
   private checkEngine (engine: DeepseekV4Engine): void {
     let fp = this.engineGeometry.get(engine)
     if (fp === undefined) {
-      fp = deepseekV4GeometryFingerprint(engine.config, engine.profile as unknown as JsonValue)
+      fp = Geometry.fromConfig(engine.config, engine.profile).fingerprint
       this.engineGeometry.set(engine, fp)
     }
     if (fp !== this.geometryFingerprint) {

@@ -4,10 +4,10 @@
 // DecoderPrefixCache is a target as it is (it has store, cfg and storage).
 import { PdBridgeError } from '../../errors.ts'
 import type { DeepseekV4Config } from '../../model/config.ts'
-import type { JsonValue } from '../store/index.ts'
-import { geometryFingerprint, type BlockStore } from '../store/index.ts'
+import type { BlockStore } from '../store/index.ts'
 import { storageRuleFor, type StorageRule } from '../prefix-cache/index.ts'
-import { sidecarRope, type SidecarJson } from '../../capture/sidecar-format.ts'
+import type { SidecarJson } from '../../capture/sidecar-format.ts'
+import { Geometry } from '../../wire/geometry.ts'
 
 /** The decoder's block store with what the mapping needs: its model config and storage rule. */
 export interface BlockTarget {
@@ -43,13 +43,7 @@ export function checkCaptureTarget (json: WriterSidecarJson, target: BlockTarget
   for (const [field, ours, theirs] of same) {
     if (ours !== theirs) throw new PdBridgeError(`${where} has ${field} ${ours}, the decoder's store ${theirs}`)
   }
-  const geometry = geometryFingerprint({
-    rope: sidecarRope(json),
-    maxPositionEmbeddings: json.maxPositionEmbeddings,
-    slidingWindow: json.slidingWindow,
-    compressRatios: json.layers.map((l) => l.compressRatio),
-    profile: json.profile as unknown as JsonValue,
-  })
+  const geometry = Geometry.fromSidecar(json).fingerprint
   if (geometry !== layout.geometryFingerprint) {
     throw new PdBridgeError(`${where} (profile ${json.profile.name}) gives geometry ${geometry}, the store's is ${layout.geometryFingerprint}: another rope table, window or profile; its blocks would never be served`)
   }

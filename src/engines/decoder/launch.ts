@@ -2,12 +2,12 @@
 // the block store, then the HTTP server.
 import { resolve } from 'node:path'
 import type { Logger } from 'pino'
-import { deepseekV4GeometryFingerprint, type JsonValue } from '../../decode/store/index.ts'
 import { PdBridgeError } from '../../errors.ts'
 import { loadDecoderModel, type DecoderModel } from './model.ts'
 import { openServedPrefixCache } from './prefix-cache.ts'
 import { generate } from './generate.ts'
 import { startDecoderServer, type DecoderServer } from './server.ts'
+import { Geometry } from '../../wire/geometry.ts'
 
 /** Defaults of the decoder's limits. */
 export const DECODER_DEFAULTS = {
@@ -69,7 +69,7 @@ export async function launchDecoder (opts: DecoderLaunchOptions): Promise<Launch
   const prefixCache = opts.cacheDir === undefined
     ? undefined
     : await openServedPrefixCache({ dir: opts.cacheDir, modelName, model, blockSize, maxSizeBytes: opts.maxCacheBytes, logger: opts.logger, storeProbeMs: opts.storeProbeMs })
-  const geometryFingerprint = prefixCache?.geometryFingerprint ?? deepseekV4GeometryFingerprint(model.config, model.engine.profile as unknown as JsonValue)
+  const geometryFingerprint = prefixCache?.geometryFingerprint ?? Geometry.fromConfig(model.config, model.engine.profile).fingerprint
   const context = { model, prefixCache }
   const server = await startDecoderServer({
     model, modelName, geometryFingerprint, prefixCache,

@@ -5,13 +5,12 @@ import { mkdir, stat } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { loadSidecar, type Sidecar } from '../../capture/index.ts'
 import { loadFrontConfig, type FrontConfig } from '../../config/index.ts'
-import { geometryFingerprint, type JsonValue } from '../../decode/store/index.ts'
 import { getProfile, profileFingerprint } from '../../model/profiles/index.ts'
-import { sidecarRope } from '../../capture/sidecar-format.ts'
 import { probeStoreWrite } from '../../engines/decoder/store-probe.ts'
 import { isAlive, readStackRecord, type StackRecord } from '../record.ts'
 import { Checklist, type DoctorReport } from './checks.ts'
 import { clockSkew, field, probe, type Probe } from './probe.ts'
+import { Geometry } from '../../wire/geometry.ts'
 
 /** What to check. */
 export interface DoctorOptions {
@@ -254,10 +253,7 @@ function checkGeometry (list: Checklist, config: FrontConfig, sidecar: Sidecar |
   const problems: string[] = []
   const j = sidecar.json
   // The store's fingerprint is the sidecar's geometry without the exported weights' hash.
-  const storeGeometry = geometryFingerprint({
-    rope: sidecarRope(j), maxPositionEmbeddings: j.maxPositionEmbeddings, slidingWindow: j.slidingWindow,
-    compressRatios: j.layers.map((l) => l.compressRatio), profile: j.profile as unknown as JsonValue,
-  })
+  const storeGeometry = Geometry.fromSidecar(j).fingerprint
   if (decoder !== undefined) {
     const g = field(decoder, 'geometry_fingerprint')
     if (g !== storeGeometry) problems.push(`the sidecar gives geometry ${storeGeometry.slice(0, 12)} but the decoder's is ${String(g).slice(0, 12)} (another rope table, window or profile: every bridged block would be a miss)`)
