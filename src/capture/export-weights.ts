@@ -4,7 +4,7 @@
 import { mkdir } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { CheckpointError, ConfigError } from '../errors.ts'
-import { AtomicFile } from '../formats/safetensors/atomic-file.ts'
+import { writeFileAtomic } from '../formats/atomic-file.ts'
 import { serializeSafetensors, tensorFrom, type Tensor } from '../formats/safetensors/index.ts'
 import { DEFAULT_BLOCK_SIZE } from '../wire/block-size.ts'
 import { readCheckpointTensors, WeightStore } from '../model/checkpoint/index.ts'
@@ -30,17 +30,6 @@ export interface ExportWeightsOptions {
   onTensor?: (done: number, total: number) => void
 }
 
-async function writeAtomic (path: string, bytes: Uint8Array): Promise<void> {
-  const file = await AtomicFile.create(path)
-  try {
-    await file.handle.writeFile(bytes)
-  }
-  catch (e) {
-    await file.discard()
-    throw e
-  }
-  await file.commit()
-}
 
 /** The JSON fields that describe the decoder (everything but the weights' entry and the fingerprint); tests build sidecars from it too. */
 export function geometryJson (cfg: DeepseekV4Config, profile: NumericsProfile, blockSize: number): Omit<SidecarJson, 'weights' | 'fingerprint'> {
@@ -118,7 +107,7 @@ export async function exportWeights (opts: ExportWeightsOptions): Promise<Sideca
   }
   const out = resolve(opts.out)
   await mkdir(out, { recursive: true })
-  await writeAtomic(join(out, SIDECAR_WEIGHTS), bytes)
-  await writeAtomic(join(out, SIDECAR_JSON), new TextEncoder().encode(JSON.stringify(json, null, 2) + '\n'))
+  await writeFileAtomic(join(out, SIDECAR_WEIGHTS), bytes)
+  await writeFileAtomic(join(out, SIDECAR_JSON), new TextEncoder().encode(JSON.stringify(json, null, 2) + '\n'))
   return loadSidecar(out)
 }

@@ -6,7 +6,7 @@ import { mkdir, readFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { z } from 'zod'
 import { PdBridgeError, SafetensorsError } from '../errors.ts'
-import { AtomicFile } from '../formats/safetensors/atomic-file.ts'
+import { writeFileAtomic } from '../formats/atomic-file.ts'
 import { parseHeader } from '../formats/safetensors/index.ts'
 
 /** The format tag every manifest carries; a reader refuses any other version by name. */
@@ -460,17 +460,6 @@ function checkWholeSafetensors (bytes: Uint8Array, file: string): void {
   }
 }
 
-async function writeFileAtomic (path: string, bytes: Uint8Array): Promise<void> {
-  const file = await AtomicFile.create(path)
-  try {
-    await file.handle.writeFile(bytes)
-  }
-  catch (e) {
-    await file.discard()
-    throw e
-  }
-  await file.commit()
-}
 
 /** Now, but never before the previous stamp (clocks can step back; updatedAt must not). */
 function laterStamp (previous: string): string {

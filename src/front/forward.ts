@@ -8,6 +8,7 @@ import { once } from 'node:events'
 import type { ServerResponse } from 'node:http'
 import { request } from 'undici'
 import type { FrontConfig } from '../config/index.ts'
+import { passHeaders } from '../http/hop-by-hop.ts'
 import { describeFailure, joinUrl } from './http.ts'
 import { SSE_DONE, SseParser, sseData } from './sse.ts'
 import { confirmBridge, VERDICT_HEADER, verdictHeader, verdictText, type BridgedPlan, type Verdict } from './verdict.ts'
@@ -51,7 +52,9 @@ export interface ForwardResult {
   cachedTokens: number | undefined
 }
 
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-length', 'upgrade', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'content-encoding'])
+// The decoder's answer is read and sent again as plain JSON with pd_bridge added: its length, encoding
+// and type are the new body's, set when it is sent.
+const RESENT_DROPS = ['content-length', 'content-encoding', 'content-type']
 
 function header (headers: Record<string, string | string[] | undefined>, name: string): string | undefined {
   const v = headers[name]
@@ -161,10 +164,7 @@ async function relayWhole (plan: ForwardPlan, upstream: Upstream, res: ServerRes
   const cached = status === 200 && isRecord(json) ? cachedFromUsage(json.usage) ?? cachedFromHeader(upstream.headers) : undefined
   const problem = isRecord(json) && isRecord(json.error) && typeof json.error.message === 'string' ? json.error.message : undefined
   const verdict = decide(plan, status, cached, problem)
-  const passed: Record<string, string> = {}
-  for (const [k, v] of Object.entries(upstream.headers)) {
-    if (!HOP_BY_HOP.has(k) && k !== 'content-type' && v !== undefined) passed[k] = Array.isArray(v) ? v.join(', ') : v
-  }
+  const passed = passHeaders(upstream.headers, RESENT_DROPS)
   passed[VERDICT_HEADER] = verdictHeader(verdict)
   if (res.destroyed) return { status, verdict, cachedTokens: cached }
   if (isRecord(json)) sendJson(res, status, { ...json, pd_bridge: finishInfo(plan, verdict, cached) }, passed)

@@ -20,6 +20,7 @@ import { authHeaders, bearerMatches, isHealthPath, UNAUTHORIZED_MESSAGE } from '
 import { FrontApiError, invalidRequest, toFrontApiError } from './api-error.ts'
 import { BridgeFailure, runBridge } from './bridge.ts'
 import { forwardGeneration, type ForwardPlan, type PdBridgeInfo } from './forward.ts'
+import { passHeaders } from '../http/hop-by-hop.ts'
 import { describeFailure, joinUrl } from './http.ts'
 import { checkLink, decoderFacts, decoderModels, type LinkState } from './links.ts'
 import { readFrontRequest, type Endpoint, type FrontRequest } from './prompt.ts'
@@ -57,7 +58,8 @@ function isInternal (url: string): boolean {
   const path = url.split('?')[0].replace(/\/+/g, '/').replace(/\/$/, '').toLowerCase()
   return INTERNAL_PREFIXES.some((p) => path === p || path.startsWith(p + '/'))
 }
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'host', 'content-length'])
+// Passed through to and from the decoder: host is the decoder's own, and undici frames the body itself.
+const PASS_THROUGH_DROPS = ['host', 'content-length']
 
 function fromFastify (err: unknown, maxBodyBytes: number): FrontApiError {
   if (err instanceof FrontApiError) return err
@@ -392,8 +394,7 @@ export async function startFrontDoor (options: FrontDoorOptions): Promise<FrontD
     if (isInternal(request.url)) {
       throw new FrontApiError(404, 'not_found_error', `no route ${request.method} ${request.url.split('?')[0]}`, null, 'unknown_route')
     }
-    const headers: Record<string, string> = {}
-    for (const [k, v] of Object.entries(request.headers)) if (!HOP_BY_HOP.has(k) && v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : v
+    const headers = passHeaders(request.headers, PASS_THROUGH_DROPS)
     // With a key, the decoder gets ours (the client's was checked above and is the same secret).
     Object.assign(headers, auth)
     const body = request.body as Buffer | undefined
@@ -410,8 +411,7 @@ export async function startFrontDoor (options: FrontDoorOptions): Promise<FrontD
       const problem = describeFailure(e, d.decoderHeadersMs)
       throw new FrontApiError(502, 'bad_gateway_error', `the decoder could not be reached: ${problem}`, null, 'decoder_unreachable')
     }
-    const out: Record<string, string> = {}
-    for (const [k, v] of Object.entries(upstream.headers)) if (!HOP_BY_HOP.has(k) && v !== undefined) out[k] = Array.isArray(v) ? v.join(', ') : v
+    const out = passHeaders(upstream.headers, PASS_THROUGH_DROPS)
     out[VERDICT_HEADER] = PASSTHROUGH_VERDICT
     return reply.code(upstream.statusCode).headers(out).send(upstream.body)
   })

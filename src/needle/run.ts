@@ -3,7 +3,7 @@
 // document in the ledger under the deployment's geometry, and return the run record. A document
 // that shares leading blocks with one cached under another geometry is refused, not run: the
 // decoder could serve those blocks from the old geometry, and the answer would mean nothing.
-import { mkdir, rename, writeFile } from 'node:fs/promises'
+import { mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { ConfigError } from '../errors.ts'
 import type { SeedLedger, SeedReuse } from './seed-ledger.ts'
@@ -13,6 +13,7 @@ import type { DeploymentGeometry } from './geometry.ts'
 import { NEEDLE_RECORD_SCHEMA, parseNeedleRecord, type NeedleBridgedLeg, type NeedleNativeLeg, type NeedleRunRecord } from './record.ts'
 import { scoreBridged, scoreNative } from './score.ts'
 import { streamChat, type StreamedAnswer } from './stream.ts'
+import { writeFileAtomic } from '../formats/atomic-file.ts'
 
 /** The default answer budget (max_tokens): room for an answer with its reasoning. */
 export const DEFAULT_ANSWER_BUDGET = 300
@@ -174,12 +175,10 @@ export async function runNeedle (o: NeedleRunOptions): Promise<NeedleRunRecord> 
   return parseNeedleRecord(record, `needle run ${record.runId}`)
 }
 
-/** Write `record` as `<dir>/<runId>.json` (temporary name, then rename); returns the file. */
+/** Write `record` as `<dir>/<runId>.json` atomically (temporary sibling, fsync, rename); returns the file. */
 export async function writeNeedleRecord (dir: string, record: NeedleRunRecord): Promise<string> {
   await mkdir(dir, { recursive: true })
   const file = join(dir, `${record.runId}.json`)
-  const tmp = `${file}.tmp-${process.pid}`
-  await writeFile(tmp, JSON.stringify(record, null, 2) + '\n')
-  await rename(tmp, file)
+  await writeFileAtomic(file, JSON.stringify(record, null, 2) + '\n')
   return file
 }

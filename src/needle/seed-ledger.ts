@@ -6,9 +6,10 @@
 // under another geometry is flagged before it is run. The hashes are of token ids only (no model
 // name), so a ledger can be shared by every protocol that feeds the decoder.
 import { createHash } from 'node:crypto'
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
+import { mkdir, readFile } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import { ConfigError } from '../errors.ts'
+import { writeFileAtomic } from '../formats/atomic-file.ts'
 
 /** The format tag of a ledger file. */
 export const SEED_LEDGER_FORMAT = 'pd-bridge-seed-ledger/1'
@@ -131,13 +132,11 @@ export class SeedLedger {
     return this.reuses(tokens, geometry).filter((r) => !r.sameGeometry)
   }
 
-  /** Record a document the decoder cached under `geometry`, and write the ledger (temporary file, then rename). */
+  /** Record a document the decoder cached under `geometry`, and write the ledger (atomically: temporary sibling, fsync, rename). */
   async record (label: string, tokens: ArrayLike<number>, geometry: string, blockSize: number): Promise<LedgerEntry> {
     const entry = checkEntry({ label, geometry, blockSize, tokens: tokens.length, blocks: documentBlockHashes(tokens, blockSize), recordedAt: new Date().toISOString() }, this.list.length, this.file)
-    const tmp = `${this.file}.tmp-${process.pid}`
     await mkdir(dirname(this.file), { recursive: true })
-    await writeFile(tmp, JSON.stringify({ format: SEED_LEDGER_FORMAT, entries: [...this.list, entry] }, null, 1) + '\n')
-    await rename(tmp, this.file)
+    await writeFileAtomic(this.file, JSON.stringify({ format: SEED_LEDGER_FORMAT, entries: [...this.list, entry] }, null, 1) + '\n')
     this.list.push(entry)
     return entry
   }

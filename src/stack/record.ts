@@ -2,7 +2,8 @@
 // URL and log, and the front door's config file. `doctor` reads it to find the deployment; a
 // second `serve` on the same state directory reads it to refuse politely. Written atomically.
 import { readFileSync } from 'node:fs'
-import { readFile, rename, rm, writeFile } from 'node:fs/promises'
+import { readFile, rm } from 'node:fs/promises'
+import { writeFileAtomic } from '../formats/atomic-file.ts'
 
 /** One process of the stack as recorded. */
 export interface RecordedProcess {
@@ -26,11 +27,9 @@ export interface StackRecord {
   processes: RecordedProcess[]
 }
 
-/** Write the record (temporary file, then rename). */
+/** Write the record atomically (temporary sibling, fsync, rename). */
 export async function writeStackRecord (path: string, record: StackRecord): Promise<void> {
-  const tmp = `${path}.tmp-${process.pid}`
-  await writeFile(tmp, JSON.stringify(record, null, 2) + '\n')
-  await rename(tmp, path)
+  await writeFileAtomic(path, JSON.stringify(record, null, 2) + '\n')
 }
 
 /** The record at `path`, or undefined when there is none or it is not one. */

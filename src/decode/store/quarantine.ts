@@ -5,7 +5,7 @@ import { link, mkdir, rename, stat, unlink } from 'node:fs/promises'
 import { basename, dirname, join } from 'node:path'
 import { randomBytes } from 'node:crypto'
 import { BlockStoreError } from './errors.ts'
-import { syncDirectory } from './fs-sync.ts'
+import { syncDirectory } from '../../formats/atomic-file.ts'
 import { listBlockDir, readBlockHeader, requireDirectory } from './block-file.ts'
 
 /** The folder under a store root that holds quarantined blocks. */

@@ -8,7 +8,7 @@
 import { mkdir, stat, unlink, utimes } from 'node:fs/promises'
 import { basename, join } from 'node:path'
 import { BlockStoreError } from './errors.ts'
-import { syncDirectory } from './fs-sync.ts'
+import { syncDirectory } from '../../formats/atomic-file.ts'
 import { blockKeyChain, isBlockKeyHex } from './block-key.ts'
 import { blockPath, listBlockDir, readBlockFile, readBlockHeader, writeBlockFile, SUBDIRS, type BlockHeader } from './block-file.ts'
 import { BlockIndex, type IndexEntry } from './block-index.ts'

@@ -2,7 +2,7 @@
 import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { SafetensorsError } from '../../errors.ts'
-import { AtomicFile } from './atomic-file.ts'
+import { AtomicFile } from '../atomic-file.ts'
 import { SafetensorsFile } from './file.ts'
 import type { TensorInfo } from './header.ts'
 import { SHARD_INDEX_NAME, SINGLE_FILE_NAME, encodeShardIndex, isShardFileName, parseShardIndex, shardFileName } from './shard-index.ts'

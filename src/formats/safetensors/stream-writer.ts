@@ -1,7 +1,7 @@
 // Streaming write: the header goes first (sizes are known from the layout), then each tensor's bytes
 // in layout order, so a file far larger than memory can be written one tensor at a time.
 import { SafetensorsError } from '../../errors.ts'
-import { AtomicFile } from './atomic-file.ts'
+import { AtomicFile } from '../atomic-file.ts'
 import { MAX_HEADER_BYTES, encodeHeader, type HeaderEntry } from './header.ts'
 import { writeAt } from './positional-io.ts'
 import { checkData, checkLayoutEntry, checkMetadata, type LayoutEntry } from './write-checks.ts'

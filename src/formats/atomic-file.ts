@@ -1,5 +1,7 @@
 // Files that appear under their final name only when complete: write a temporary sibling, fsync,
-// rename. A reader (or a directory scan for `*.safetensors`) never sees a half-written file.
+// rename, fsync the directory. A reader (or a directory scan for `*.safetensors`) never sees a
+// half-written file. The project's one async atomic write (the capture's layer files have a
+// synchronous one of their own in src/capture/layer-file.ts, with its own error messages).
 import { open, rename, rm, type FileHandle } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import { randomBytes } from 'node:crypto'
@@ -33,8 +35,8 @@ export class AtomicFile {
   }
 }
 
-/** fsync a directory so a rename survives a crash; some filesystems refuse, which is not fatal. */
-async function syncDirectory (dir: string): Promise<void> {
+/** fsync a directory so a create or rename in it survives a crash; some filesystems refuse, which is not fatal. */
+export async function syncDirectory (dir: string): Promise<void> {
   let fh: FileHandle | undefined
   try {
     fh = await open(dir, 'r')
@@ -44,4 +46,17 @@ async function syncDirectory (dir: string): Promise<void> {
   } finally {
     await fh?.close().catch(() => undefined)
   }
+}
+
+/** Write `data` to `path` so that it appears complete or not at all. */
+export async function writeFileAtomic (path: string, data: Uint8Array | string): Promise<void> {
+  const file = await AtomicFile.create(path)
+  try {
+    await file.handle.writeFile(data)
+  }
+  catch (e) {
+    await file.discard()
+    throw e
+  }
+  await file.commit()
 }
