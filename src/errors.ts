@@ -1,8 +1,40 @@
 // One error family for the whole bridge: a user-facing message that names the thing at fault.
 
+/**
+ * Stable codes for the failures a caller branches on, in the manner of undici's `UND_ERR_*`: test
+ * `errorCode(e)`, never the message text (messages are for people and may be reworded).
+ */
+export const PD_ERR = {
+  /** A capture file's bytes are not what its manifest lists (size or SHA-256), on disk or over the share. */
+  CAPTURE_INTEGRITY: 'PD_ERR_CAPTURE_INTEGRITY',
+} as const
+
+export type PdErrorCode = typeof PD_ERR[keyof typeof PD_ERR]
+
 /** Base class of every error pd-bridge raises on purpose. */
 export class PdBridgeError extends Error {
   override name = 'PdBridgeError'
+  /** Set where a caller may need to tell this failure from others (PD_ERR). Not `code`: the OpenAI
+   * error shape (src/http/openai-error.ts) already has a `code` of its own. */
+  readonly pdCode?: PdErrorCode
+
+  constructor (message?: string, options?: { code?: PdErrorCode, cause?: unknown }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause })
+    if (options?.code !== undefined) this.pdCode = options.code
+  }
+}
+
+/** The PD_ERR code of `e`, if it has one. */
+export function errorCode (e: unknown): PdErrorCode | undefined {
+  return e instanceof PdBridgeError ? e.pdCode : undefined
+}
+
+/** A capture layer file whose size or SHA-256 is not what the capture's manifest lists. */
+export class CaptureIntegrityError extends PdBridgeError {
+  override name = 'CaptureIntegrityError'
+  constructor (readonly file: string, readonly problem: string) {
+    super(`${file}: ${problem}`, { code: PD_ERR.CAPTURE_INTEGRITY })
+  }
 }
 
 /** A safetensors file (or shard index) that breaks the format rules. */

@@ -3,7 +3,7 @@
 // and the tensors widened to float32 under ModelCache.tensors' names.
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { PdBridgeError } from '../errors.ts'
+import { CaptureIntegrityError, PdBridgeError } from '../errors.ts'
 import type { DumpTensor } from '../model/engine/cache.ts'
 import { decodeLayerFile, type LayerFileMeta } from './layer-file.ts'
 import { readManifest, sha256Hex, validateManifestForRequest, type CaptureManifest, type CaptureRequest } from './manifest.ts'
@@ -34,9 +34,9 @@ export async function readCapture (dir: string, opts: { request?: CaptureRequest
   for (const entry of manifest.layers) {
     const path = join(dir, entry.file)
     const bytes = new Uint8Array(await readFile(path))
-    if (bytes.length !== entry.bytes) throw new PdBridgeError(`${path}: ${bytes.length} bytes, the manifest lists ${entry.bytes}`)
+    if (bytes.length !== entry.bytes) throw new CaptureIntegrityError(path, `${bytes.length} bytes, the manifest lists ${entry.bytes}`)
     const sha = sha256Hex(bytes)
-    if (sha !== entry.sha256) throw new PdBridgeError(`${path}: SHA-256 ${sha} does not match the manifest's ${entry.sha256}`)
+    if (sha !== entry.sha256) throw new CaptureIntegrityError(path, `SHA-256 ${sha} does not match the manifest's ${entry.sha256}`)
     const decoded = decodeLayerFile(bytes, path)
     const m = decoded.meta
     if (m.layer !== entry.index) throw new PdBridgeError(`${path}: holds layer ${m.layer}, the manifest lists it as layer ${entry.index}`)

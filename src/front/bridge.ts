@@ -10,7 +10,7 @@ import { rm } from 'node:fs/promises'
 import { captureDir, CaptureManifestError, tokenIdsSha256 } from '../capture/manifest.ts'
 import type { FrontConfig } from '../config/index.ts'
 import { spoolCapture, type BlockWriterReport, type SpoolResult } from '../decode/writer/index.ts'
-import { PdBridgeError } from '../errors.ts'
+import { errorCode, PD_ERR, PdBridgeError } from '../errors.ts'
 import { CaptureFailedError, ChecksumError, ShareAbortedError, ShareDeadlineError, ShareHttpError, ShareStallError } from '../share/index.ts'
 import { EngineWatch, type EngineStatus } from './engine-watch.ts'
 import { acceptsConnections, callJson, errorMessageOf, isNoAnswer, joinUrl, LinkError } from './http.ts'
@@ -171,7 +171,7 @@ export async function runBridge (config: FrontConfig, setup: BridgeSetup, job: B
       writer = await setup.target.openWriter(dir, { sidecar: setup.sidecar, requestId, tokens: captureTokens })
     } catch (e) {
       const m = e instanceof Error ? e.message : String(e)
-      throw fail(e instanceof CaptureManifestError ? `capture manifest mismatch: ${m}` : /SHA-256|checksum|the manifest lists \d+/i.test(m) ? `capture checksum mismatch: ${m}` : `capture rejected by the block writer: ${m}`, 'write')
+      throw fail(e instanceof CaptureManifestError ? `capture manifest mismatch: ${m}` : errorCode(e) === PD_ERR.CAPTURE_INTEGRITY ? `capture checksum mismatch: ${m}` : `capture rejected by the block writer: ${m}`, 'write')
     }
     let report: BlockWriterReport
     try {

@@ -1,11 +1,11 @@
 // Errors of the capture share's client. Each names the request or file at fault and what went wrong.
-import { PdBridgeError } from '../errors.ts'
+import { PD_ERR, PdBridgeError } from '../errors.ts'
 
 /** A layer file whose bytes (size or SHA-256) differ from its manifest entry; it is never delivered. */
 export class ChecksumError extends PdBridgeError {
   override name = 'ChecksumError'
   constructor (readonly file: string, readonly problem: string) {
-    super(`${file}: ${problem}`)
+    super(`${file}: ${problem}`, { code: PD_ERR.CAPTURE_INTEGRITY })
   }
 }
 

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { CaptureSession, exportWeights, type Sidecar } from '../../src/capture/index.ts'
 import { blockPath } from '../../src/decode/store/index.ts'
 import { BlockWriter, streamBlocks } from '../../src/decode/writer/index.ts'
-import { PdBridgeError } from '../../src/errors.ts'
+import { errorCode, PD_ERR, PdBridgeError } from '../../src/errors.ts'
 import { CaptureFailedError, startShareServer } from '../../src/share/index.ts'
 import { BS, bench, capture, openStore, prompt, type Bench } from './helpers.ts'
 
@@ -93,6 +93,20 @@ describe('the writer refuses a capture that does not fit the request or the stor
     bytes[bytes.length - 5] ^= 0x01
     writeFileSync(path, bytes)
     await refused({ dir: c.dir }, /layer-002\.safetensors: SHA-256 [0-9a-f]{64} does not match the manifest's/)
+    // The front door tells a checksum mismatch from other refusals by this code, not by the message.
+    const target = await openStore(b, 'refused-code')
+    const err = await BlockWriter.open(c.dir, { target, sidecar: b.sidecar, requestId: 'good', tokens }).catch((e: unknown) => e)
+    expect(errorCode(err)).toBe(PD_ERR.CAPTURE_INTEGRITY)
+  })
+
+  it('a layer file of another length than the manifest lists: the same code', async () => {
+    const c = await capture(b, tokens, { requestId: 'good', root: b.scratch('captures-short') })
+    const path = join(c.dir, 'layer-001.safetensors')
+    writeFileSync(path, readFileSync(path).subarray(0, 100))
+    await refused({ dir: c.dir }, /layer-001\.safetensors: 100 bytes, the manifest lists \d+/)
+    const target = await openStore(b, 'refused-code-short')
+    const err = await BlockWriter.open(c.dir, { target, sidecar: b.sidecar, requestId: 'good', tokens }).catch((e: unknown) => e)
+    expect(errorCode(err)).toBe(PD_ERR.CAPTURE_INTEGRITY)
   })
 })
 

@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto'
 import { open, stat } from 'node:fs/promises'
 import { join } from 'node:path'
-import { PdBridgeError } from '../../errors.ts'
+import { CaptureIntegrityError, PdBridgeError } from '../../errors.ts'
 import { SafetensorsFile, type TensorInfo } from '../../formats/safetensors/index.ts'
 import { parseLayerFileMeta, type LayerFileMeta } from '../../capture/layer-file.ts'
 import { readManifest, validateManifestForRequest, type CaptureManifest, type CaptureRequest } from '../../capture/manifest.ts'
@@ -123,9 +123,9 @@ export async function openCaptureFiles (dir: string, request: CaptureRequest, nu
     for (const entry of manifest.layers) {
       const path = join(dir, entry.file)
       const size = (await stat(path).catch(() => { throw new PdBridgeError(`${path}: listed in the manifest but missing`) })).size
-      if (size !== entry.bytes) throw new PdBridgeError(`${path}: ${size} bytes, the manifest lists ${entry.bytes}`)
+      if (size !== entry.bytes) throw new CaptureIntegrityError(path, `${size} bytes, the manifest lists ${entry.bytes}`)
       const sha = await sha256OfFile(path)
-      if (sha !== entry.sha256) throw new PdBridgeError(`${path}: SHA-256 ${sha} does not match the manifest's ${entry.sha256}`)
+      if (sha !== entry.sha256) throw new CaptureIntegrityError(path, `SHA-256 ${sha} does not match the manifest's ${entry.sha256}`)
       const file = await SafetensorsFile.open(path)
       const reader = new LayerFileReader(entry.index, path, parseLayerFileMeta(file.metadata, path), file)
       layers.push(reader)
