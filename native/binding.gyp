@@ -1,16 +1,67 @@
+# pdb_kernels: the addon (bindings, threads, dispatch; no ISA flags) and the vector kernels, compiled
+# once per ISA into static libraries (docs/kernels.md, "Portable build and ISA dispatch"):
+#   pdb_kernels_portable  -DPDB_ISA_PORTABLE, no ISA flags (every target_arch; the only one off x86)
+#   pdb_kernels_avx2      -DPDB_ISA_AVX2 -mavx2 -mf16c (target_arch x64 only)
+# Both use the same numerics flags: -O3 -ffp-contract=off -fno-fast-math, never -ffast-math or -march=native.
 {
+  "variables": {
+    "pdb_isa_sources": ["src/matmul.cc", "src/rmsnorm.cc", "src/peak_loops.cc", "src/fmath_array.cc", "src/attention.cc",
+                        "src/indexer.cc", "src/pool.cc", "src/rope_rows.cc", "src/round_bf16.cc", "src/isa_table.cc"],
+    "pdb_flags": ["-O3", "-ffp-contract=off", "-fno-fast-math"],
+    "pdb_cc_flags": ["-std=c++17", "-O3", "-ffp-contract=off", "-fno-fast-math"]
+  },
+  "target_defaults": {
+    "conditions": [
+      ["target_arch=='x64'", { "defines": ["PDB_HAVE_AVX2"] }]
+    ]
+  },
   "targets": [
     {
       "target_name": "pdb_kernels",
-      "sources": ["src/addon.cc", "src/matmul.cc", "src/rmsnorm.cc", "src/parallel.cc", "src/peak.cc",
-                  "src/fmath_array.cc", "src/attention.cc", "src/indexer.cc", "src/pool.cc", "src/rope_rows.cc", "src/round_bf16.cc", "src/hc_post.cc",
+      "sources": ["src/addon.cc", "src/dispatch.cc", "src/parallel.cc", "src/peak.cc", "src/hc_post.cc",
                   "src/entry_fmath.cc", "src/entry_attention.cc", "src/entry_pool.cc", "src/entry_rope.cc", "src/entry_round.cc", "src/entry_hc.cc"],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
       "defines": ["NAPI_VERSION=8", "NODE_ADDON_API_DISABLE_CPP_EXCEPTIONS"],
+      "dependencies": ["pdb_kernels_portable"],
+      "conditions": [
+        ["target_arch=='x64'", { "dependencies": ["pdb_kernels_avx2"] }]
+      ],
       "cflags!": ["-fno-exceptions"],
       "cflags_cc!": ["-fno-exceptions", "-O2"],
-      "cflags": ["-O3", "-ffp-contract=off", "-fno-fast-math", "-mavx2", "-mf16c"],
-      "cflags_cc": ["-std=c++17", "-O3", "-ffp-contract=off", "-fno-fast-math", "-mavx2", "-mf16c"]
+      "cflags": ["<@(pdb_flags)"],
+      "cflags_cc": ["<@(pdb_cc_flags)"],
+      "xcode_settings": { "GCC_OPTIMIZATION_LEVEL": "3", "CLANG_CXX_LANGUAGE_STANDARD": "c++17", "GCC_ENABLE_CPP_EXCEPTIONS": "YES",
+                            "OTHER_CFLAGS": ["-ffp-contract=off", "-fno-fast-math"], "OTHER_CPLUSPLUSFLAGS": ["-ffp-contract=off", "-fno-fast-math"] }
+    },
+    {
+      "target_name": "pdb_kernels_portable",
+      "type": "static_library",
+      "sources": ["<@(pdb_isa_sources)"],
+      "defines": ["PDB_ISA_PORTABLE"],
+      "cflags!": ["-fno-exceptions"],
+      "cflags_cc!": ["-fno-exceptions", "-O2"],
+      "cflags": ["-fPIC", "<@(pdb_flags)"],
+      "cflags_cc": ["<@(pdb_cc_flags)"],
+      "xcode_settings": { "GCC_OPTIMIZATION_LEVEL": "3", "CLANG_CXX_LANGUAGE_STANDARD": "c++17", "GCC_ENABLE_CPP_EXCEPTIONS": "YES",
+                            "OTHER_CFLAGS": ["-ffp-contract=off", "-fno-fast-math"], "OTHER_CPLUSPLUSFLAGS": ["-ffp-contract=off", "-fno-fast-math"] }
     }
+  ],
+  "conditions": [
+    ["target_arch=='x64'", {
+      "targets": [
+        {
+          "target_name": "pdb_kernels_avx2",
+          "type": "static_library",
+          "sources": ["<@(pdb_isa_sources)"],
+          "defines": ["PDB_ISA_AVX2"],
+          "cflags!": ["-fno-exceptions"],
+          "cflags_cc!": ["-fno-exceptions", "-O2"],
+          "cflags": ["-fPIC", "<@(pdb_flags)", "-mavx2", "-mf16c"],
+          "cflags_cc": ["<@(pdb_cc_flags)"],
+          "xcode_settings": { "GCC_OPTIMIZATION_LEVEL": "3", "CLANG_CXX_LANGUAGE_STANDARD": "c++17", "GCC_ENABLE_CPP_EXCEPTIONS": "YES",
+                            "OTHER_CFLAGS": ["-ffp-contract=off", "-fno-fast-math", "-mavx2", "-mf16c"], "OTHER_CPLUSPLUSFLAGS": ["-ffp-contract=off", "-fno-fast-math", "-mavx2", "-mf16c"] }
+        }
+      ]
+    }]
   ]
 }

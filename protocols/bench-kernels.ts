@@ -12,6 +12,7 @@ import {
   attentionMqa, fmathArray, getKernelThreads, indexerScores, kernelParallelThreshold, matmulBf16, matmulF32,
   reference, rmsNorm, softmaxPool,
 } from '../src/kernels/index.ts'
+import { loadNativeKernels } from '../src/kernels/native.ts'
 import { PdBridgeError } from '../src/errors.ts'
 import { helpAndExit, readOptions } from './bench-cli.ts'
 import { f32ToBf16 } from '../src/numerics/bf16.ts'
@@ -263,7 +264,7 @@ async function main (): Promise<void> {
     }
   })
 
-  console.log(`\npeak AVX2 mul+add (no FMA), best of ${peaks.bestOf} (start and end): ${peaks.gflops1Thread.toFixed(1)} GFLOP/s on 1 thread, ${peaks.gflopsAllThreads.toFixed(1)} GFLOP/s on ${threads}`)
+  console.log(`\npeak ${loadNativeKernels().isa} mul+add (no FMA), best of ${peaks.bestOf} (start and end): ${peaks.gflops1Thread.toFixed(1)} GFLOP/s on 1 thread, ${peaks.gflopsAllThreads.toFixed(1)} GFLOP/s on ${threads}`)
   console.log(`streaming copy of ${formatBytes(peaks.copyBytes)}, best of ${peaks.bestOf}: ${peaks.copyGbps1Thread.toFixed(1)} GB/s on 1 thread, ${peaks.copyGbpsAllThreads.toFixed(1)} GB/s on ${threads}`)
   console.log('GFLOP/s rows: the mul+add peak for the threads used; GB/s rows: a copy moving the same bytes on the same threads\n')
   console.table(out.map((r) => ({

@@ -3,9 +3,12 @@
 #include <napi.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 
 #include "args.h"
 #include "entries.h"
+#include "isa.h"
 #include "matmul.h"
 #include "parallel.h"
 #include "peak.h"
@@ -121,7 +124,19 @@ Napi::Value MeasureStreamGbps (const Napi::CallbackInfo& info) {
 }  // namespace
 
 static Napi::Object Init (Napi::Env env, Napi::Object exports) {
+  // The kernel ISA, once per load (isa.h): PD_KERNELS_ISA=avx2|portable forces one.
+  const char* requested = std::getenv("PD_KERNELS_ISA");
+  std::string isa_error;
+  if (!pdb::select_kernel_isa(requested == nullptr ? "" : requested, &isa_error)) {
+    Napi::Error::New(env, "pdb_kernels: " + isa_error).ThrowAsJavaScriptException();
+    return exports;
+  }
+  Napi::Array isas = Napi::Array::New(env);
+  if (pdb::avx2_usable()) isas.Set(isas.Length(), Napi::String::New(env, "avx2"));
+  isas.Set(isas.Length(), Napi::String::New(env, "portable"));
   exports.Set("abiVersion", Napi::Number::New(env, 5));
+  exports.Set("isa", Napi::String::New(env, pdb::kernels().name));
+  exports.Set("isas", isas);
   exports.Set("minParallelWork", Napi::Number::New(env, double(pdb::kMinParallelWork)));
   exports.Set("matmulF32", Napi::Function::New(env, MatmulF32, "matmulF32"));
   exports.Set("matmulBf16", Napi::Function::New(env, MatmulBf16, "matmulBf16"));

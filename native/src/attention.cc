@@ -1,13 +1,12 @@
-#include "attention.h"
-
 #include <cstring>
-#include <vector>
 
 #include "dot_tile.h"
 #include "fmath.h"
+#include "isa_kernels.h"
 #include "parallel.h"
 
 namespace pdb {
+namespace PDB_ISA_NS {
 
 namespace {
 
@@ -23,7 +22,7 @@ struct Query {
 };
 
 // scores[hh * K + j] = dot(q head h0 + hh, kv[key_j]) for hh < hn, in the kernel order.
-void score_dots (const Query& a, size_t h0, size_t hn, bool to_bf16, float* scores, std::vector<float>& gathered) {
+void score_dots (const Query& a, size_t h0, size_t hn, bool to_bf16, float* scores, Scratch& gathered) {
   const size_t K = a.key_count, D = a.dim;
   gathered.resize(kKeyChunk * D);
   for (size_t c0 = 0; c0 < K; c0 += kKeyChunk) {
@@ -40,12 +39,12 @@ void softmax_with_sink (float* s, size_t K, float sink, float scale, const Atten
   for (size_t j = 0; j < K; j++) s[j] = o.round_scores_bf16 ? round_bf16_nan_safe(s[j] * scale) : s[j] * scale;
   float m = sink;
   for (size_t j = 0; j < K; j++) if (s[j] > m) m = s[j];
-  const __m256 mv = _mm256_set1_ps(m);
+  const F8 mv = f8_set1(m);
   size_t j = 0;
   for (; j + 8 <= K; j += 8) {
-    __m256 d = _mm256_sub_ps(_mm256_loadu_ps(s + j), mv);
+    F8 d = f8_load(s + j) - mv;
     if (o.round_scores_bf16) d = round_bf16_8(d);
-    _mm256_storeu_ps(s + j, exp8_f32(d));
+    f8_store(s + j, exp8_f32(d));
   }
   for (; j < K; j++) {
     const float d = s[j] - m;
@@ -62,7 +61,7 @@ void softmax_with_sink (float* s, size_t K, float sink, float scale, const Atten
   }
 }
 
-inline __m256 finish8 (__m256 v, bool to_bf16) { return to_bf16 ? round_bf16_8(v) : canonical_nan8(v); }
+inline F8 finish8 (F8 v, bool to_bf16) { return to_bf16 ? round_bf16_8(v) : canonical_nan8(v); }
 
 // out[hh, d] = sum_j p[hh, j] kv[key_j][d], sequential in j, for heads hh and hh + 1 (when `two`),
 // 32, then 8, then 1 channel at a time (each channel's chain is the same whatever the grouping).
@@ -74,32 +73,32 @@ void weighted_rows (const Query& a, const float* p, size_t hh, bool two, float* 
   float* o1 = o0 + D;
   size_t d0 = 0;
   for (; d0 + 32 <= D; d0 += 32) {
-    __m256 a0[4], a1[4];
-    for (int u = 0; u < 4; u++) a0[u] = a1[u] = _mm256_setzero_ps();
+    F8 a0[4], a1[4];
+    for (int u = 0; u < 4; u++) a0[u] = a1[u] = f8_zero();
     for (size_t j = 0; j < K; j++) {
       const float* row = a.kv + size_t(a.keys[j]) * D + d0;
-      const __m256 w0 = _mm256_set1_ps(p0[j]);
-      const __m256 w1 = _mm256_set1_ps(p1[j]);
+      const F8 w0 = f8_set1(p0[j]);
+      const F8 w1 = f8_set1(p1[j]);
       for (int u = 0; u < 4; u++) {
-        const __m256 r = _mm256_loadu_ps(row + 8 * u);
-        a0[u] = _mm256_add_ps(a0[u], _mm256_mul_ps(w0, r));
-        a1[u] = _mm256_add_ps(a1[u], _mm256_mul_ps(w1, r));
+        const F8 r = f8_load(row + 8 * u);
+        a0[u] = a0[u] + w0 * r;
+        a1[u] = a1[u] + w1 * r;
       }
     }
     for (int u = 0; u < 4; u++) {
-      _mm256_storeu_ps(o0 + d0 + 8 * u, finish8(a0[u], to_bf16));
-      if (two) _mm256_storeu_ps(o1 + d0 + 8 * u, finish8(a1[u], to_bf16));
+      f8_store(o0 + d0 + 8 * u, finish8(a0[u], to_bf16));
+      if (two) f8_store(o1 + d0 + 8 * u, finish8(a1[u], to_bf16));
     }
   }
   for (; d0 + 8 <= D; d0 += 8) {
-    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+    F8 a0 = f8_zero(), a1 = f8_zero();
     for (size_t j = 0; j < K; j++) {
-      const __m256 r = _mm256_loadu_ps(a.kv + size_t(a.keys[j]) * D + d0);
-      a0 = _mm256_add_ps(a0, _mm256_mul_ps(_mm256_set1_ps(p0[j]), r));
-      a1 = _mm256_add_ps(a1, _mm256_mul_ps(_mm256_set1_ps(p1[j]), r));
+      const F8 r = f8_load(a.kv + size_t(a.keys[j]) * D + d0);
+      a0 = a0 + f8_set1(p0[j]) * r;
+      a1 = a1 + f8_set1(p1[j]) * r;
     }
-    _mm256_storeu_ps(o0 + d0, finish8(a0, to_bf16));
-    if (two) _mm256_storeu_ps(o1 + d0, finish8(a1, to_bf16));
+    f8_store(o0 + d0, finish8(a0, to_bf16));
+    if (two) f8_store(o1 + d0, finish8(a1, to_bf16));
   }
   for (; d0 < D; d0++) {
     float s0 = 0.0f, s1 = 0.0f;
@@ -129,7 +128,7 @@ void attention_mqa (const float* q, size_t t_count, size_t heads, size_t dim, co
   const size_t per = (heads + split - 1) / split;
   split = (heads + per - 1) / per;
   parallel_ranges(t_count * split, 1, threads, [&](size_t task0, size_t task1) {
-    std::vector<float> scores, gathered;
+    Scratch scores, gathered;
     for (size_t task = task0; task < task1; task++) {
       const size_t t = task / split;
       const size_t h0 = (task % split) * per;
@@ -146,4 +145,5 @@ void attention_mqa (const float* q, size_t t_count, size_t heads, size_t dim, co
   });
 }
 
+}  // namespace PDB_ISA_NS
 }  // namespace pdb

@@ -1,4 +1,4 @@
-// Register-tiled dot products: MR rows of x against NR rows of W side by side, one __m256 of 8 lanes
+// Register-tiled dot products: MR rows of x against NR rows of W side by side, one F8 of 8 lanes
 // per dot product, so each dot product still follows kernel_order.h exactly. Tiling only interleaves
 // independent dot products; it never changes what is added to what. Shared by the matmul, the
 // attention scores and the indexer scores.
@@ -9,6 +9,7 @@
 #include "kernel_order.h"
 
 namespace pdb {
+namespace PDB_ISA_NS {
 
 // The two accumulation orders of a dot product (docs/kernels.md, "Accumulation order").
 enum class DotOrder {
@@ -26,15 +27,15 @@ template <class W, int MR, int NR>
 inline void lanes_part (const float* x, size_t k, const typename W::Code* w, size_t i0, size_t len,
                         float part[MR][NR]) {
   const size_t len8 = len - len % 8;
-  __m256 acc[MR][NR];
+  F8 acc[MR][NR];
   for (int r = 0; r < MR; r++)
-    for (int c = 0; c < NR; c++) acc[r][c] = _mm256_setzero_ps();
+    for (int c = 0; c < NR; c++) acc[r][c] = f8_zero();
   for (size_t i = i0; i < i0 + len8; i += 8) {
-    __m256 xv[MR];
-    for (int r = 0; r < MR; r++) xv[r] = _mm256_loadu_ps(x + r * k + i);
+    F8 xv[MR];
+    for (int r = 0; r < MR; r++) xv[r] = f8_load(x + r * k + i);
     for (int c = 0; c < NR; c++) {
-      const __m256 wv = W::load8(w + c * k + i);
-      for (int r = 0; r < MR; r++) acc[r][c] = _mm256_add_ps(acc[r][c], _mm256_mul_ps(xv[r], wv));
+      const F8 wv = W::load8(w + c * k + i);
+      for (int r = 0; r < MR; r++) acc[r][c] = acc[r][c] + xv[r] * wv;
     }
   }
   for (int r = 0; r < MR; r++) {
@@ -125,4 +126,5 @@ void dot_columns (const float* x, size_t m, size_t k, const typename W::Code* w,
   }
 }
 
+}  // namespace PDB_ISA_NS
 }  // namespace pdb

@@ -3,14 +3,13 @@
 // Math.fround. docs/kernels.md ("Transcendental functions") derives each one and states its accuracy.
 #pragma once
 
-#include <immintrin.h>
-
 #include <cmath>
 #include <cstdint>
 
 #include "kernel_order.h"
 
 namespace pdb {
+namespace PDB_ISA_NS {
 
 namespace fm {
 
@@ -226,35 +225,34 @@ inline float sqrtsoftplus_f32 (float x) {
 
 // ---- 8 lanes at once: the same float32 operations in the same order, so every lane equals exp_f32.
 
-inline __m256 exp8_f32 (__m256 x) {
-  const __m256 xc = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(fm::kPartsFloor)), _mm256_set1_ps(fm::kExpOverflow));
-  const __m256 t = _mm256_mul_ps(xc, _mm256_set1_ps(fm::kLog2e));
-  const __m256 shift = _mm256_set1_ps(fm::kShift);
-  const __m256 kf = _mm256_sub_ps(_mm256_add_ps(t, shift), shift);
-  const __m256 rh = _mm256_sub_ps(xc, _mm256_mul_ps(kf, _mm256_set1_ps(fm::kLn2Hi)));
-  const __m256 rl = _mm256_mul_ps(kf, _mm256_set1_ps(fm::kLn2Lo));
-  const __m256 r = _mm256_sub_ps(rh, rl);
-  __m256 q = _mm256_add_ps(_mm256_set1_ps(fm::kE6), _mm256_mul_ps(r, _mm256_set1_ps(fm::kE7)));
-  q = _mm256_add_ps(_mm256_set1_ps(fm::kE5), _mm256_mul_ps(r, q));
-  q = _mm256_add_ps(_mm256_set1_ps(fm::kE4), _mm256_mul_ps(r, q));
-  q = _mm256_add_ps(_mm256_set1_ps(fm::kE3), _mm256_mul_ps(r, q));
-  q = _mm256_add_ps(_mm256_set1_ps(0.5f), _mm256_mul_ps(r, q));
-  const __m256 one = _mm256_set1_ps(1.0f);
-  const __m256 hi = _mm256_add_ps(one, rh);
-  const __m256 lo = _mm256_add_ps(_mm256_sub_ps(one, hi), rh);
-  const __m256 p = _mm256_add_ps(hi, _mm256_add_ps(lo, _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(r, r), q), rl)));
+inline F8 exp8_f32 (F8 x) {
+  const F8 xc = f8_min(f8_max(x, f8_set1(fm::kPartsFloor)), f8_set1(fm::kExpOverflow));
+  const F8 t = xc * f8_set1(fm::kLog2e);
+  const F8 shift = f8_set1(fm::kShift);
+  const F8 kf = (t + shift) - shift;
+  const F8 rh = xc - kf * f8_set1(fm::kLn2Hi);
+  const F8 rl = kf * f8_set1(fm::kLn2Lo);
+  const F8 r = rh - rl;
+  F8 q = f8_set1(fm::kE6) + r * f8_set1(fm::kE7);
+  q = f8_set1(fm::kE5) + r * q;
+  q = f8_set1(fm::kE4) + r * q;
+  q = f8_set1(fm::kE3) + r * q;
+  q = f8_set1(0.5f) + r * q;
+  const F8 one = f8_set1(1.0f);
+  const F8 hi = one + rh;
+  const F8 lo = (one - hi) + rh;
+  const F8 p = hi + (lo + ((r * r) * q - rl));
   // k2 = k > 127 ? 1 : (k < -126 ? -64 : 0); y = (p * 2^(k - k2)) * 2^k2.
-  const __m256i k = _mm256_cvttps_epi32(kf);
-  const __m256i k2 = _mm256_sub_epi32(
-    _mm256_and_si256(_mm256_cmpgt_epi32(k, _mm256_set1_epi32(127)), _mm256_set1_epi32(1)),
-    _mm256_and_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(-126), k), _mm256_set1_epi32(64)));
-  const __m256i bias = _mm256_set1_epi32(127);
-  const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_sub_epi32(k, k2), bias), 23));
-  const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k2, bias), 23));
-  __m256 y = _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
-  y = _mm256_blendv_ps(y, _mm256_set1_ps(INFINITY), _mm256_cmp_ps(x, _mm256_set1_ps(fm::kExpOverflow), _CMP_GT_OQ));
-  y = _mm256_blendv_ps(y, _mm256_setzero_ps(), _mm256_cmp_ps(x, _mm256_set1_ps(fm::kExpUnderflow), _CMP_LT_OQ));
-  return _mm256_blendv_ps(y, _mm256_castsi256_ps(_mm256_set1_epi32(int(kCanonicalNanBits))), _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+  const I8 k = f8_trunc_i32(kf);
+  const I8 k2 = (i8_gt(k, i8_set1(127)) & i8_set1(1)) - (i8_gt(i8_set1(uint32_t(-126)), k) & i8_set1(64));
+  const I8 bias = i8_set1(127);
+  const F8 s1 = i8_as_f8(i8_shl<23>((k - k2) + bias));
+  const F8 s2 = i8_as_f8(i8_shl<23>(k2 + bias));
+  F8 y = (p * s1) * s2;
+  y = f8_blend(y, f8_set1(INFINITY), f8_gt(x, f8_set1(fm::kExpOverflow)));
+  y = f8_blend(y, f8_zero(), f8_lt(x, f8_set1(fm::kExpUnderflow)));
+  return f8_blend(y, i8_as_f8(i8_set1(kCanonicalNanBits)), f8_unord(x, x));
 }
 
+}  // namespace PDB_ISA_NS
 }  // namespace pdb

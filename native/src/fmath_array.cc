@@ -1,9 +1,9 @@
-#include "fmath_array.h"
-
 #include "fmath.h"
+#include "isa_kernels.h"
 #include "parallel.h"
 
 namespace pdb {
+namespace PDB_ISA_NS {
 
 namespace {
 
@@ -14,7 +14,7 @@ void apply (const float* x, float* y, size_t i0, size_t i1) {
 
 void apply_exp (const float* x, float* y, size_t i0, size_t i1) {
   size_t i = i0;
-  for (; i + 8 <= i1; i += 8) _mm256_storeu_ps(y + i, exp8_f32(_mm256_loadu_ps(x + i)));
+  for (; i + 8 <= i1; i += 8) f8_store(y + i, exp8_f32(f8_load(x + i)));
   apply<exp_f32>(x, y, i, i1);
 }
 
@@ -35,4 +35,5 @@ void fmath_array (FmathFn fn, const float* x, size_t n, float* y, int threads) {
   });
 }
 
+}  // namespace PDB_ISA_NS
 }  // namespace pdb

@@ -1,12 +1,11 @@
-#include "indexer.h"
-
 #include <cmath>
-#include <vector>
 
 #include "dot_tile.h"
+#include "isa_kernels.h"
 #include "parallel.h"
 
 namespace pdb {
+namespace PDB_ISA_NS {
 
 namespace {
 
@@ -22,9 +21,9 @@ inline float relu (float x) { return x <= 0.0f ? 0.0f : x; }
 void indexer_scores (const float* q, size_t t_count, size_t heads, size_t dim, const float* entries, size_t n_entries,
                      const float* weights, const int32_t* visible, float q_scale, float w_scale, float* out, int threads) {
   parallel_ranges(t_count, kQueryBlock, threads, [&](size_t r0, size_t r1) {
-    std::vector<float> dots(kQueryBlock * heads * kEntryChunk), wq(kQueryBlock * heads);
-    const __m256 qs = _mm256_set1_ps(q_scale);
-    const __m256 zero = _mm256_setzero_ps();
+    Scratch dots(kQueryBlock * heads * kEntryChunk), wq(kQueryBlock * heads);
+    const F8 qs = f8_set1(q_scale);
+    const F8 zero = f8_zero();
     for (size_t t0 = r0; t0 < r1; t0 += kQueryBlock) {
       const size_t tb = r1 - t0 < kQueryBlock ? r1 - t0 : kQueryBlock;
       size_t vmax = 0;
@@ -42,13 +41,13 @@ void indexer_scores (const float* q, size_t t_count, size_t heads, size_t dim, c
           float* o = out + (t0 + tt) * n_entries;
           size_t n = n0;
           for (; n + 8 <= end; n += 8) {
-            __m256 acc = _mm256_setzero_ps();
+            F8 acc = f8_zero();
             for (size_t h = 0; h < heads; h++) {
-              const __m256 d = _mm256_loadu_ps(dt + h * kEntryChunk + (n - n0));
-              const __m256 r = _mm256_blendv_ps(d, zero, _mm256_cmp_ps(d, zero, _CMP_LE_OQ));
-              acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_set1_ps(w[h]), _mm256_mul_ps(r, qs)));
+              const F8 d = f8_load(dt + h * kEntryChunk + (n - n0));
+              const F8 r = f8_blend(d, zero, f8_le(d, zero));
+              acc = acc + f8_set1(w[h]) * (r * qs);
             }
-            _mm256_storeu_ps(o + n, canonical_nan8(acc));
+            f8_store(o + n, canonical_nan8(acc));
           }
           for (; n < end; n++) {
             float acc = 0.0f;
@@ -65,4 +64,5 @@ void indexer_scores (const float* q, size_t t_count, size_t heads, size_t dim, c
   });
 }
 
+}  // namespace PDB_ISA_NS
 }  // namespace pdb

@@ -1,10 +1,10 @@
 // The matmul: output columns split between threads, each range computed by dot_tile.h's tiles.
-#include "matmul.h"
-
 #include "dot_tile.h"
+#include "isa_kernels.h"
 #include "parallel.h"
 
 namespace pdb {
+namespace PDB_ISA_NS {
 
 namespace {
 
@@ -34,4 +34,5 @@ void matmul_bf16 (const float* x, size_t m, size_t k, const uint16_t* w, size_t 
   else matmul<WeightBf16, DotOrder::kLanes8>(x, m, k, w, n, y, round_bf16, threads);
 }
 
+}  // namespace PDB_ISA_NS
 }  // namespace pdb

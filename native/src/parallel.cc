@@ -19,14 +19,13 @@ int kernel_threads () { return configured_threads.load(); }
 
 void set_kernel_threads (int n) { configured_threads.store(n < 1 ? 1 : n); }
 
-void parallel_ranges (size_t count, size_t grain, int threads,
-                      const std::function<void(size_t, size_t)>& body) {
+void parallel_ranges_raw (size_t count, size_t grain, int threads, RangeBody body, const void* context) {
   if (count == 0) return;
   if (grain == 0) grain = 1;
   const size_t grains = (count + grain - 1) / grain;
   const size_t chunks = std::min(grains, size_t(threads < 1 ? 1 : threads));
   if (chunks <= 1) {
-    body(0, count);
+    body(context, 0, count);
     return;
   }
   // Chunk c gets grains [c*grains/chunks, (c+1)*grains/chunks): balanced, contiguous.
@@ -37,13 +36,13 @@ void parallel_ranges (size_t count, size_t grain, int threads,
   for (size_t c = 1; c < chunks; c++) {
     const size_t begin = bound(c), end = bound(c + 1);
     try {
-      workers.emplace_back(body, begin, end);
+      workers.emplace_back(body, context, begin, end);
     } catch (const std::system_error&) {
       inline_chunks.push_back(c);
     }
   }
-  body(0, bound(1));
-  for (size_t c : inline_chunks) body(bound(c), bound(c + 1));
+  body(context, 0, bound(1));
+  for (size_t c : inline_chunks) body(context, bound(c), bound(c + 1));
   for (auto& t : workers) t.join();
 }
 

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstddef>
-#include <functional>
 
 namespace pdb {
 
@@ -18,8 +17,16 @@ void set_kernel_threads (int n);
 // Run body(begin, end) over [0, count) split into contiguous chunks whose boundaries are
 // multiples of `grain`, one chunk per thread, on at most `threads` threads (the caller's
 // thread runs the first chunk). If a thread cannot be started its chunk runs on the caller.
-void parallel_ranges (size_t count, size_t grain, int threads,
-                      const std::function<void(size_t, size_t)>& body);
+// The body is called through a plain function pointer (no std::function): the kernels that call
+// this are compiled once per ISA, and must not share std template code (simd8.h says why).
+using RangeBody = void (*)(const void* context, size_t begin, size_t end);
+void parallel_ranges_raw (size_t count, size_t grain, int threads, RangeBody body, const void* context);
+
+template <class F>
+inline void parallel_ranges (size_t count, size_t grain, int threads, const F& body) {
+  parallel_ranges_raw(count, grain, threads,
+                      [](const void* c, size_t begin, size_t end) { (*static_cast<const F*>(c))(begin, end); }, &body);
+}
 
 // The thread count for a call doing `work` units: 1 for small calls, else the configured count.
 inline int threads_for (size_t work) {

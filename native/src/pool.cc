@@ -1,11 +1,9 @@
-#include "pool.h"
-
-#include <vector>
-
 #include "fmath.h"
+#include "isa_kernels.h"
 #include "parallel.h"
 
 namespace pdb {
+namespace PDB_ISA_NS {
 
 namespace {
 
@@ -13,26 +11,26 @@ namespace {
 constexpr size_t kChannelBlock = 64;
 
 void pool8 (const float* kv, const float* gate, size_t rows, size_t d, const PoolOptions& o, float* e, float* y) {
-  __m256 m = _mm256_loadu_ps(gate);
+  F8 m = f8_load(gate);
   for (size_t r = 1; r < rows; r++) {
-    const __m256 g = _mm256_loadu_ps(gate + r * d);
-    m = _mm256_blendv_ps(m, g, _mm256_cmp_ps(g, m, _CMP_GT_OQ));
+    const F8 g = f8_load(gate + r * d);
+    m = f8_blend(m, g, f8_gt(g, m));
   }
-  __m256 sum = _mm256_setzero_ps();
+  F8 sum = f8_zero();
   for (size_t r = 0; r < rows; r++) {
-    const __m256 ex = exp8_f32(_mm256_sub_ps(_mm256_loadu_ps(gate + r * d), m));
-    _mm256_storeu_ps(e + 8 * r, ex);
-    sum = _mm256_add_ps(sum, ex);
+    const F8 ex = exp8_f32(f8_load(gate + r * d) - m);
+    f8_store(e + 8 * r, ex);
+    sum = sum + ex;
   }
-  __m256 acc = _mm256_setzero_ps();
+  F8 acc = f8_zero();
   for (size_t r = 0; r < rows; r++) {
-    __m256 p = _mm256_div_ps(_mm256_loadu_ps(e + 8 * r), sum);
+    F8 p = f8_load(e + 8 * r) / sum;
     if (o.round_weights_bf16) p = round_bf16_8(p);
-    __m256 prod = _mm256_mul_ps(p, _mm256_loadu_ps(kv + r * d));
+    F8 prod = p * f8_load(kv + r * d);
     if (o.round_products_bf16) prod = round_bf16_8(prod);
-    acc = _mm256_add_ps(acc, prod);
+    acc = acc + prod;
   }
-  _mm256_storeu_ps(y, o.round_out_bf16 ? round_bf16_8(acc) : canonical_nan8(acc));
+  f8_store(y, o.round_out_bf16 ? round_bf16_8(acc) : canonical_nan8(acc));
 }
 
 void pool1 (const float* kv, const float* gate, size_t rows, size_t d, const PoolOptions& o, float* e, float* y) {
@@ -61,7 +59,7 @@ void softmax_pool (const float* kv, const float* gate, size_t windows, size_t ro
   if (windows == 0 || d == 0) return;
   const size_t blocks = (d + kChannelBlock - 1) / kChannelBlock;
   parallel_ranges(windows * blocks, 1, threads, [&](size_t task0, size_t task1) {
-    std::vector<float> e(8 * rows);
+    Scratch e(8 * rows);
     for (size_t task = task0; task < task1; task++) {
       const size_t w = task / blocks;
       const size_t c0 = (task % blocks) * kChannelBlock;
@@ -74,4 +72,5 @@ void softmax_pool (const float* kv, const float* gate, size_t windows, size_t ro
   });
 }
 
+}  // namespace PDB_ISA_NS
 }  // namespace pdb

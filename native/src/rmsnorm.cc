@@ -1,11 +1,11 @@
-#include "rmsnorm.h"
-
 #include <cmath>
 
+#include "isa_kernels.h"
 #include "kernel_order.h"
 #include "parallel.h"
 
 namespace pdb {
+namespace PDB_ISA_NS {
 
 namespace {
 
@@ -13,11 +13,11 @@ void norm_row (const float* x, size_t d, const float* weight, float eps, float* 
   const float ss = dot_in_order<WeightF32>(x, x, d);
   const float mean = ss / float(d);
   const float r = 1.0f / std::sqrt(mean + eps);
-  const __m256 rv = _mm256_set1_ps(r);
+  const F8 rv = f8_set1(r);
   const size_t d8 = d - d % 8;
   for (size_t i = 0; i < d8; i += 8) {
-    const __m256 scaled = _mm256_mul_ps(_mm256_loadu_ps(x + i), rv);
-    _mm256_storeu_ps(y + i, canonical_nan8(_mm256_mul_ps(scaled, _mm256_loadu_ps(weight + i))));
+    const F8 scaled = f8_load(x + i) * rv;
+    f8_store(y + i, canonical_nan8(scaled * f8_load(weight + i)));
   }
   for (size_t i = d8; i < d; i++) {
     const float scaled = x[i] * r;
@@ -34,4 +34,5 @@ void rms_norm (const float* x, size_t rows, size_t d, const float* weight, float
   });
 }
 
+}  // namespace PDB_ISA_NS
 }  // namespace pdb

@@ -1,28 +1,25 @@
-#include "rope_rows.h"
-
+#include "isa_kernels.h"
 #include "kernel_order.h"
 #include "parallel.h"
 
 namespace pdb {
+namespace PDB_ISA_NS {
 
 namespace {
 
 // [v0, v1, v2, v3] -> [v0, v0, v1, v1, v2, v2, v3, v3]: one table entry per interleaved pair.
-inline __m256 pairs_of (const float* p) {
-  const __m128 v = _mm_loadu_ps(p);
-  return _mm256_set_m128(_mm_unpackhi_ps(v, v), _mm_unpacklo_ps(v, v));
-}
+inline F8 pairs_of (const float* p) { return f8_load_pairs(p); }
 
 void rotate (float* x, size_t half, const float* cos, const float* sin, bool inverse) {
-  const __m256 sign = _mm256_set1_ps(inverse ? -0.0f : 0.0f);
+  const F8 sign = f8_set1(inverse ? -0.0f : 0.0f);
   size_t k = 0;
   for (; k + 4 <= half; k += 4) {
-    const __m256 v = _mm256_loadu_ps(x + 2 * k);                        // a0 b0 a1 b1 ...
-    const __m256 c = pairs_of(cos + k);
-    const __m256 s = _mm256_xor_ps(pairs_of(sin + k), sign);
-    const __m256 ac = _mm256_mul_ps(v, c);                              // a c, b c
-    const __m256 bs = _mm256_mul_ps(_mm256_permute_ps(v, 0xb1), s);     // b s, a s
-    _mm256_storeu_ps(x + 2 * k, canonical_nan8(_mm256_addsub_ps(ac, bs)));  // a c - b s, b c + a s
+    const F8 v = f8_load(x + 2 * k);                 // a0 b0 a1 b1 ...
+    const F8 c = pairs_of(cos + k);
+    const F8 s = f8_xor(pairs_of(sin + k), sign);
+    const F8 ac = v * c;                             // a c, b c
+    const F8 bs = f8_swap_pairs(v) * s;              // b s, a s
+    f8_store(x + 2 * k, canonical_nan8(f8_addsub(ac, bs)));  // a c - b s, b c + a s
   }
   for (; k < half; k++) {
     const float c = cos[k];
@@ -46,4 +43,5 @@ void rope_rows (float* x, size_t rows, size_t heads, size_t head_dim, size_t off
   });
 }
 
+}  // namespace PDB_ISA_NS
 }  // namespace pdb

@@ -1,13 +1,12 @@
-#include "round_bf16.h"
-
-#include <immintrin.h>
-
 #include <cstdint>
 #include <cstring>
 
+#include "isa_kernels.h"
 #include "parallel.h"
+#include "simd8.h"
 
 namespace pdb {
+namespace PDB_ISA_NS {
 
 namespace {
 
@@ -18,24 +17,22 @@ inline uint32_t round_bits (uint32_t b) {
 
 void round_range (float* x, size_t i0, size_t i1) {
   size_t i = i0;
-  const __m256i exp_mask = _mm256_set1_epi32(0x7f800000);
-  const __m256i man_mask = _mm256_set1_epi32(0x007fffff);
-  const __m256i sign_mask = _mm256_set1_epi32(int32_t(0x80000000u));
-  const __m256i quiet = _mm256_set1_epi32(0x7fc00000);
-  const __m256i bias = _mm256_set1_epi32(0x7fff);
-  const __m256i one = _mm256_set1_epi32(1);
-  const __m256i high = _mm256_set1_epi32(int32_t(0xffff0000u));
-  const __m256i zero = _mm256_setzero_si256();
+  const I8 exp_mask = i8_set1(0x7f800000u);
+  const I8 man_mask = i8_set1(0x007fffffu);
+  const I8 sign_mask = i8_set1(0x80000000u);
+  const I8 quiet = i8_set1(0x7fc00000u);
+  const I8 bias = i8_set1(0x7fffu);
+  const I8 one = i8_set1(1u);
+  const I8 high = i8_set1(0xffff0000u);
+  const I8 zero = i8_set1(0u);
   for (; i + 8 <= i1; i += 8) {
-    const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i));
+    const I8 b = i8_load(x + i);
     // Wrapping 32-bit adds, as the scalar form (and the TypeScript reference's `| 0`).
-    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(b, 16), one);
-    const __m256i rounded = _mm256_and_si256(_mm256_add_epi32(_mm256_add_epi32(b, bias), lsb), high);
-    const __m256i is_nan = _mm256_andnot_si256(
-      _mm256_cmpeq_epi32(_mm256_and_si256(b, man_mask), zero),
-      _mm256_cmpeq_epi32(_mm256_and_si256(b, exp_mask), exp_mask));
-    const __m256i nan = _mm256_or_si256(_mm256_and_si256(b, sign_mask), quiet);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(x + i), _mm256_blendv_epi8(rounded, nan, is_nan));
+    const I8 lsb = i8_shr<16>(b) & one;
+    const I8 rounded = ((b + bias) + lsb) & high;
+    const I8 is_nan = i8_andnot(i8_eq(b & man_mask, zero), i8_eq(b & exp_mask, exp_mask));
+    const I8 nan = (b & sign_mask) | quiet;
+    i8_store(x + i, i8_blend(rounded, nan, is_nan));
   }
   for (; i < i1; i++) {
     uint32_t b;
@@ -51,4 +48,5 @@ void round_bf16_array (float* x, size_t n, int threads) {
   parallel_ranges(n, 64, threads, [&](size_t i0, size_t i1) { round_range(x, i0, i1); });
 }
 
+}  // namespace PDB_ISA_NS
 }  // namespace pdb

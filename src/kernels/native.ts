@@ -9,9 +9,16 @@ export const EXPECTED_ABI_VERSION = 5
 /** Where `npm run build:native` writes the addon. */
 export const DEFAULT_ADDON_PATH = fileURLToPath(new URL('../../native/build/Release/pdb_kernels.node', import.meta.url))
 
+/** The kernel variants the addon can be built with (docs/kernels.md, "Portable build and ISA dispatch"). */
+export type KernelIsa = 'avx2' | 'portable'
+
 /** The raw functions the addon exports (arguments already validated by src/kernels/index.ts). */
 export interface NativeKernels {
   abiVersion: number
+  /** The variant this process runs: chosen at load (AVX2 where the CPU has it) or by PD_KERNELS_ISA. */
+  isa: KernelIsa
+  /** The variants this build and CPU can run. */
+  isas: KernelIsa[]
   minParallelWork: number
   matmulF32 (x: Float32Array, m: number, k: number, w: Float32Array, n: number, out: Float32Array, roundBf16: boolean, blocks128?: boolean): Float32Array
   matmulBf16 (x: Float32Array, m: number, k: number, w: Uint16Array, n: number, out: Float32Array, roundBf16: boolean, blocks128?: boolean): Float32Array

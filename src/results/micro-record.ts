@@ -35,7 +35,7 @@ export const machinePeaksSchema = z.object({
   /** Kernel threads configured: the "all threads" peaks are on this many. */
   threads: z.number().int().positive(),
   bestOf: z.number().int().positive(),
-  /** AVX2 mul+add (no FMA, the kernels' instruction mix) GFLOP/s on 1 thread and on `threads`. */
+  /** mul+add of the running kernel variant (AVX2 or portable; no FMA, the kernels' instruction mix) GFLOP/s on 1 thread and on `threads`. */
   gflops1Thread: positive,
   gflopsAllThreads: positive,
   /** Streaming copy (bytes read + written) of `copyBytes`, GB/s, on 1 thread and on `threads`. */
@@ -141,7 +141,9 @@ export const microRecordSchema = z.object({
     threads: z.number().int().positive(),
     /** Work size (multiply-adds or elements) from which a call uses threads. */
     parallelThreshold: z.number().int().nonnegative(),
-    /** The effective compiler flags of the native build (empty when its makefile is not there). */
+    /** The kernel variant that ran (absent in records made before the portable build). */
+    isa: z.enum(['avx2', 'portable']).optional(),
+    /** The effective compiler flags of the kernels that ran (empty when their makefile is not there). */
     flags: z.array(z.string()),
   }).strict(),
   /** The run's knobs (time per task, repeats, profiles), by name. */

@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { PdBridgeError } from '../errors.ts'
 import { getKernelThreads, kernelParallelThreshold, measurePeakGflops, measureStreamGbps } from '../kernels/index.ts'
+import { loadNativeKernels, type KernelIsa } from '../kernels/native.ts'
 import type { MachinePeaks, MicroRecord } from './micro-record.ts'
 
 /** Short runs per peak; the best counts. */
@@ -64,10 +65,13 @@ export function gflopsPeakFor (peaks: MachinePeaks, threads: number): number {
 }
 
 // The makefile node-gyp writes for the addon; its Release flag blocks are what the compiler got.
-const ADDON_MAKEFILE = fileURLToPath(new URL('../../native/build/pdb_kernels.target.mk', import.meta.url))
+/** The makefile of the kernel library a variant is compiled into (the addon itself has no ISA flags). */
+export function kernelMakefile (isa: KernelIsa): string {
+  return fileURLToPath(new URL(`../../native/build/pdb_kernels_${isa}.target.mk`, import.meta.url))
+}
 
-/** The native build's effective compiler flags (C, then C++), or none when its makefile is not there. */
-export function nativeBuildFlags (makefile: string = ADDON_MAKEFILE): string[] {
+/** A native build makefile's effective compiler flags (C, then C++), or none when it is not there. */
+export function nativeBuildFlags (makefile: string): string[] {
   let text: string
   try {
     text = readFileSync(makefile, 'utf8')
@@ -82,5 +86,6 @@ export function nativeBuildFlags (makefile: string = ADDON_MAKEFILE): string[] {
 
 /** The native kernels as this process runs them: threads, parallel threshold, compiler flags. */
 export function nativeInfo (): MicroRecord['native'] {
-  return { threads: getKernelThreads(), parallelThreshold: kernelParallelThreshold(), flags: nativeBuildFlags() }
+  const isa = loadNativeKernels().isa
+  return { threads: getKernelThreads(), parallelThreshold: kernelParallelThreshold(), isa, flags: nativeBuildFlags(kernelMakefile(isa)) }
 }
