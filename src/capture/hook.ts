@@ -71,7 +71,7 @@ export class PoolingHook {
       // Cut at the next boundary so the state there can be copied (exact: chunk invariance).
       const stop = bs === undefined ? end : Math.min(end, (Math.floor(at / bs) + 1) * bs)
       const x = rows.subarray((at - startPos) * hidden, (stop - startPos) * hidden)
-      updateLayerCache(this.kv.layers[layer], this.kv.shape, x, stop - at, at, state, this.kv.rope, this.kv.act, this.kv.quant)
+      updateLayerCache({ weights: this.kv.layers[layer], shape: this.kv.shape, rope: this.kv.rope, act: this.kv.act, quant: this.kv.quant }, x, stop - at, at, state)
       at = stop
       this.positions[layer] = at
       if (bs !== undefined && at % bs === 0) this.snapshots[layer].push(takeBoundarySnapshot(state, at))

@@ -62,14 +62,23 @@ export interface CacheStep {
   keyBase: number
 }
 
+/** What one layer's cache update reads besides its rows: the layer's weights and the model's shapes, rope tables and numerics. */
+export interface LayerCacheContext {
+  weights: AttentionWeights
+  shape: AttentionShape
+  rope: RopeTables
+  act: ActivationRounding
+  quant: CacheQuantHooks | null
+}
+
 /**
  * The cache half of the attention block: the chunk's shared K=V rows (kv_proj -> kv_norm -> rope,
  * then the reference fp8 round trip when on) go into the window, and its compressor projections
  * into the compressor (and indexer) state. A pure function of the attention input x [n, hidden]
  * and the positions start..start+n-1: this is what a cache built from captured attention inputs runs.
  */
-export function updateLayerCache (w: AttentionWeights, s: AttentionShape, x: Float32Array, n: number, start: number,
-  cache: LayerCache, rope: RopeTables, act: ActivationRounding, quant: CacheQuantHooks | null): CacheStep {
+export function updateLayerCache (layer: LayerCacheContext, x: Float32Array, n: number, start: number, cache: LayerCache): CacheStep {
+  const { weights: w, shape: s, rope, act, quant } = layer
   const { headDim: d, ropeDim, rmsEps } = s
   const nope = d - ropeDim
   const end = start + n
@@ -113,7 +122,7 @@ export function attentionBlock (w: AttentionWeights, s: AttentionShape, x: Float
   act.roundAll(q)
 
   // The cache: window rows and pooled entries, before any query of the chunk attends.
-  const { keys, keyBase } = updateLayerCache(w, s, x, n, start, cache, rope, act, quant)
+  const { keys, keyBase } = updateLayerCache({ weights: w, shape: s, rope, act, quant }, x, n, start, cache)
 
   // Which pooled entries each query sees: HCA every complete one, CSA the indexer's picks.
   let entriesFor: (i: number) => number | Int32Array = () => 0

@@ -187,7 +187,7 @@ export function appendFromAttentionInputs (model: DeepseekV4Model, cache: ModelC
   inputFor: (layer: number) => Float32Array): void {
   const start = cache.tokenCount
   model.layers.forEach((layer, i) => {
-    updateLayerCache(layer.attention, model.attnShape, inputFor(i), count, start, cache.layers[i], model.rope, model.act, model.quant)
+    updateLayerCache({ weights: layer.attention, shape: model.attnShape, rope: model.rope, act: model.act, quant: model.quant }, inputFor(i), count, start, cache.layers[i])
   })
   cache.tokenCount = start + count
 }
