@@ -6,7 +6,6 @@ import { PdBridgeError } from '../errors.ts'
 import type { Tensor } from '../formats/safetensors/index.ts'
 import { viewAs } from '../formats/safetensors/index.ts'
 import { matmulBf16, matmulF32 } from '../kernels/index.ts'
-import type { DeepseekV4Config } from '../model/config.ts'
 import { activationRounding, type ActivationRounding } from '../model/engine/activation.ts'
 import type { AttentionShape, AttentionWeights, CacheQuantHooks, CompressorWeights } from '../model/engine/attention.ts'
 import { CompressorState, LayerCache } from '../model/engine/cache.ts'
@@ -94,9 +93,7 @@ export function buildKvPath (json: SidecarJson, tensors: ReadonlyMap<string, Ten
     }
   })
   const act = activationRounding(profile.activations)
-  // RopeTables reads only cfg.rope; a sidecar carries exactly that, not a whole model config.
-  const ropeOnly = { rope: sidecarRope(json) } as Pick<DeepseekV4Config, 'rope'> as DeepseekV4Config
-  const rope = new RopeTables(ropeOnly, { invFreqBf16: profile.vectors === 'bf16', cosSinBf16: act.bf16 })
+  const rope = new RopeTables({ rope: sidecarRope(json) }, { invFreqBf16: profile.vectors === 'bf16', cosSinBf16: act.bf16 })
   // The kv path reads headDim, ropeDim, rmsEps (and nothing of the query side, left at 0).
   const shape: AttentionShape = {
     heads: 0, headDim: json.headDim, ropeDim: json.ropeDim, oGroups: 0, oLoraRank: 0, window: json.slidingWindow,

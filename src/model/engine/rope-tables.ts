@@ -57,7 +57,8 @@ export class RopeTables {
   private readonly tables: Record<RopeKind, GrowingTable>
 
   /** invFreqBf16: inv_freq rounded to bf16 first (a buffer cast with a bf16 model); cosSinBf16: cos and sin rounded to bf16. */
-  constructor (cfg: DeepseekV4Config, opts: { invFreqBf16: boolean, cosSinBf16: boolean }) {
+  /** Only the config's rope pair is read, so a sidecar (which carries just that) builds the same tables. */
+  constructor (cfg: Pick<DeepseekV4Config, 'rope'>, opts: { invFreqBf16: boolean, cosSinBf16: boolean }) {
     this.tables = {
       main: new GrowingTable(cfg.rope.main, opts.invFreqBf16, opts.cosSinBf16),
       compress: new GrowingTable(cfg.rope.compress, opts.invFreqBf16, opts.cosSinBf16),
