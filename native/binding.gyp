@@ -2,7 +2,7 @@
 # once per ISA into static libraries (docs/kernels.md, "Portable build and ISA dispatch"):
 #   pdb_kernels_portable  -DPDB_ISA_PORTABLE, no ISA flags (every target_arch; the only one off x86)
 #   pdb_kernels_avx2      -DPDB_ISA_AVX2 -mavx2 -mf16c (target_arch x64 only)
-# Both use the same numerics flags: -O3 -ffp-contract=off -fno-fast-math, never -ffast-math or -march=native.
+# Both use the same numerics flags: -O3 -ffp-contract=off -fno-fast-math; no fast-math mode and no host-specific -march, ever (docs/kernels.md).
 {
   "variables": {
     "pdb_isa_sources": ["src/matmul.cc", "src/rmsnorm.cc", "src/peak_loops.cc", "src/fmath_array.cc", "src/attention.cc",
