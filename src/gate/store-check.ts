@@ -22,7 +22,7 @@ export interface StoreSurvey {
 
 /** Options of the store check. */
 export interface StoreCheckOptions {
-  /** The decoder's geometry fingerprint: deepseekV4GeometryFingerprint(decoder config, decoder profile). */
+  /** The decoder's geometry fingerprint: Geometry.fromConfig(decoder config, decoder profile).fingerprint (src/wire/geometry.ts). */
   geometry: string
   /** Only blocks of this model name count (a store may be shared). */
   modelName?: string

@@ -4,7 +4,7 @@
 // given geometry, and variants of it with one thing changed.
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { deepseekV4GeometryFingerprint, type JsonValue } from '../../src/decode/store/index.ts'
+import { Geometry } from '../../src/wire/geometry.ts'
 import { needleGeometry, type NeedleGeometry } from '../../src/gate/index.ts'
 import { parseDeepseekV4Config } from '../../src/model/config.ts'
 import { getProfile } from '../../src/model/profiles/index.ts'
@@ -18,7 +18,7 @@ export function deploymentNeedleGeometry (decoderConfig: string, sidecarDir: str
   try {
     const cfg = parseDeepseekV4Config(JSON.parse(readFileSync(decoderConfig, 'utf8')))
     const sidecar = JSON.parse(readFileSync(join(sidecarDir, 'sidecar.json'), 'utf8')) as { fingerprint: string }
-    return needleGeometry(deepseekV4GeometryFingerprint(cfg, getProfile('decoder') as unknown as JsonValue), sidecar.fingerprint)
+    return needleGeometry(Geometry.fromConfig(cfg, getProfile('decoder')).fingerprint, sidecar.fingerprint)
   }
   catch {
     return undefined

@@ -5,7 +5,8 @@ import { readdir, readFile, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { DecoderPrefixCache } from '../../src/decode/prefix-cache/index.ts'
-import { blockPath, deepseekV4GeometryFingerprint, type JsonValue } from '../../src/decode/store/index.ts'
+import { blockPath } from '../../src/decode/store/index.ts'
+import { Geometry } from '../../src/wire/geometry.ts'
 import { ConfigError } from '../../src/errors.ts'
 import { loadCheckpoint } from '../../src/model/checkpoint/index.ts'
 import { parseDeepseekV4Config } from '../../src/model/config.ts'
@@ -23,12 +24,12 @@ let oldGeometry: string
 beforeAll(async () => {
   d = await makeDeployment('store')
   const ckpt = await loadCheckpoint(d.modelDir)
-  geometry = deepseekV4GeometryFingerprint(ckpt.config, getProfile('decoder') as unknown as JsonValue)
+  geometry = Geometry.fromConfig(ckpt.config, getProfile('decoder')).fingerprint
   // Blocks the decoder stored before the window change: compress YaRN factor 16, same weights and model name.
   const json = await d.configJson()
   json.rope_parameters.compress.factor = 16
   const oldCfg = parseDeepseekV4Config(json)
-  oldGeometry = deepseekV4GeometryFingerprint(oldCfg, getProfile('decoder') as unknown as JsonValue)
+  oldGeometry = Geometry.fromConfig(oldCfg, getProfile('decoder')).fingerprint
   const old = await DecoderPrefixCache.open({ storeRoot: d.storeDir, modelName: d.modelDir, cfg: oldCfg, profile: 'decoder', blockSize: 256, log: () => {} })
   foreign = (await old.prefillAndStore(DeepseekV4Engine.fromCheckpoint({ ...ckpt, config: oldCfg }, 'decoder'), seededPrompt(1, 600, 512))).storedBlocks.map((b) => b.hash)
   const current = await DecoderPrefixCache.open({ storeRoot: d.storeDir, modelName: d.modelDir, cfg: ckpt.config, profile: 'decoder', blockSize: 256, log: () => {} })
