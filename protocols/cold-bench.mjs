@@ -14,6 +14,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { argv } from 'zx'
+import { Agent, fetch } from 'undici'
 import { register } from 'tsx/esm/api'
 import { checkArgv, helpAndExit, prefillEngineFlags, PREFILL_ENGINE_FLAGS, prefillEngineUsage, usageError } from './flags.mjs'
 
@@ -159,13 +160,24 @@ function runSeed (i) {
   return (opts.seed + i * 0x9e3779b1) >>> 0
 }
 
+let dispatcher
+/**
+ * The legs' connection pool. A decoder streams nothing while it prefills, and fetch's default pool
+ * ends a response after 300 s of silence ('terminated'): a 32K-token decoder-alone leg on the H200
+ * (~345 s) was cut there. The leg's own timeout is the only limit.
+ */
+function legDispatcher () {
+  dispatcher ??= new Agent({ headersTimeout: opts.legTimeoutMs, bodyTimeout: opts.legTimeoutMs })
+  return dispatcher
+}
+
 /** POST a streamed chat completion; the time to the first content token, the answer and pd_bridge. */
 async function streamLeg (name, baseUrl, model, messages) {
   const body = { model, messages, max_tokens: opts.maxTokens, temperature: 0, stream: true, stream_options: { include_usage: true } }
   const started = performance.now()
   let res
   try {
-    res = await fetch(`${baseUrl}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...authHeaders(apiKeyFromEnv()) }, body: JSON.stringify(body), signal: AbortSignal.timeout(opts.legTimeoutMs) })
+    res = await fetch(`${baseUrl}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...authHeaders(apiKeyFromEnv()) }, body: JSON.stringify(body), signal: AbortSignal.timeout(opts.legTimeoutMs), dispatcher: legDispatcher() })
   }
   catch (err) {
     throw new Error(`${name} leg: ${baseUrl} did not answer: ${err.message}`, { cause: err })
@@ -358,6 +370,7 @@ catch (err) {
 finally {
   await stopAll()
   await nativeDecoder?.remove()
+  await dispatcher?.close()
 }
 
 if (regenerate) {
