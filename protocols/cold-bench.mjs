@@ -9,7 +9,7 @@
 //
 //   npx zx protocols/cold-bench.mjs --sizes 4096,16384,32000 --repeats 3 [--seed N]
 //   npx zx protocols/cold-bench.mjs --help
-import { randomBytes } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -229,6 +229,7 @@ function bridgedLeg (leg) {
     promptTokens: leg.usage.prompt_tokens,
     completionTokens: leg.usage.completion_tokens,
     finishReason: leg.finishReason,
+    answerSha256: sha256(leg.text),
     // No verdict at all is not a bridge: record it as declined, never as complete.
     verdict: b.verdict ?? leg.header ?? 'declined',
     route: b.route ?? 'unknown',
@@ -239,7 +240,12 @@ function bridgedLeg (leg) {
 }
 
 function nativeLeg (leg) {
-  return { totalMs: leg.totalMs, ttftMs: leg.ttftMs, promptTokens: leg.usage.prompt_tokens, completionTokens: leg.usage.completion_tokens, finishReason: leg.finishReason }
+  return { totalMs: leg.totalMs, ttftMs: leg.ttftMs, promptTokens: leg.usage.prompt_tokens, completionTokens: leg.usage.completion_tokens, finishReason: leg.finishReason, answerSha256: sha256(leg.text) }
+}
+
+/** The answer's digest in the record: what protocols/rerun-records.mjs compares between commits. */
+function sha256 (text) {
+  return createHash('sha256').update(text, 'utf8').digest('hex')
 }
 
 /** Peak RSS of a process (Linux VmHWM), bytes; undefined when it cannot be read. */

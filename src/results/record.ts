@@ -35,6 +35,8 @@ const answerSchema = z.object({
   promptTokens: z.number().int().nonnegative(),
   completionTokens: z.number().int().nonnegative(),
   finishReason: z.string(),
+  /** SHA-256 of the answer's text (UTF-8, hex): two runs of one seed can be compared bit for bit. Absent in older records. */
+  answerSha256: z.string().regex(/^[0-9a-f]{64}$/).optional(),
 }).strict()
 
 /** The decoder alone: the same prompt to a decoder whose store is empty. */
