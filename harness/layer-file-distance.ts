@@ -1,7 +1,7 @@
 // Per-tensor distances between two decoded layer files: the fraction of identical elements (bit
 // for bit) and a histogram of distances in units in the last place of the stored dtype (bf16 ulps
 // for BF16 tensors, f32 ulps otherwise), measured on the ordered integer line of the bit patterns.
-import { decodeLayerFile } from '../src/capture/index.ts'
+import { decodeLayerFile } from '../src/wire/layer-file.ts'
 import type { DumpTensor } from '../src/model/engine/index.ts'
 import { parseHeader } from '../src/formats/safetensors/index.ts'
 import { ulps } from './mlx/distance.ts'

@@ -13,12 +13,13 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { cpus, loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { CaptureSession, exportWeights, parseSidecarJson, SIDECAR_JSON } from '../src/capture/index.ts'
+import { CaptureSession, exportWeights } from '../src/capture/index.ts'
 import { DecoderPrefixCache } from '../src/decode/prefix-cache/index.ts'
 import { BlockWriter, type BlockWriterReport } from '../src/decode/writer/index.ts'
 import { makeCheckpoint } from '../src/model/checkpoint/index.ts'
 import { loadDeepseekV4Config } from '../src/model/config.ts'
 import { startShareServer } from '../src/share/index.ts'
+import { parseSidecarJson, SIDECAR_JSON } from '../src/wire/sidecar-format.ts'
 import { helpAndExit, usageError } from './bench-cli.ts'
 
 const LENGTHS = (process.env.PDB_BENCH_LENGTHS ?? '8192,16384,32768,65536').split(',').map(Number)

@@ -9,7 +9,7 @@ import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { CaptureSession, loadSidecar } from '../../src/capture/index.ts'
-import { readManifest } from '../../src/capture/manifest.ts'
+import { readManifest } from '../../src/wire/manifest.ts'
 import { readAttentionInputs } from '../../src/cli/commands/pool.ts'
 import { describeDistances, layerFileDistances, type TensorDistance } from '../../harness/layer-file-distance.ts'
 

@@ -12,9 +12,9 @@ import { LAYER_TYPES, loadDeepseekV4Config, type DeepseekV4Config, type LayerTyp
 import { getProfile, profileFingerprint, type NumericsProfile } from '../model/profiles/index.ts'
 import { ropeFingerprint } from '../model/rope.ts'
 import { bf16Codes, prepareWeights } from '../model/weights/index.ts'
-import { sha256Hex } from './manifest.ts'
+import { sha256Hex } from '../wire/manifest.ts'
 import { loadSidecar, sidecarWeightSpecs, type Sidecar } from './sidecar.ts'
-import { SIDECAR_FORMAT, SIDECAR_JSON, SIDECAR_WEIGHTS, sidecarFingerprint, type SidecarJson } from './sidecar-format.ts'
+import { SIDECAR_FORMAT, SIDECAR_JSON, SIDECAR_WEIGHTS, sidecarFingerprint, type SidecarJson } from '../wire/sidecar-format.ts'
 
 /** What export-weights is asked to do. */
 export interface ExportWeightsOptions {

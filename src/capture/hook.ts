@@ -8,7 +8,8 @@
 import { PdBridgeError } from '../errors.ts'
 import { updateLayerCache } from '../model/engine/attention.ts'
 import { ModelCache, type DumpTensor, type LayerCache } from '../model/engine/cache.ts'
-import { takeBoundarySnapshot, type BoundarySnapshot } from './boundary.ts'
+import type { BoundarySnapshot } from '../wire/boundary.ts'
+import { takeBoundarySnapshot } from './boundary.ts'
 import type { KvPathModel } from './kv-path.ts'
 
 /** Options of a PoolingHook. */

@@ -13,7 +13,7 @@ import { RopeTables } from '../model/engine/rope-tables.ts'
 import { referenceQuantHooks, type MatmulOrder, type NumericsProfile } from '../model/profiles/index.ts'
 import type { Linear } from '../model/weights/index.ts'
 import { compressorPrefixes } from './kv-weights.ts'
-import { sidecarRope, type SidecarJson } from './sidecar-format.ts'
+import { sidecarRope, type SidecarJson } from '../wire/sidecar-format.ts'
 
 /** Everything `updateLayerCache` needs, per layer and shared. */
 export interface KvPathModel {

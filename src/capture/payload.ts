@@ -5,7 +5,7 @@
 //               (w = 2d with overlap, else d); CSA's carry, kv and gate [r, d], once n >= r
 // Nothing in it can be dropped, so the sum over layers at the decoder's element size is the
 // theoretical minimum a capture must move; a capture file adds only its header.
-import type { SidecarJson } from './sidecar-format.ts'
+import type { SidecarJson } from '../wire/sidecar-format.ts'
 
 /** One pool of a layer: ratio, entry width, overlap (CSA and its indexer) or not (HCA). */
 export interface PoolGeometry {

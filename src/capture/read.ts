@@ -5,8 +5,8 @@ import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { CaptureIntegrityError, PdBridgeError } from '../errors.ts'
 import type { DumpTensor } from '../model/engine/cache.ts'
-import { decodeLayerFile, type LayerFileMeta } from './layer-file.ts'
-import { readManifest, sha256Hex, validateManifestForRequest, type CaptureManifest, type CaptureRequest } from './manifest.ts'
+import { decodeLayerFile, type LayerFileMeta } from '../wire/layer-file.ts'
+import { readManifest, sha256Hex, validateManifestForRequest, type CaptureManifest, type CaptureRequest } from '../wire/manifest.ts'
 
 /** A sealed capture as read from its directory. */
 export interface CaptureContents {

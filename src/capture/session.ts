@@ -10,11 +10,11 @@ import { PdBridgeError } from '../errors.ts'
 import { boundariesUpTo, boundarySnapshotValues } from './boundary.ts'
 import { heldBytes as heldBytesOf, sealPoint, type LiveLayer } from './budget.ts'
 import { PoolingHook } from './hook.ts'
-import { encodeLayerFile, writeFileAtomicSync } from './layer-file.ts'
+import { encodeLayerFile, writeFileAtomicSync } from '../wire/layer-file.ts'
 import {
-  CaptureManifestError, finishManifest, layerFileName, readManifest, sha256Hex, startCapture, tokenIdsSha256, writeManifestAtomic,
-  type CaptureLayerEntry, type CaptureManifest,
-} from './manifest.ts'
+  CaptureManifestError, layerFileName, readManifest, sha256Hex, tokenIdsSha256, writeManifestAtomic, type CaptureLayerEntry, type CaptureManifest,
+} from '../wire/manifest.ts'
+import { finishManifest, startCapture } from './manifest-updates.ts'
 import { decoderBytesPerValue, layerGeometries, payloadMinimum, type LayerGeometry, type PayloadMinimum } from './payload.ts'
 import type { Sidecar } from './sidecar.ts'
 

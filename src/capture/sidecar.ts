@@ -8,10 +8,10 @@ import { parseHeader, type Tensor } from '../formats/safetensors/index.ts'
 import { LAYER_TYPES } from '../model/config.ts'
 import { profileFingerprint, type NumericsProfile } from '../model/profiles/index.ts'
 import { ropeFingerprint } from '../model/rope.ts'
-import { sha256Hex } from './manifest.ts'
+import { sha256Hex } from '../wire/manifest.ts'
 import { buildKvPath, type KvPathModel } from './kv-path.ts'
 import { kvWeightSpecs, type KvWeightSpec } from './kv-weights.ts'
-import { parseSidecarJson, SIDECAR_JSON, SIDECAR_WEIGHTS, sidecarFingerprint, type SidecarJson } from './sidecar-format.ts'
+import { parseSidecarJson, SIDECAR_JSON, SIDECAR_WEIGHTS, sidecarFingerprint, type SidecarJson } from '../wire/sidecar-format.ts'
 
 /** A loaded, verified sidecar: what a capture hook computes with. */
 export interface Sidecar {

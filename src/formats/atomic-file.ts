@@ -1,7 +1,7 @@
 // Files that appear under their final name only when complete: write a temporary sibling, fsync,
 // rename, fsync the directory. A reader (or a directory scan for `*.safetensors`) never sees a
 // half-written file. The project's one async atomic write (the capture's layer files have a
-// synchronous one of their own in src/capture/layer-file.ts, with its own error messages).
+// synchronous one of their own in src/wire/layer-file.ts, with its own error messages).
 import { open, rename, rm, type FileHandle } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import { randomBytes } from 'node:crypto'

@@ -7,7 +7,7 @@
 // leaves at most complete, correct blocks of a prefix, never a torn file.
 import { randomUUID } from 'node:crypto'
 import { rm } from 'node:fs/promises'
-import { captureDir, CaptureManifestError, tokenIdsSha256 } from '../capture/manifest.ts'
+import { captureDir, CaptureManifestError, tokenIdsSha256 } from '../wire/manifest.ts'
 import type { FrontConfig } from '../config/index.ts'
 import { spoolCapture, type BlockWriterReport, type SpoolResult } from '../decode/writer/index.ts'
 import { errorCode, PD_ERR, PdBridgeError } from '../errors.ts'

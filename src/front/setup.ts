@@ -6,7 +6,7 @@
 // bridged around.
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { parseSidecarJson, SIDECAR_JSON, type SidecarJson } from '../capture/sidecar-format.ts'
+import { parseSidecarJson, SIDECAR_JSON, type SidecarJson } from '../wire/sidecar-format.ts'
 import type { FrontConfig } from '../config/index.ts'
 import { DecoderPrefixCache, type PrefixCacheEvent } from '../decode/prefix-cache/index.ts'
 import { ConfigError, PdBridgeError } from '../errors.ts'

@@ -3,7 +3,7 @@
 // keeps one sequence-state file per block boundary. Both are keyed by the same block-key chain, so
 // routing asks either "how many full blocks of this prompt are stored" the same way, and the bridge
 // drives either writer the same way (open, writeNext until null, finalize; close on failure).
-import type { SidecarJson } from '../capture/sidecar-format.ts'
+import type { SidecarJson } from '../wire/sidecar-format.ts'
 import type { DecoderPrefixCache } from '../decode/prefix-cache/index.ts'
 import { BlockWriter, checkCaptureTarget, type CaptureWriter } from '../decode/writer/index.ts'
 

@@ -9,7 +9,7 @@
 // tensor's own dtype for an empty pooled delta. Floats take the decoder profile's element size
 // (bf16: 2, f32: 4).
 import { layerGeometries, type LayerGeometry } from '../capture/payload.ts'
-import type { SidecarJson } from '../capture/sidecar-format.ts'
+import type { SidecarJson } from '../wire/sidecar-format.ts'
 
 /** What a block file adds beyond its tensor data: header JSON and metadata. An upper allowance, per layer plus a base. */
 export const HEADER_ALLOWANCE = { base: 8192, perLayer: 2048 } as const

@@ -3,7 +3,7 @@
 // each parameter the file and field it came from, so a disagreement can be named where it is.
 import { readFile, stat } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
-import { parseSidecarJson, SIDECAR_JSON, type SidecarJson } from '../capture/sidecar-format.ts'
+import { parseSidecarJson, SIDECAR_JSON, type SidecarJson } from '../wire/sidecar-format.ts'
 import { ConfigError } from '../errors.ts'
 import { LAYER_TYPES, parseDeepseekV4Config, type DeepseekV4Config, type LayerType, type RopeParams } from '../model/config.ts'
 import type { LaunchParams } from './launch.ts'

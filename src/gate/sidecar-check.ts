@@ -4,7 +4,7 @@
 // fails here by field; a stale but self-consistent one passes here and is caught by the table
 // comparison and the bridge-vs-native check. The decoder's profile (PD_DECODER_PROFILE) must be
 // the one the sidecar was exported under.
-import { sidecarFingerprint } from '../capture/sidecar-format.ts'
+import { sidecarFingerprint } from '../wire/sidecar-format.ts'
 import { PdBridgeError } from '../errors.ts'
 import { LAYER_TYPES } from '../model/config.ts'
 import { getProfile, profileFingerprint, type NumericsProfile } from '../model/profiles/index.ts'

@@ -5,7 +5,7 @@ import { ConfigError, PdBridgeError } from '../errors.ts'
 import {
   CaptureManifestError, isValidRequestId, parseManifest, sha256Hex, validateManifestForRequest, validateManifestIdentity,
   type CaptureManifest, type CaptureRequest,
-} from '../capture/manifest.ts'
+} from '../wire/manifest.ts'
 import { CaptureFailedError, ChecksumError, ShareAbortedError, ShareDeadlineError, ShareHttpError, ShareStallError } from './errors.ts'
 import { DEFAULT_RETRY, backoffDelay, describeFailure, isTransientStatus, sleep, type RetryPolicy } from './backoff.ts'
 import { downloadLayer, type ShareClientEvent } from './download.ts'

@@ -1,7 +1,7 @@
 // Fetch one listed layer file completely, resuming a dropped transfer from the byte reached, and
 // hand back its bytes only if size and SHA-256 equal the manifest entry.
-import type { CaptureLayerEntry } from '../capture/manifest.ts'
-import { sha256Hex } from '../capture/manifest.ts'
+import type { CaptureLayerEntry } from '../wire/manifest.ts'
+import { sha256Hex } from '../wire/manifest.ts'
 import { ChecksumError, ShareHttpError } from './errors.ts'
 import { backoffDelay, describeFailure, isTransientStatus, sleep, type RetryPolicy } from './backoff.ts'
 import type { StallSignals } from './stall.ts'

@@ -1,6 +1,6 @@
 // Which file, if any, a raw request target names. Judged on the raw bytes Node hands over (it does
 // no normalisation), before any decoding, so no spelling of a traversal can reach the file system.
-import { LAYER_FILE_PATTERN, MANIFEST_FILE, isValidRequestId } from '../capture/manifest.ts'
+import { LAYER_FILE_PATTERN, MANIFEST_FILE, isValidRequestId } from '../wire/manifest.ts'
 
 /** What a request target asks for, or why it is refused. */
 export type ShareRoute =

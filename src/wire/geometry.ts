@@ -46,7 +46,7 @@ export function deepseekV4GeometryFingerprint (cfg: DeepseekV4Config, profile: J
   return Geometry.fromConfig(cfg, profile).fingerprint
 }
 
-/** What a sidecar.json says about geometry (src/capture/sidecar-format.ts has the whole format). */
+/** What a sidecar.json says about geometry (src/wire/sidecar-format.ts has the whole format). */
 export interface SidecarGeometryFields {
   ropeParameters: { sliding_attention: RopeParams, compressed_sparse_attention: RopeParams }
   maxPositionEmbeddings: number

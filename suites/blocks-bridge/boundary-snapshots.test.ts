@@ -6,8 +6,9 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { CaptureSession, decodeLayerFile, mountCapture, readCapture } from '../../src/capture/index.ts'
-import { layerFileName } from '../../src/capture/manifest.ts'
+import { CaptureSession, mountCapture, readCapture } from '../../src/capture/index.ts'
+import { decodeLayerFile } from '../../src/wire/layer-file.ts'
+import { layerFileName } from '../../src/wire/manifest.ts'
 import { BS, bench, cacheDifferences, capture, prompt, sameBits, type Bench } from './helpers.ts'
 import type { DumpTensor } from '../../src/model/engine/index.ts'
 

@@ -2,9 +2,10 @@
 // layer-file and mount readers refusing files that do not say what they should.
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { decodeLayerFile, encodeLayerFile, exportWeights, mountCapture, PoolingHook, type Sidecar } from '../../src/capture/index.ts'
+import { exportWeights, mountCapture, PoolingHook, type Sidecar } from '../../src/capture/index.ts'
 import { serializeSafetensors, tensorFrom } from '../../src/formats/safetensors/index.ts'
 import { DeepseekV4Engine, type DumpTensor } from '../../src/model/engine/index.ts'
+import { decodeLayerFile, encodeLayerFile } from '../../src/wire/layer-file.ts'
 import { compareBits, fixtureTokens, nativeRun, tinySetup, type TinySetup } from './helpers.ts'
 
 let setup: TinySetup

@@ -7,7 +7,7 @@ import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { CaptureSession, exportWeights, layerGeometries, layerStateValues, readCapture, type Sidecar } from '../../src/capture/index.ts'
-import { readManifest, sha256Hex } from '../../src/capture/manifest.ts'
+import { readManifest, sha256Hex } from '../../src/wire/manifest.ts'
 import { DeepseekV4Engine, type ModelCache } from '../../src/model/engine/index.ts'
 import { fixtureTokens, nativeRun, tinySetup, type TinySetup } from './helpers.ts'
 

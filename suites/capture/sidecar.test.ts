@@ -4,13 +4,14 @@
 import { cpSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { exportWeights, loadSidecar, sidecarFingerprint, sidecarWeightSpecs, type Sidecar, type SidecarJson } from '../../src/capture/index.ts'
+import { exportWeights, loadSidecar, sidecarWeightSpecs, type Sidecar } from '../../src/capture/index.ts'
 import { readSafetensors, serializeSafetensors, tensorFrom, viewAs, type Tensor } from '../../src/formats/safetensors/index.ts'
 import { makeCheckpoint } from '../../src/model/checkpoint/index.ts'
 import { getProfile } from '../../src/model/profiles/index.ts'
 import { ropeFingerprint } from '../../src/model/rope.ts'
 import { prepareWeights } from '../../src/model/weights/index.ts'
-import { sha256Hex } from '../../src/capture/manifest.ts'
+import { sha256Hex } from '../../src/wire/manifest.ts'
+import { sidecarFingerprint, type SidecarJson } from '../../src/wire/sidecar-format.ts'
 import { tinySetup, type TinySetup } from './helpers.ts'
 
 let setup: TinySetup

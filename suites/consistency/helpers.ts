@@ -9,11 +9,12 @@ import { mkdirSync, writeFileSync } from 'node:fs'
 import { mkdtemp, mkdir, readFile, readdir, rm, symlink, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { exportWeights, geometryJson, sidecarFingerprint, sidecarWeightSpecs, SIDECAR_WEIGHTS, type SidecarJson } from '../../src/capture/index.ts'
+import { exportWeights, geometryJson, sidecarWeightSpecs } from '../../src/capture/index.ts'
 import { parseDeepseekV4Config } from '../../src/model/config.ts'
 import { getProfile } from '../../src/model/profiles/index.ts'
 import { makeCheckpoint, type PresetName } from '../../src/model/checkpoint/index.ts'
 import type { GateOptions } from '../../src/gate/index.ts'
+import { sidecarFingerprint, SIDECAR_WEIGHTS, type SidecarJson } from '../../src/wire/sidecar-format.ts'
 import { deploymentNeedleGeometry, needleRecord } from './needle-records.ts'
 
 /** The tiny model's launch parameters, consistent with its config (window 32768 = 32 x 1024). */

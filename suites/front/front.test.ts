@@ -11,9 +11,10 @@ import OpenAI from 'openai'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { exportWeights } from '../../src/capture/index.ts'
 import type { ChatMessage } from '../../src/model/tokenizer/index.ts'
+import { tokenIdsSha256 } from '../../src/wire/manifest.ts'
 import {
-  BLOCK, chatPrompt, frontConfig, makeArtifacts, startFaultProxy, startFront, startStack, storeFiles, tempDir, textPrompt, waitFor,
-  type Artifacts, type FaultProxy, type Proc, type Stack,
+  BLOCK, chatPrompt, frontConfig, makeArtifacts, startFaultProxy, startFront, startStack, startSubmitProxy, storeFiles, tempDir, textPrompt, waitFor,
+  type Artifacts, type FaultProxy, type Proc, type Stack, type SubmitProxy,
 } from './stack.ts'
 
 // Each test here is a whole request through five processes (some two or three requests and a
@@ -28,6 +29,7 @@ const tmp = tempDir('front')
 let art: Artifacts
 let stack: Stack
 let proxy: FaultProxy
+let submits: SubmitProxy
 const fronts: Record<string, Front> = {}
 const MAX = 8
 
@@ -39,6 +41,7 @@ beforeAll(async () => {
   ])
   stack = s
   proxy = await startFaultProxy(() => stack.share.url)
+  submits = await startSubmitProxy(stack.engine.url)
   const c = (extra: Record<string, Record<string, unknown>> = {}, share?: string): Record<string, unknown> => frontConfig(stack, extra, share)
   const specs: Record<string, Record<string, unknown>> = {
     main: c({ limits: { maxBodyBytes: 300_000 } }),
@@ -50,6 +53,8 @@ beforeAll(async () => {
     local: (() => { const x = c(); delete (x as { share?: unknown }).share; return { ...x, capture: { dir: stack.captureRoot } } })(),
     // Bridges into the main store but forwards to the reference decoder, which has its own store.
     blind: c({ decoder: { url: stack.reference.url } }),
+    // Submits through a proxy that records them and can rewrite them.
+    digest: c({ prefill: { url: submits.url } }),
   }
   const started = await Promise.all(Object.entries(specs).map(async ([name, spec]) => [name, await startFront(tmp.dir, name, spec)] as const))
   for (const [name, f] of started) fronts[name] = f
@@ -58,6 +63,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all(Object.values(fronts).map(async (f) => await f.stop()))
   await proxy?.close()
+  await submits?.close()
   await stack?.stop()
   tmp.remove()
 })
@@ -240,6 +246,46 @@ describe('a cold long prompt is bridged', () => {
     const want = await reference('completion', q.text)
     expect(chunks.map((c) => c.choices[0]?.text ?? '').join('')).toBe(textOf(want))
     expect(chunks[chunks.length - 1].pd_bridge).toMatchObject({ verdict: 'complete', bridged_tokens: bridgeable(q.ids.length), cached_tokens: bridgeable(q.ids.length) })
+  })
+})
+
+describe('the capture request carries the token digest', () => {
+  it('the front door\'s submit sends tokens_sha256 of the ids it asks for; the engine accepts it, the manifest and the writer agree', async () => {
+    const p = chatPrompt(art.tokenizer, 131, 700)
+    const before = submits.submits.length
+    const a = await chat(fronts.digest, p.messages)
+    expectComplete(a, p.ids.length)
+    const sent = submits.submits.slice(before)
+    expect(sent).toHaveLength(1)
+    const tokens = sent[0].body.tokens as number[]
+    expect(tokens).toEqual(p.ids.slice(0, bridgeable(p.ids.length)))
+    expect(sent[0].body.tokens_sha256).toBe(tokenIdsSha256(tokens))
+    expect(sent[0].status).toBe(202)
+    expect(a.pd.capture.tokens_sha256).toBe(tokenIdsSha256(tokens))
+    expect(a.ids).toEqual(await reference('chat', p.messages))
+  })
+
+  it('a digest of other ids on the way is refused with 400 before any capture starts: declined, native answer', async () => {
+    const p = chatPrompt(art.tokenizer, 132, 700)
+    const other = tokenIdsSha256([1, 2, 3])
+    submits.rewrite = (b) => ({ ...b, tokens_sha256: other })
+    let a: Answer
+    try {
+      a = await chat(fronts.digest, p.messages)
+    } finally {
+      submits.rewrite = (b) => b
+    }
+    const sent = submits.submits[submits.submits.length - 1]
+    const b = bridgeable(p.ids.length)
+    expect(sent.body.tokens).toEqual(p.ids.slice(0, b))
+    expect(sent.status).toBe(400)
+    const why = `declined: prefill engine refused the request (400): tokens_sha256 is ${other}, but the ${b} token ids this engine would prefill (from tokens) hash to ${tokenIdsSha256(p.ids.slice(0, b))}`
+    expect(a.pd.verdict).toBe(why)
+    expect(a.verdict).toBe(why)
+    expect(a.pd).toMatchObject({ route: 'native', bridged_tokens: 0, blocks: null, capture: null })
+    expect(a.cached).toBe(0)
+    expect(captureDirs()).not.toContain(sent.body.request_id)
+    expect(a.ids).toEqual(await reference('chat', p.messages))
   })
 })
 

@@ -1,7 +1,8 @@
 // The real stack on loopback for the front door's suites: the tiny checkpoint (seed 1), a decoder
 // sidecar with 256-token blocks, and `pd-bridge prefill-engine`, `share`, `decoder` and `front` as
 // child processes, plus a second decoder with its own store as the native reference ("the decoder
-// alone"). A fault proxy in the test process can stand between the front door and the share.
+// alone"). A fault proxy in the test process can stand between the front door and the share, a
+// submit proxy between the front door and the prefill engine.
 import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -274,6 +275,52 @@ export async function startFaultProxy (target: () => string): Promise<FaultProxy
     })
     up.on('error', () => res.destroy())
     req.pipe(up)
+  })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  proxy.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  proxy.close = async () => {
+    server.closeAllConnections()
+    await new Promise<void>((resolve) => server.close(() => resolve()))
+  }
+  return proxy
+}
+
+/** A proxy in front of the prefill engine that records each submit and can rewrite its JSON body. */
+export interface SubmitProxy {
+  url: string
+  /** Applied to every `POST /v1/prefill` body before it is forwarded; identity by default. */
+  rewrite: (body: Record<string, unknown>) => Record<string, unknown>
+  /** Each submit as the front door sent it (before `rewrite`), with the engine's status. */
+  submits: Array<{ body: Record<string, unknown>, status: number }>
+  close: () => Promise<void>
+}
+
+/** Start a submit proxy forwarding everything to `target` (submits through `rewrite`, the rest as is). */
+export async function startSubmitProxy (target: string): Promise<SubmitProxy> {
+  const proxy: SubmitProxy = { url: '', rewrite: (b) => b, submits: [], close: async () => {} }
+  const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const url = new URL(req.url ?? '/', target)
+    const chunks: Buffer[] = []
+    req.on('data', (c: Buffer) => chunks.push(c))
+    req.on('end', () => {
+      let body = Buffer.concat(chunks)
+      let record: { body: Record<string, unknown>, status: number } | undefined
+      if (req.method === 'POST' && url.pathname === '/v1/prefill') {
+        const sent = JSON.parse(body.toString('utf8')) as Record<string, unknown>
+        record = { body: sent, status: 0 }
+        proxy.submits.push(record)
+        body = Buffer.from(JSON.stringify(proxy.rewrite({ ...sent })))
+      }
+      const headers = { ...req.headers, host: url.host, 'content-length': String(body.length) }
+      const up = httpRequest(url, { method: req.method, headers }, (upRes) => {
+        if (record !== undefined) record.status = upRes.statusCode ?? 0
+        res.writeHead(upRes.statusCode ?? 502, upRes.headers)
+        upRes.pipe(res)
+      })
+      up.on('error', () => res.destroy())
+      up.end(body)
+    })
   })
   server.listen(0, '127.0.0.1')
   await once(server, 'listening')

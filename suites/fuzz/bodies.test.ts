@@ -6,7 +6,7 @@
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, it } from 'vitest'
 import { CaptureSession, exportWeights, type Sidecar } from '../../src/capture/index.ts'
-import { decodeLayerFile } from '../../src/capture/layer-file.ts'
+import { decodeLayerFile } from '../../src/wire/layer-file.ts'
 import { readFileSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseChatRequest, parseCompletionRequest } from '../../src/engines/decoder/request.ts'

@@ -9,7 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import {
   CAPTURE_FORMAT, CaptureManifestError, encodeManifest, layerFileName, parseManifest, readManifest, tokenIdsSha256,
   validateManifestForRequest, checkManifestTokens, type CaptureManifest,
-} from '../../src/capture/manifest.ts'
+} from '../../src/wire/manifest.ts'
 import { SEED, Tally, applyJsonEdits, byteEditArb, edgeValueArb, jsonEditArb, judge, judgeAsync, mutateText, nastyKeyArb, runs } from './helpers.ts'
 
 const dir = mkdtempSync(join(tmpdir(), 'pd-bridge-fuzz-manifest-'))

@@ -3,9 +3,10 @@
 // exception or a hang. Fixed seeds (helpers.ts).
 import fc from 'fast-check'
 import { afterAll, describe, expect, it } from 'vitest'
-import { SIDECAR_FORMAT, SIDECAR_WEIGHTS, parseSidecarJson, sidecarFingerprint, sidecarRope, sidecarWeightSpecs, type SidecarJson } from '../../src/capture/index.ts'
+import { sidecarWeightSpecs } from '../../src/capture/index.ts'
 import { ConfigError } from '../../src/errors.ts'
 import { getProfile } from '../../src/model/profiles/index.ts'
+import { SIDECAR_FORMAT, SIDECAR_WEIGHTS, parseSidecarJson, sidecarFingerprint, sidecarRope, type SidecarJson } from '../../src/wire/sidecar-format.ts'
 import { SEED, Tally, applyJsonEdits, byteEditArb, edgeValueArb, jsonEditArb, judge, mutateText, nastyKeyArb, runs } from './helpers.ts'
 
 const tallies: Tally[] = []

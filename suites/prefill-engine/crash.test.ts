@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { readManifest } from '../../src/capture/manifest.ts'
+import { readManifest } from '../../src/wire/manifest.ts'
 import { LOCK_FILE } from '../../src/engines/prefill/root-lock.ts'
 import { BIN, call, exists, pollUntil, startEngine, submit, tempDir, tinyCheckpoint, tinySidecar, type EngineProcess } from './helpers.ts'
 

@@ -3,7 +3,7 @@
 // flush after each, finishes only after the last chunk, and fails (never finishes) the capture when
 // anything goes wrong or the engine is stopping.
 import { beforeAll, describe, expect, it } from 'vitest'
-import type { CaptureManifest } from '../../src/capture/manifest.ts'
+import type { CaptureManifest } from '../../src/wire/manifest.ts'
 import { DeepseekV4Engine } from '../../src/model/engine/index.ts'
 import type { PrefillJob } from '../../src/engines/prefill/job.ts'
 import { makeCaptureRunner, type CaptureSink, type RunnerDeps } from '../../src/engines/prefill/runner.ts'

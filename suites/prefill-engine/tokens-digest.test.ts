@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { readManifest, tokenIdsSha256 } from '../../src/capture/manifest.ts'
+import { readManifest, tokenIdsSha256 } from '../../src/wire/manifest.ts'
 import { ApiError } from '../../src/engines/prefill/api-error.ts'
 import { parsePrefillRequest, type RequestLimits } from '../../src/engines/prefill/request.ts'
 import { loadTokenizer } from '../../src/model/tokenizer/index.ts'

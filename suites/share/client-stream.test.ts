@@ -7,9 +7,8 @@ import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ConfigError } from '../../src/errors.ts'
-import {
-  CAPTURE_FORMAT, CaptureManifestError, addLayerFile, encodeManifest, finishManifest, readManifest, startCapture, writeManifestAtomic,
-} from '../../src/capture/manifest.ts'
+import { addLayerFile, finishManifest, startCapture } from '../../src/capture/manifest-updates.ts'
+import { CAPTURE_FORMAT, CaptureManifestError, encodeManifest, readManifest, writeManifestAtomic } from '../../src/wire/manifest.ts'
 import {
   CaptureFailedError, ChecksumError, ShareAbortedError, ShareDeadlineError, ShareHttpError, ShareStallError, startShareServer, streamCapture,
   type ShareClientEvent, type ShareServer, type StreamCaptureOptions,

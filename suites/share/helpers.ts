@@ -6,7 +6,7 @@ import { connect, type AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { serializeSafetensors, tensorFrom } from '../../src/formats/safetensors/index.ts'
-import { addLayerFile, finishManifest, startCapture, type CaptureStart } from '../../src/capture/manifest.ts'
+import { addLayerFile, finishManifest, startCapture, type CaptureStart } from '../../src/capture/manifest-updates.ts'
 
 /** A fresh temporary directory and its remover. */
 export function tempDir (prefix: string): { dir: string, remove: () => void } {

@@ -4,7 +4,8 @@
 import { readdirSync } from 'node:fs'
 import { Worker } from 'node:worker_threads'
 import { afterAll, describe, expect, it } from 'vitest'
-import { addLayerFile, finishManifest, readManifest, startCapture } from '../../src/capture/manifest.ts'
+import { addLayerFile, finishManifest, startCapture } from '../../src/capture/manifest-updates.ts'
+import { readManifest } from '../../src/wire/manifest.ts'
 import { layerBytes, requestFor, tempDir } from './helpers.ts'
 
 const tmp = tempDir('atomic')

@@ -5,10 +5,10 @@ import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import fc from 'fast-check'
 import { SafetensorsError } from '../../src/errors.ts'
+import { addLayerFile, finishManifest, startCapture } from '../../src/capture/manifest-updates.ts'
 import {
-  CAPTURE_FORMAT, CaptureManifestError, addLayerFile, encodeManifest, finishManifest, layerFileName, parseManifest,
-  readManifest, startCapture, validateManifestForRequest, type CaptureManifest,
-} from '../../src/capture/manifest.ts'
+  CAPTURE_FORMAT, CaptureManifestError, encodeManifest, layerFileName, parseManifest, readManifest, validateManifestForRequest, type CaptureManifest,
+} from '../../src/wire/manifest.ts'
 import { layerBytes, makeCapture, requestFor, tempDir } from './helpers.ts'
 
 const tmp = tempDir('manifest')

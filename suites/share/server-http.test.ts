@@ -5,7 +5,7 @@ import { readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startShareServer, type ShareServer } from '../../src/share/index.ts'
-import { readManifest } from '../../src/capture/manifest.ts'
+import { readManifest } from '../../src/wire/manifest.ts'
 import { logCollector, makeCapture, rawRequest, requestFor, tempDir, type MadeCapture } from './helpers.ts'
 
 const tmp = tempDir('server-http')

@@ -6,7 +6,7 @@
 import { PdBridgeError } from '../../errors.ts'
 import type { DeepseekV4Config } from '../../model/config.ts'
 import { ModelCache, type CompressorState } from '../../model/engine/index.ts'
-import { boundaryPrefix } from '../../capture/boundary.ts'
+import { boundaryPrefix } from '../../wire/boundary.ts'
 import { deepseekV4BlockPayload, deepseekV4CacheLayout, type BlockPayload } from '../store/index.ts'
 import { boundarySnapshots, type StorageRule } from '../prefix-cache/index.ts'
 import type { LayerFileReader } from './capture-files.ts'

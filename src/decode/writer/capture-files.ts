@@ -7,8 +7,8 @@ import { open, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { CaptureIntegrityError, PdBridgeError } from '../../errors.ts'
 import { SafetensorsFile, type TensorInfo } from '../../formats/safetensors/index.ts'
-import { parseLayerFileMeta, type LayerFileMeta } from '../../capture/layer-file.ts'
-import { readManifest, validateManifestForRequest, type CaptureManifest, type CaptureRequest } from '../../capture/manifest.ts'
+import { parseLayerFileMeta, type LayerFileMeta } from '../../wire/layer-file.ts'
+import { readManifest, validateManifestForRequest, type CaptureManifest, type CaptureRequest } from '../../wire/manifest.ts'
 
 /** Bytes per value of the float dtypes a layer file may hold. */
 const FLOAT_BYTES: Record<string, number> = { F32: 4, BF16: 2 }

@@ -2,7 +2,7 @@
 // done), writeNext until null (the deadline is checked between steps), finalize (everything written
 // and verified: the report), close on failure. BlockWriter (oMLX blocks) has it as it is;
 // LlamaCppStateWriter (llama.cpp sequence states) implements it.
-import type { CaptureManifest } from '../../capture/manifest.ts'
+import type { CaptureManifest } from '../../wire/manifest.ts'
 import type { BlockWriterReport } from './writer.ts'
 
 export interface CaptureWriter {

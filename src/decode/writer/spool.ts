@@ -5,8 +5,8 @@
 import { mkdir, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { PdBridgeError } from '../../errors.ts'
-import { writeFileAtomicSync } from '../../capture/layer-file.ts'
-import { captureDir, layerFileName, writeManifestAtomic, type CaptureRequest } from '../../capture/manifest.ts'
+import { writeFileAtomicSync } from '../../wire/layer-file.ts'
+import { captureDir, layerFileName, writeManifestAtomic, type CaptureRequest } from '../../wire/manifest.ts'
 import { streamCapture, type StreamCaptureOptions, type StreamCaptureResult } from '../../share/index.ts'
 
 /** Options of `spoolCapture`: the request, the share, where to spool, and stream tuning. */

@@ -6,7 +6,7 @@ import { PdBridgeError } from '../../errors.ts'
 import type { DeepseekV4Config } from '../../model/config.ts'
 import type { BlockStore } from '../store/index.ts'
 import { storageRuleFor, type StorageRule } from '../prefix-cache/index.ts'
-import type { SidecarJson } from '../../capture/sidecar-format.ts'
+import type { SidecarJson } from '../../wire/sidecar-format.ts'
 import { Geometry } from '../../wire/geometry.ts'
 
 /** The decoder's block store with what the mapping needs: its model config and storage rule. */

@@ -9,7 +9,7 @@
 // built, then reports.
 import { join } from 'node:path'
 import { PdBridgeError } from '../../errors.ts'
-import { checkManifestTokens, MANIFEST_FILE, type CaptureManifest } from '../../capture/manifest.ts'
+import { checkManifestTokens, MANIFEST_FILE, type CaptureManifest } from '../../wire/manifest.ts'
 import { openCaptureFiles, type OpenedCapture } from './capture-files.ts'
 import { blockCacheBytes, blockPayloadFromState, readBlockState } from './block-state.ts'
 import { payloadDigest, payloadTensorBytes } from './digest.ts'

@@ -3,7 +3,7 @@
 // caches from the attention inputs it is fed.
 import { join } from 'node:path'
 import { CaptureSession, loadSidecar } from '../../capture/index.ts'
-import { SIDECAR_JSON } from '../../capture/sidecar-format.ts'
+import { SIDECAR_JSON } from '../../wire/sidecar-format.ts'
 import type { OpenCaptureBackend } from './server.ts'
 import { checkSidecarAgreesWithModel } from './sidecar-agreement.ts'
 

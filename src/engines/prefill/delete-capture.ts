@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto'
 import { readdir, rename, rm, stat } from 'node:fs/promises'
 import { join } from 'node:path'
-import { captureDir, isValidRequestId, readManifest } from '../../capture/manifest.ts'
+import { captureDir, isValidRequestId, readManifest } from '../../wire/manifest.ts'
 import { ApiError } from './api-error.ts'
 import { isSettled, type PrefillJob } from './job.ts'
 

@@ -3,7 +3,8 @@
 // will ever finish it, so it is sealed `failed` with the reason, and no reader waits on it.
 import { readdir } from 'node:fs/promises'
 import { join } from 'node:path'
-import { finishManifest, isValidRequestId, readManifest } from '../../capture/manifest.ts'
+import { finishManifest } from '../../capture/manifest-updates.ts'
+import { isValidRequestId, readManifest } from '../../wire/manifest.ts'
 
 /** What recovery did under one root. */
 export interface RecoveryReport {

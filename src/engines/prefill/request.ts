@@ -1,7 +1,7 @@
 // POST /v1/prefill bodies: checked field by field (types, unknown fields, exactly one prompt form),
 // then turned into token ids: `tokens` as given, `prompt` through the tokenizer with bos, `messages`
 // through the checkpoint's chat template with the generation prompt, as a serving engine would.
-import { isValidRequestId, REQUEST_ID_PATTERN, tokenIdsSha256 } from '../../capture/manifest.ts'
+import { isValidRequestId, REQUEST_ID_PATTERN, tokenIdsSha256 } from '../../wire/manifest.ts'
 import { renderChat, type ChatMessage, type Tokenizer } from '../../model/tokenizer/index.ts'
 import { badRequest } from './api-error.ts'
 

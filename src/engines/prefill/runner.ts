@@ -4,7 +4,7 @@
 // health requests are answered while a long prefill runs. The manifest stays `running` until
 // finish(); any failure is recorded with fail(), so no path leaves a capture claiming done early.
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises'
-import type { CaptureManifest } from '../../capture/manifest.ts'
+import type { CaptureManifest } from '../../wire/manifest.ts'
 import { PdBridgeError } from '../../errors.ts'
 import type { AttnInputHook, DeepseekV4Engine } from '../../model/engine/index.ts'
 import { ms, type PrefillJob } from './job.ts'

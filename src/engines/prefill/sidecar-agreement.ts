@@ -3,7 +3,7 @@
 // if the two windows differ, captures are quietly wrong above the point where the tables diverge
 // (the seed README's 2M-window bug). So the engine refuses to start unless they agree, comparing
 // effective rope tables (fingerprints), not raw keys.
-import type { SidecarJson } from '../../capture/sidecar-format.ts'
+import type { SidecarJson } from '../../wire/sidecar-format.ts'
 import { ConfigError } from '../../errors.ts'
 import type { DeepseekV4Config } from '../../model/config.ts'
 import { ropeFingerprint } from '../../model/rope.ts'

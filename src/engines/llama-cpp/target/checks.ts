@@ -4,7 +4,7 @@
 // F32 context computes in float32; an F16 cache gets those values rounded by the builder, exactly
 // as llama.cpp rounds its own). Every difference is named, all at once.
 import { PdBridgeError } from '../../../errors.ts'
-import type { SidecarJson } from '../../../capture/sidecar-format.ts'
+import type { SidecarJson } from '../../../wire/sidecar-format.ts'
 import type { DeepseekV4Config } from '../../../model/config.ts'
 import { getProfile, profileFingerprint, type NumericsProfile } from '../../../model/profiles/index.ts'
 import { stateGeometry, type LlamaCppStateGeometry } from '../state/geometry.ts'

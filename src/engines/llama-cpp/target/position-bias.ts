@@ -3,7 +3,7 @@
 // the sidecar the capture was computed under: read from its weights file, only those tensors.
 import { join } from 'node:path'
 import { compressorPrefixes } from '../../../capture/kv-weights.ts'
-import { SIDECAR_WEIGHTS, type SidecarJson } from '../../../capture/sidecar-format.ts'
+import { SIDECAR_WEIGHTS, type SidecarJson } from '../../../wire/sidecar-format.ts'
 import { PdBridgeError } from '../../../errors.ts'
 import { SafetensorsFile } from '../../../formats/safetensors/index.ts'
 

@@ -1,4 +1,4 @@
-"""Capture layer files (src/capture/layer-file.ts): one layer's cache for the sealed prefix plus its
+"""Capture layer files (src/wire/layer-file.ts): one layer's cache for the sealed prefix plus its
 boundary snapshots, under ModelCache.tensors' names; float tensors BF16 when the profile's
 activations are bf16 and every value is a bf16 value, else F32; entry counts I64 [1]. Written to a
 temporary sibling, fsynced, renamed, the directory fsynced: it appears whole or not at all."""

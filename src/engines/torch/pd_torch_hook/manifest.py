@@ -1,4 +1,4 @@
-"""The capture manifest (src/capture/manifest.ts, format pd-bridge-capture/1): the same keys in the
+"""The capture manifest (src/wire/manifest.ts, format pd-bridge-capture/1): the same keys in the
 same order, rewritten only by atomic rename, so the share, the block writer and the front door
 read it as they read the TypeScript hook's."""
 import datetime

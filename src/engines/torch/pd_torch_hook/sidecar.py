@@ -1,4 +1,4 @@
-"""The decoder's sidecar (src/capture/sidecar-format.ts, written by `pd-bridge export-weights`):
+"""The decoder's sidecar (src/wire/sidecar-format.ts, written by `pd-bridge export-weights`):
 sidecar.json plus weights.safetensors. Checked here: the format tag, the weights' size and SHA-256,
 the exact tensor set, and the rope fingerprints recomputed from the parameters (which proves our
 inverse frequencies equal the exporter's bit for bit). The geometry fingerprint is taken as the

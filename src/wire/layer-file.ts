@@ -7,6 +7,8 @@
 // without `block_size` holds none (a capture shorter than one block).
 // Layer files are written synchronously from inside the hook, so a layer's memory is free the
 // moment its file lands, even while a synchronous forward is still running.
+// The format sits in the wire layer: the capture session and the block writer's spool write these
+// files, readCapture and the block writer read them.
 import { closeSync, fsyncSync, openSync, renameSync, rmSync, writeSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { randomBytes } from 'node:crypto'

@@ -4,7 +4,7 @@
 // (src/wire/geometry.ts), with the exported weights' digest folded into its profile field.
 import { z } from 'zod'
 import { ConfigError } from '../errors.ts'
-import { Geometry } from '../wire/geometry.ts'
+import { Geometry } from './geometry.ts'
 import { LAYER_TYPES, type LayerType, type RopeParams } from '../model/config.ts'
 import { WEIGHT_FORMATS, WEIGHT_GROUPS, type NumericsProfile, type WeightFormat, type WeightGroup } from '../model/profiles/types.ts'
 
@@ -105,7 +105,7 @@ const sidecarSchema = z.strictObject({
 })
 
 // The rope pair of a sidecar lives with the geometry it feeds.
-export { sidecarRope } from '../wire/geometry.ts'
+export { sidecarRope } from './geometry.ts'
 
 /**
  * The sidecar's geometry fingerprint: the block store's `geometryFingerprint` over the rope tables
