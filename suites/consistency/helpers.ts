@@ -13,7 +13,7 @@ import { exportWeights, geometryJson, sidecarFingerprint, sidecarWeightSpecs, SI
 import { parseDeepseekV4Config } from '../../src/model/config.ts'
 import { getProfile } from '../../src/model/profiles/index.ts'
 import { makeCheckpoint, type PresetName } from '../../src/model/checkpoint/index.ts'
-import type { GateOptions } from '../../src/gate/index.ts'
+import type { GateOptions } from '../../verify/gate/index.ts'
 import { deploymentNeedleGeometry, needleRecord } from './needle-records.ts'
 
 /** The tiny model's launch parameters, consistent with its config (window 32768 = 32 x 1024). */
