@@ -1,6 +1,13 @@
-// The layers of src/, lowest first, written down once (issue #19). A module may import its own
-// layer and the layers below it, never one above; no import cycle anywhere. `npm run lint` runs it.
+// The layers of the repository's code, lowest first, written down once (issue #19). A module may
+// import its own layer and the layers below it, never one above; no import cycle anywhere.
+// `npm run lint` runs it over src, verify and bin.
 //
+// Three houses, imports one way only: bin -> verify -> src.
+//   src/      what runs in a deployment
+//   verify/   what proves a deployment rather than runs in it; may import src/
+//   bin/      the command line's composition root (src/cli's program plus verify/cli's commands)
+//
+// src's layers:
 //   base      errors, formats, numerics, http, config, progress: no project imports but each other
 //   kernels   native kernels and their Math.fround references
 //   model     config, checkpoints, tokenizer, the engine
@@ -15,8 +22,9 @@
 //   engines   prefill engine, decoder server, llama.cpp and torch adapters
 //   front     the front door
 //   stack     the embedded stack (serve, demo, doctor)
-//   proof     what verifies a deployment rather than runs in it: results, needle, then gate
-//   cli       the command line, over everything
+//   cli       the runtime command line, over everything in src
+//
+// verify's layers: results and needle, then gate, then cli (the gate and results commands).
 const LAYERS = [
   ['errors', 'formats', 'numerics', 'http', 'config', 'progress'],
   ['kernels'],
@@ -26,28 +34,55 @@ const LAYERS = [
   ['engines'],
   ['front'],
   ['stack'],
+  ['cli'],
+]
+
+const PROOF_LAYERS = [
   ['results', 'needle'],
   ['gate'],
   ['cli'],
 ]
 
-const folders = (layer) => `^src/(${layer.join('|')})(/|\\.ts$)`
+const folders = (house, layer) => `^${house}/(${layer.join('|')})(/|\\.ts$)`
 
-const upward = LAYERS.slice(0, -1).map((layer, i) => ({
-  name: `no-upward-from-${layer.join('-')}`,
-  comment: `${layer.join(', ')} may not import a higher layer (${LAYERS.slice(i + 1).flat().join(', ')})`,
+const upward = (house, layers) => layers.slice(0, -1).map((layer, i) => ({
+  name: `no-upward-from-${house}-${layer.join('-')}`,
+  comment: `${house}/${layer.join(', ')} may not import a higher layer of ${house} (${layers.slice(i + 1).flat().join(', ')})`,
   severity: 'error',
-  from: { path: folders(layer) },
-  to: { path: folders(LAYERS.slice(i + 1).flat()) },
+  from: { path: folders(house, layer) },
+  to: { path: folders(house, layers.slice(i + 1).flat()) },
 }))
 
 // The one exemption from the siblings rule: the block writer's spool imports the share. It
 // moves to the front door's capture-source stage (issue #19 item 4).
 const SPOOL = '^src/decode/writer/spool\\.ts$'
 
+const placed = (house, layers) => ({
+  name: `every-${house}-folder-has-a-layer`,
+  comment: `a new top-level folder of ${house}/ must be placed in its layers`,
+  severity: 'error',
+  from: { path: `^${house}/`, pathNot: folders(house, layers.flat()) },
+  to: {},
+})
+
 module.exports = {
   forbidden: [
-    ...upward,
+    ...upward('src', LAYERS),
+    ...upward('verify', PROOF_LAYERS),
+    {
+      name: 'src-runs-alone',
+      comment: 'src/ (what runs in a deployment) may not import verify/ or bin/',
+      severity: 'error',
+      from: { path: '^src/' },
+      to: { path: '^(verify|bin)/' },
+    },
+    {
+      name: 'verify-below-bin',
+      comment: 'verify/ may not import bin/, the composition root',
+      severity: 'error',
+      from: { path: '^verify/' },
+      to: { path: '^bin/' },
+    },
     {
       name: 'capture-share-decode-apart',
       comment: 'capture, share and decode do not import each other; what they agree on is in wire',
@@ -66,16 +101,11 @@ module.exports = {
       name: 'no-circular',
       comment: 'no import cycle, type-only imports included',
       severity: 'error',
-      from: { path: '^src/' },
+      from: { path: '^(src|verify|bin)/' },
       to: { circular: true },
     },
-    {
-      name: 'every-src-folder-has-a-layer',
-      comment: 'a new top-level folder of src/ must be placed in LAYERS',
-      severity: 'error',
-      from: { path: '^src/', pathNot: folders(LAYERS.flat()) },
-      to: {},
-    },
+    placed('src', LAYERS),
+    placed('verify', PROOF_LAYERS),
   ],
   options: {
     doNotFollow: { path: 'node_modules' },

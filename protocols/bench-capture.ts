@@ -22,11 +22,11 @@ import { helpAndExit, readOptions } from './bench-cli.ts'
 import { getKernelThreads } from '../src/kernels/index.ts'
 import { loadCheckpoint } from '../src/model/checkpoint/index.ts'
 import { DeepseekV4Engine } from '../src/model/engine/index.ts'
-import { benchConfig, extraInt, extraIntList, parseBenchOptions } from '../src/results/bench-options.ts'
-import { prepareBench, type BenchSetup } from '../src/results/bench-setup.ts'
-import { MICRO_RECORD_SCHEMA, microRunId, writeMicroRecord, type HookRow, type MicroRecord } from '../src/results/micro-record.ts'
-import { bestCopyGbps, bestOfPeaks, gflopsPeakFor, measureMachinePeaks, nativeInfo } from '../src/results/peaks.ts'
-import { median } from '../src/results/summary.ts'
+import { benchConfig, extraInt, extraIntList, parseBenchOptions } from '../verify/results/bench-options.ts'
+import { prepareBench, type BenchSetup } from '../verify/results/bench-setup.ts'
+import { MICRO_RECORD_SCHEMA, microRunId, writeMicroRecord, type HookRow, type MicroRecord } from '../verify/results/micro-record.ts'
+import { bestCopyGbps, bestOfPeaks, gflopsPeakFor, measureMachinePeaks, nativeInfo } from '../verify/results/peaks.ts'
+import { median } from '../verify/results/summary.ts'
 
 helpAndExit(`Usage: npx tsx protocols/bench-capture.ts [options]
 

@@ -16,11 +16,11 @@ import { loadNativeKernels } from '../src/kernels/native.ts'
 import { PdBridgeError } from '../src/errors.ts'
 import { helpAndExit, readOptions } from './bench-cli.ts'
 import { f32ToBf16 } from '../src/numerics/bf16.ts'
-import { benchConfig, extraInt, parseBenchOptions } from '../src/results/bench-options.ts'
-import { prepareBench } from '../src/results/bench-setup.ts'
-import { MICRO_RECORD_SCHEMA, microRunId, writeMicroRecord, type KernelRow, type MicroRecord } from '../src/results/micro-record.ts'
-import { bestCopyGbps, bestOfPeaks, gflopsPeakFor, measureMachinePeaks, nativeInfo } from '../src/results/peaks.ts'
-import { formatBytes } from '../src/results/tables.ts'
+import { benchConfig, extraInt, parseBenchOptions } from '../verify/results/bench-options.ts'
+import { prepareBench } from '../verify/results/bench-setup.ts'
+import { MICRO_RECORD_SCHEMA, microRunId, writeMicroRecord, type KernelRow, type MicroRecord } from '../verify/results/micro-record.ts'
+import { bestCopyGbps, bestOfPeaks, gflopsPeakFor, measureMachinePeaks, nativeInfo } from '../verify/results/peaks.ts'
+import { formatBytes } from '../verify/results/tables.ts'
 
 helpAndExit(`Usage: npx tsx protocols/bench-kernels.ts [options]
 

@@ -121,9 +121,9 @@ try {
 catch (err) {
   fail(err.message)
 }
-const { generateResults } = await import('../src/results/generate.ts')
-const { embeddedEnvironment, embeddedModelName, remoteEnvironment } = await import('../src/results/environment.ts')
-const { RUN_RECORD_SCHEMA, parseRunRecord } = await import('../src/results/record.ts')
+const { generateResults } = await import('../verify/results/generate.ts')
+const { embeddedEnvironment, embeddedModelName, remoteEnvironment } = await import('../verify/results/environment.ts')
+const { RUN_RECORD_SCHEMA, parseRunRecord } = await import('../verify/results/record.ts')
 const { resolveProgressMode, startProgress } = await import('../src/progress/index.ts')
 try {
   resolveProgressMode(process.stderr) // a bad PD_PROGRESS is a usage error, found before anything starts
@@ -268,7 +268,7 @@ let nativeUrl = opts.nativeUrl
 let frontUrl = opts.url
 let modelName = opts.model ?? 'default'
 let tokenizer = roughTokenizer
-// The environment block (src/results/environment.ts, shared with the micro benchmarks).
+// The environment block (verify/results/environment.ts, shared with the micro benchmarks).
 let env = remoteEnvironment(opts.url ?? '')
 let nativeDecoder
 const pids = new Map([['protocol', process.pid]])
@@ -292,7 +292,7 @@ try {
     modelName = stack.modelName
     tokenizer = await loadTokenizer(stack.checkpoint.dir)
     // The micro benchmarks derive the model name from preset and seed; it must be the stack's.
-    if (modelName !== embeddedModelName(opts.preset, EMBEDDED_DEFAULTS.seed)) throw new Error(`the stack serves ${modelName}, but src/results/environment.ts names it ${embeddedModelName(opts.preset, EMBEDDED_DEFAULTS.seed)}; fix embeddedModelName`)
+    if (modelName !== embeddedModelName(opts.preset, EMBEDDED_DEFAULTS.seed)) throw new Error(`the stack serves ${modelName}, but verify/results/environment.ts names it ${embeddedModelName(opts.preset, EMBEDDED_DEFAULTS.seed)}; fix embeddedModelName`)
     env = embeddedEnvironment({ preset: opts.preset, seed: EMBEDDED_DEFAULTS.seed, blockSize: opts.blockSize, prefillProfile: stack.prefillLabel,
       sidecarFingerprint: stack.sidecar.fingerprint }, undefined, stack.prefillGpu)
   }

@@ -25,7 +25,7 @@ import { register } from 'tsx/esm/api'
 import { checkArgv, helpAndExit, usageError } from './flags.mjs'
 
 const REPO = resolve(fileURLToPath(new URL('..', import.meta.url)))
-const BIN = join(REPO, 'src', 'cli', 'pd-bridge.mjs')
+const BIN = join(REPO, 'bin', 'pd-bridge.mjs')
 const DEFAULT_RUNS = join(REPO, 'results', 'faults')
 const DEFAULT_OUT = join(REPO, 'results')
 const PRESET = 'tiny'
@@ -110,10 +110,10 @@ const { buildDemoPrompt } = await import('../src/stack/demo/prompt.ts')
 const { loadTokenizer } = await import('../src/model/tokenizer/index.ts')
 const { blockKeyChain, blockPath, listBlockDir, verifyBlockDir, QUARANTINE_DIR } = await import('../src/decode/store/index.ts')
 const { SafetensorsFile } = await import('../src/formats/safetensors/index.ts')
-const { embeddedEnvironment } = await import('../src/results/environment.ts')
-const { FAULTS_RECORD_SCHEMA, faultCorrect, parseFaultsRecord } = await import('../src/results/fault-record.ts')
-const { faultHeadline } = await import('../src/results/faults-section.ts')
-const { generateResults } = await import('../src/results/generate.ts')
+const { embeddedEnvironment } = await import('../verify/results/environment.ts')
+const { FAULTS_RECORD_SCHEMA, faultCorrect, parseFaultsRecord } = await import('../verify/results/fault-record.ts')
+const { faultHeadline } = await import('../verify/results/faults-section.ts')
+const { generateResults } = await import('../verify/results/generate.ts')
 
 function say (line) {
   process.stderr.write(`[faults ${new Date().toISOString().slice(11, 19)}] ${line}\n`)

@@ -127,10 +127,10 @@ const { resolveStateDir } = await import('../src/stack/state-dir.ts')
 const { buildDemoPrompt } = await import('../src/stack/demo/prompt.ts')
 const { promptBlockKeys, presentKeys } = await import('../src/stack/demo/blocks.ts')
 const { loadTokenizer } = await import('../src/model/tokenizer/index.ts')
-const { embeddedEnvironment, embeddedModelName } = await import('../src/results/environment.ts')
-const { LOAD_RECORD_SCHEMA, loadTotals, parseLoadRecord, isLoadError } = await import('../src/results/load-record.ts')
-const { loadHeadline } = await import('../src/results/load-section.ts')
-const { generateResults } = await import('../src/results/generate.ts')
+const { embeddedEnvironment, embeddedModelName } = await import('../verify/results/environment.ts')
+const { LOAD_RECORD_SCHEMA, loadTotals, parseLoadRecord, isLoadError } = await import('../verify/results/load-record.ts')
+const { loadHeadline } = await import('../verify/results/load-section.ts')
+const { generateResults } = await import('../verify/results/generate.ts')
 const { resolveProgressMode, startProgress } = await import('../src/progress/index.ts')
 try {
   resolveProgressMode(process.stderr) // a bad PD_PROGRESS is a usage error, found before anything starts
@@ -345,7 +345,7 @@ try {
   modelName = stack.modelName
   cacheDir = stack.cacheDir
   tokenizer = await loadTokenizer(stack.checkpoint.dir)
-  if (modelName !== embeddedModelName(PRESET, SEED)) throw new Error(`the stack serves ${modelName}, but src/results/environment.ts names it ${embeddedModelName(PRESET, SEED)}; fix embeddedModelName`)
+  if (modelName !== embeddedModelName(PRESET, SEED)) throw new Error(`the stack serves ${modelName}, but verify/results/environment.ts names it ${embeddedModelName(PRESET, SEED)}; fix embeddedModelName`)
   const environment = embeddedEnvironment({ preset: PRESET, seed: SEED, blockSize: BLOCK, prefillProfile: stack.prefillLabel, sidecarFingerprint: stack.sidecar.fingerprint })
   client = new OpenAI({ baseURL: `${frontUrl}/v1`, apiKey: apiKey ?? 'none', maxRetries: 0, timeout: opts.requestTimeoutMs })
 

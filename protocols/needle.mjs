@@ -77,9 +77,9 @@ register()
 const {
   answerBudget, buildNeedleDocument, discoverGeometry, freshInvocationSeed, needleGrid, needleMarkdown, runNeedle, writeNeedleRecord,
   DEFAULT_ANSWER_BUDGET, DEFAULT_CHARS_PER_TOKEN, DEFAULT_DEPTHS, DEFAULT_LENGTHS, DEFAULT_MIN_DISTANCE,
-} = await import('../src/needle/index.ts')
-const { SeedLedger } = await import('../src/needle/seed-ledger.ts')
-const { embeddedEnvironment, remoteEnvironment } = await import('../src/results/environment.ts')
+} = await import('../verify/needle/index.ts')
+const { SeedLedger } = await import('../verify/needle/seed-ledger.ts')
+const { embeddedEnvironment, remoteEnvironment } = await import('../verify/results/environment.ts')
 const { loadTokenizer } = await import('../src/model/tokenizer/index.ts')
 const { isPresetName, presetConfig, PRESET_NAMES } = await import('../src/model/checkpoint/index.ts')
 const { resolveProgressMode, startProgress } = await import('../src/progress/index.ts')
@@ -284,7 +284,7 @@ if (argv.generate !== false) {
     say('RESULTS.md not regenerated: --runs was given without --out (pass --out DIR to write a report with these records)')
   }
   else {
-    const { generateResults } = await import('../src/results/generate.ts')
+    const { generateResults } = await import('../verify/results/generate.ts')
     const out = argv.out === undefined ? DEFAULT_OUT : resolve(String(argv.out))
     const coldRuns = resolve(argv['cold-runs'] ?? join(out, 'runs'))
     try {

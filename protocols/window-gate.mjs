@@ -28,7 +28,7 @@ import { $ } from 'zx'
 import { helpAndExit, usageError, wantsHelp } from './flags.mjs'
 
 const repo = resolve(fileURLToPath(new URL('..', import.meta.url)))
-const bin = join(repo, 'src', 'cli', 'pd-bridge.mjs')
+const bin = join(repo, 'bin', 'pd-bridge.mjs')
 const args = process.argv.slice(2)
 
 if (wantsHelp(args)) {
@@ -69,7 +69,7 @@ function flagValue (flag) {
 }
 
 // Where the report goes: --report-dir as given, else a new folder in the state directory (as the
-// gate itself picks it, src/cli/commands/gate.ts), passed to the gate so this script can read it.
+// gate itself picks it, verify/cli/gate.ts), passed to the gate so this script can read it.
 let reportDir = flagValue('--report-dir')
 if (gateArgs.some((a) => a === '--report-dir' || a.startsWith('--report-dir=')) && (reportDir === undefined || reportDir.startsWith('--'))) {
   usageError('window-gate', '--report-dir needs a value')

@@ -1,8 +1,10 @@
-// The pd-bridge command line: one commander program, each command in its own module.
+// The pd-bridge command line: one commander program, each command in its own module. This file knows
+// the runtime commands only; a composition root (bin/pd-bridge.mjs) hands in the proof commands of
+// verify/cli as placements, so src/ never imports verify/.
 import { readFileSync } from 'node:fs'
 import { Command, CommanderError } from 'commander'
 import { PdBridgeError } from '../errors.ts'
-import { commands } from './commands/index.ts'
+import { runtimeCommands } from './commands/index.ts'
 
 /** The version in package.json. */
 export const VERSION: string = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version
@@ -33,7 +35,26 @@ function oneLineUsageErrors (cmd: Command): void {
   for (const sub of cmd.commands) oneLineUsageErrors(sub)
 }
 
-export function buildProgram (): Command {
+/** A command added from outside src/: it goes right after the command named `after` (at the end without one). */
+export interface CommandPlacement {
+  command: Command
+  after?: string
+}
+
+/** The runtime commands with each placement put in its place, in --help's order. */
+export function placeCommands (placements: readonly CommandPlacement[]): Command[] {
+  const commands = [...runtimeCommands]
+  for (const { command, after } of placements) {
+    const i = after === undefined ? commands.length - 1 : commands.findIndex((c) => c.name() === after)
+    if (i < 0) throw new Error(`cannot place command ${command.name()}: no command ${after} to put it after`)
+    commands.splice(i + 1, 0, command)
+  }
+  return commands
+}
+
+/** The pd-bridge program: the runtime commands, plus any placed from outside src/ (bin/pd-bridge.mjs). */
+export function buildProgram (placements: readonly CommandPlacement[] = []): Command {
+  const commands = placeCommands(placements)
   const program = new Command('pd-bridge')
     .description('Heterogeneous prefill/decode bridge for DeepSeek-V4 models')
     .version(VERSION, '-V, --version', 'print the version of pd-bridge')
@@ -62,14 +83,14 @@ function userMessage (err: unknown): string | undefined {
   return `${where}: ${USER_SYSTEM_ERRORS[e.code]}`
 }
 
-export async function main (argv: string[]): Promise<void> {
+export async function main (argv: string[], placements: readonly CommandPlacement[] = []): Promise<void> {
   // `pd-bridge inspect ... | head` closes the pipe early; that is not an error.
   process.stdout.on('error', (err: NodeJS.ErrnoException) => {
     if (err.code === 'EPIPE') process.exit(0)
     throw err
   })
   try {
-    await buildProgram().parseAsync(argv)
+    await buildProgram(placements).parseAsync(argv)
   }
   catch (err) {
     // exitOverride: help and --version end here with exit code 0, usage errors (already printed) with 1.

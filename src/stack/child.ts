@@ -9,7 +9,6 @@ import { StackError } from './errors.ts'
 import { ProcessLog } from './log-file.ts'
 import { parseReadyLine, type ReadyInfo } from './ready-line.ts'
 
-/** The CLI every child runs: the same bin `npx pd-bridge` runs. */
 /**
  * Set for the stack's own children only: parent-watch.mjs acts on it and removes it, so a process a
  * child forks in turn (node-llama-cpp forks one to test its binary, and fork passes --import on)
@@ -17,6 +16,7 @@ import { parseReadyLine, type ReadyInfo } from './ready-line.ts'
  */
 export const PARENT_WATCH_ENV = 'PD_STACK_CHILD'
 
+/** The CLI every child runs: the deployment entry, the runtime commands without verify/'s (bin/pd-bridge.mjs adds those). */
 export const CLI_PATH = fileURLToPath(new URL('../cli/pd-bridge.mjs', import.meta.url))
 const PARENT_WATCH_URL = pathToFileURL(fileURLToPath(new URL('./parent-watch.mjs', import.meta.url))).href
 

@@ -14,7 +14,7 @@ import { blockPath, QUARANTINE_DIR, type StoreEvent } from '../../src/decode/sto
 import { BLOCK, GEOMETRY_B, blockPayload, openStore, payloadDiff, tempDir, tokens } from './helpers.ts'
 
 const run = promisify(execFile)
-const bin = new URL('../../src/cli/pd-bridge.mjs', import.meta.url).pathname
+const bin = new URL('../../bin/pd-bridge.mjs', import.meta.url).pathname
 
 async function cli (...args: string[]): Promise<{ code: number, stdout: string, stderr: string }> {
   try {

@@ -10,7 +10,7 @@ import { QUARANTINE_DIR, blockPath, quarantineFile, quarantineForeignGeometry } 
 import { BLOCK, GEOMETRY_A, GEOMETRY_B, blockPayload, openStore, tempDir, tokens } from './helpers.ts'
 
 const run = promisify(execFile)
-const bin = new URL('../../src/cli/pd-bridge.mjs', import.meta.url).pathname
+const bin = new URL('../../bin/pd-bridge.mjs', import.meta.url).pathname
 
 let dir: string
 let cleanup: () => Promise<void>

@@ -9,7 +9,7 @@ import { PLACEHOLDER, blockPath } from '../../src/decode/store/index.ts'
 import { BLOCK, blockPayload, openStore, tempDir, tokens } from './helpers.ts'
 
 const run = promisify(execFile)
-const bin = new URL('../../src/cli/pd-bridge.mjs', import.meta.url).pathname
+const bin = new URL('../../bin/pd-bridge.mjs', import.meta.url).pathname
 
 async function cli (...args: string[]): Promise<{ code: number, stdout: string, stderr: string }> {
   try {

@@ -13,7 +13,7 @@ import { DecoderPrefixCache, restoreCache, type PrefixCacheEvent } from '../../s
 import { BS, cacheDifferences, nativePrefill, openPrefixCache, prompt, tinyModel, type TinyModel } from './helpers.ts'
 
 const run = promisify(execFile)
-const bin = new URL('../../src/cli/pd-bridge.mjs', import.meta.url).pathname
+const bin = new URL('../../bin/pd-bridge.mjs', import.meta.url).pathname
 
 let model: TinyModel
 let variantCfg: DeepseekV4Config

@@ -13,7 +13,7 @@ import { checkpointDigest } from '../../src/model/checkpoint/index.ts'
 import { tinySetup, type TinySetup } from './helpers.ts'
 
 const run = promisify(execFile)
-const bin = new URL('../../src/cli/pd-bridge.mjs', import.meta.url).pathname
+const bin = new URL('../../bin/pd-bridge.mjs', import.meta.url).pathname
 const fixture = new URL('../../harness/fixtures/ref-tiny-t301-f32.safetensors', import.meta.url).pathname
 const TOLERANCE = 1e-5
 

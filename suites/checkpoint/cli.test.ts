@@ -9,7 +9,7 @@ import { promisify } from 'node:util'
 import { loadCheckpoint } from '../../src/model/checkpoint/index.ts'
 import { removeDir, tempDir } from './helpers.ts'
 
-const BIN = fileURLToPath(new URL('../../src/cli/pd-bridge.mjs', import.meta.url))
+const BIN = fileURLToPath(new URL('../../bin/pd-bridge.mjs', import.meta.url))
 const run = promisify(execFile)
 const dirs: string[] = []
 afterAll(() => dirs.forEach(removeDir))

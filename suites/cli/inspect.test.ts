@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { tensorFrom, writeSafetensors } from '../../src/formats/safetensors/index.ts'
 
 const run = promisify(execFile)
-const bin = new URL('../../src/cli/pd-bridge.mjs', import.meta.url).pathname
+const bin = new URL('../../bin/pd-bridge.mjs', import.meta.url).pathname
 const corpus = new URL('../formats/corpus/', import.meta.url).pathname
 const dir = mkdtempSync(join(tmpdir(), 'pd-bridge-inspect-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))

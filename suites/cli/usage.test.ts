@@ -7,14 +7,18 @@ import { describe, expect, it } from 'vitest'
 import { usageLine } from '../../src/cli/main.ts'
 
 const run = promisify(execFile)
-const bin = new URL('../../src/cli/pd-bridge.mjs', import.meta.url).pathname
+const bin = new URL('../../bin/pd-bridge.mjs', import.meta.url).pathname
 const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
 
 interface Result { code: number, stdout: string, stderr: string }
 
 async function cli (...args: string[]): Promise<Result> {
+  return await cliOf(bin, ...args)
+}
+
+async function cliOf (entry: string, ...args: string[]): Promise<Result> {
   try {
-    const { stdout, stderr } = await run(process.execPath, [bin, ...args], { maxBuffer: 1 << 22 })
+    const { stdout, stderr } = await run(process.execPath, [entry, ...args], { maxBuffer: 1 << 22 })
     return { code: 0, stdout, stderr }
   }
   catch (err) {
@@ -87,5 +91,24 @@ describe('pd-bridge --help', () => {
     }
     expect(options.length).toBeGreaterThan(50)
     expect(options.filter((o) => (o.match(/\(default/g) ?? []).length > 1)).toEqual([])
+  })
+})
+
+describe('the two entries: bin/pd-bridge.mjs and the deployment entry src/cli/pd-bridge.mjs', () => {
+  const deployment = new URL('../../src/cli/pd-bridge.mjs', import.meta.url).pathname
+  const commandsIn = (help: string): string[] => [...help.matchAll(/^Usage: pd-bridge (\S+) /gm)].map((m) => m[1])
+
+  it('the bin places the proof commands among the runtime ones: gate after doctor, results last', async () => {
+    const full = commandsIn((await cli('--help')).stdout)
+    const runtime = commandsIn((await cliOf(deployment, '--help')).stdout)
+    expect(runtime).not.toContain('gate')
+    expect(runtime).not.toContain('results')
+    expect(full.filter((c) => c !== 'gate' && c !== 'results')).toEqual(runtime)
+    expect(full.indexOf('gate')).toBe(full.indexOf('doctor') + 1)
+    expect(full.at(-1)).toBe('results')
+  })
+
+  it('the deployment entry knows no proof command', async () => {
+    expect(await cliOf(deployment, 'gate')).toEqual({ code: 2, stdout: '', stderr: "pd-bridge: unknown command 'gate'; see pd-bridge --help\n" })
   })
 })

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { makeDeployment, type Deployment } from './helpers.ts'
 
 const run = promisify(execFile)
-const bin = new URL('../../src/cli/pd-bridge.mjs', import.meta.url).pathname
+const bin = new URL('../../bin/pd-bridge.mjs', import.meta.url).pathname
 const protocol = new URL('../../protocols/window-gate.mjs', import.meta.url).pathname
 
 let d: Deployment

@@ -4,7 +4,7 @@
 import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { NO_NEEDLE_EVIDENCE, renderReport, runGate, type GateReport } from '../../src/gate/index.ts'
+import { NO_NEEDLE_EVIDENCE, renderReport, runGate, type GateReport } from '../../verify/gate/index.ts'
 import { makeDeployment, type Deployment } from './helpers.ts'
 
 let d: Deployment

@@ -13,7 +13,7 @@ import { exportWeights, geometryJson, sidecarWeightSpecs } from '../../src/captu
 import { parseDeepseekV4Config } from '../../src/model/config.ts'
 import { getProfile } from '../../src/model/profiles/index.ts'
 import { makeCheckpoint, type PresetName } from '../../src/model/checkpoint/index.ts'
-import type { GateOptions } from '../../src/gate/index.ts'
+import type { GateOptions } from '../../verify/gate/index.ts'
 import { sidecarFingerprint, SIDECAR_WEIGHTS, type SidecarJson } from '../../src/wire/sidecar-format.ts'
 import { deploymentNeedleGeometry, needleRecord } from './needle-records.ts'
 

@@ -2,7 +2,7 @@
 // errors that name the file, the key and the line.
 import { describe, expect, it } from 'vitest'
 import { ConfigError } from '../../src/errors.ts'
-import { parseEnvFile, parseLaunchParams } from '../../src/gate/index.ts'
+import { parseEnvFile, parseLaunchParams } from '../../verify/gate/index.ts'
 
 function thrown (f: () => unknown): ConfigError {
   try {

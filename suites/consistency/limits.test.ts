@@ -10,7 +10,7 @@ import { blockPath } from '../../src/decode/store/index.ts'
 import { SafetensorsFile } from '../../src/formats/safetensors/index.ts'
 import { loadCheckpoint } from '../../src/model/checkpoint/index.ts'
 import { DeepseekV4Engine } from '../../src/model/engine/index.ts'
-import { blockDataBytes, blockHeaderAllowance, captureBytes, readSidecarPlace, runGate, seededPrompt, type GateReport } from '../../src/gate/index.ts'
+import { blockDataBytes, blockHeaderAllowance, captureBytes, readSidecarPlace, runGate, seededPrompt, type GateReport } from '../../verify/gate/index.ts'
 import { makeDeployment, type Deployment } from './helpers.ts'
 
 let d: Deployment

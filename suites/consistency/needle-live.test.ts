@@ -8,8 +8,8 @@
 import { readdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { runGate, type GateReport } from '../../src/gate/index.ts'
-import { askedNeedleBridged, parseNeedleRecord } from '../../src/needle/record.ts'
+import { runGate, type GateReport } from '../../verify/gate/index.ts'
+import { askedNeedleBridged, parseNeedleRecord } from '../../verify/needle/record.ts'
 import { makeDeployment, type Deployment } from './helpers.ts'
 import { startLiveStack, type LiveStack } from './live-stack.ts'
 

@@ -5,8 +5,8 @@
 import { mkdir, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { runGate, SeedLedger, type GateReport, type NeedleGeometry } from '../../src/gate/index.ts'
-import type { NeedleRunRecord } from '../../src/needle/record.ts'
+import { runGate, SeedLedger, type GateReport, type NeedleGeometry } from '../../verify/gate/index.ts'
+import type { NeedleRunRecord } from '../../verify/needle/record.ts'
 import { makeDeployment, type Deployment } from './helpers.ts'
 import { deploymentNeedleGeometry, needleRecord } from './needle-records.ts'
 

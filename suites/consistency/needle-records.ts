@@ -5,10 +5,10 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Geometry } from '../../src/wire/geometry.ts'
-import { needleGeometry, type NeedleGeometry } from '../../src/gate/index.ts'
+import { needleGeometry, type NeedleGeometry } from '../../verify/gate/index.ts'
 import { parseDeepseekV4Config } from '../../src/model/config.ts'
 import { getProfile } from '../../src/model/profiles/index.ts'
-import { NEEDLE_RECORD_SCHEMA, parseNeedleRecord, type NeedleRunRecord } from '../../src/needle/record.ts'
+import { NEEDLE_RECORD_SCHEMA, parseNeedleRecord, type NeedleRunRecord } from '../../verify/needle/record.ts'
 
 /**
  * The key the gate computes for a deployment on disk: the decoder store's geometry (its config.json

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { deepseekV4FlashConfigJson } from '../../src/model/config.ts'
-import { angleTable, renderReport, runGate, type GateReport } from '../../src/gate/index.ts'
+import { angleTable, renderReport, runGate, type GateReport } from '../../verify/gate/index.ts'
 import { envText, sidecarJsonFor } from './helpers.ts'
 import { deploymentNeedleGeometry, needleRecord } from './needle-records.ts'
 

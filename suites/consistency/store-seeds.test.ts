@@ -12,7 +12,7 @@ import { loadCheckpoint } from '../../src/model/checkpoint/index.ts'
 import { parseDeepseekV4Config } from '../../src/model/config.ts'
 import { DeepseekV4Engine } from '../../src/model/engine/index.ts'
 import { getProfile } from '../../src/model/profiles/index.ts'
-import { documentBlockHashes, runGate, SeedLedger, seededPrompt } from '../../src/gate/index.ts'
+import { documentBlockHashes, runGate, SeedLedger, seededPrompt } from '../../verify/gate/index.ts'
 import { makeDeployment, type Deployment } from './helpers.ts'
 
 let d: Deployment

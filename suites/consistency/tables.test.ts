@@ -12,7 +12,7 @@ import type { RopeParams } from '../../src/model/config.ts'
 import { ropeInvFreq, ropeTable } from '../../src/model/rope.ts'
 import {
   angleErrorAt, checkRopeTables, firstPositionExceeding, firstTableDifference, readConfigPlace, tableIdentity, type Place,
-} from '../../src/gate/index.ts'
+} from '../../verify/gate/index.ts'
 
 const compress = presetConfig('tiny').rope.compress
 const main = presetConfig('tiny').rope.main

@@ -22,7 +22,7 @@ import { canMountTmpfs, fillUntilFull, mountTmpfs, unmountTmpfs } from '../suppo
 
 const tmp = tempDir('decoder-degraded')
 const BLOCK = 256
-const bin = new URL('../../src/cli/pd-bridge.mjs', import.meta.url).pathname
+const bin = new URL('../../bin/pd-bridge.mjs', import.meta.url).pathname
 let modelDir: string
 let healthy: LaunchedDecoder
 let healthyStore: string

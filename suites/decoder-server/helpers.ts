@@ -25,7 +25,7 @@ export async function makeTiny (dir: string): Promise<string> {
   return dir
 }
 
-const bin = new URL('../../src/cli/pd-bridge.mjs', import.meta.url).pathname
+const bin = new URL('../../bin/pd-bridge.mjs', import.meta.url).pathname
 
 /** A running `pd-bridge decoder`. */
 export interface DecoderChild {

@@ -164,7 +164,7 @@ describe('shutdown', () => {
 describe('command line', () => {
   it('names a bad port and a missing model directory, exit code 2, no stack', async () => {
     const run = promisify(execFile)
-    const bin = new URL('../../src/cli/pd-bridge.mjs', import.meta.url).pathname
+    const bin = new URL('../../bin/pd-bridge.mjs', import.meta.url).pathname
     for (const [args, fragment] of [
       [['--model', `${tmp.dir}/model`, '--cache-dir', `${tmp.dir}/c2`, '--port', 'eighty'], '--port: "eighty" is not an integer in [0, 65535]'],
       [['--model', `${tmp.dir}/absent`, '--cache-dir', `${tmp.dir}/c2`, '--port', '0'], `${tmp.dir}/absent/config.json: config.json: missing`],

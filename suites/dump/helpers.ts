@@ -9,7 +9,7 @@ import { readSafetensors, type Tensor } from '../../src/formats/safetensors/inde
 import { checkpointDigest, makeCheckpoint } from '../../src/model/checkpoint/index.ts'
 
 const run = promisify(execFile)
-const bin = new URL('../../src/cli/pd-bridge.mjs', import.meta.url).pathname
+const bin = new URL('../../bin/pd-bridge.mjs', import.meta.url).pathname
 
 /** What a CLI run left: exit code and both streams. */
 export interface CliResult { code: number, stdout: string, stderr: string }

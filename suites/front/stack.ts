@@ -15,7 +15,7 @@ import { makeCheckpoint } from '../../src/model/checkpoint/index.ts'
 import { loadTokenizer, renderChat, type ChatMessage, type Tokenizer } from '../../src/model/tokenizer/index.ts'
 
 export const BLOCK = 256
-export const BIN = new URL('../../src/cli/pd-bridge.mjs', import.meta.url).pathname
+export const BIN = new URL('../../bin/pd-bridge.mjs', import.meta.url).pathname
 
 /** A fresh temporary directory and its remover. */
 export function tempDir (prefix: string): { dir: string, remove: () => void } {

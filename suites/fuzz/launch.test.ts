@@ -3,7 +3,7 @@
 import fc from 'fast-check'
 import { afterAll, describe, expect, it } from 'vitest'
 import { ConfigError } from '../../src/errors.ts'
-import { LAUNCH_KEYS, parseLaunchParams } from '../../src/gate/index.ts'
+import { LAUNCH_KEYS, parseLaunchParams } from '../../verify/gate/index.ts'
 import { SEED, Tally, applyJsonEdits, byteEditArb, edgeValueArb, jsonEditArb, judge, mutateText, runs } from './helpers.ts'
 
 const tallies: Tally[] = []

@@ -234,7 +234,7 @@ describe('the llama.cpp decoder', () => {
   }, 60_000)
 })
 
-const bin = new URL('../../src/cli/pd-bridge.mjs', import.meta.url).pathname
+const bin = new URL('../../bin/pd-bridge.mjs', import.meta.url).pathname
 
 function cli (args: string[]): Promise<{ code: number | null, stdout: string, stderr: string }> {
   return new Promise((resolve) => {

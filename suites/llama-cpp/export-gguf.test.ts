@@ -20,7 +20,7 @@ import { repoPath } from './helpers.ts'
 const run = promisify(execFile)
 async function cli (...args: string[]): Promise<{ code: number, stdout: string, stderr: string }> {
   try {
-    const { stdout, stderr } = await run(process.execPath, [repoPath('src/cli/pd-bridge.mjs'), ...args], { maxBuffer: 1 << 26 })
+    const { stdout, stderr } = await run(process.execPath, [repoPath('bin/pd-bridge.mjs'), ...args], { maxBuffer: 1 << 26 })
     return { code: 0, stdout, stderr }
   }
   catch (err) {

@@ -20,7 +20,7 @@ import type { DeepseekV4Config } from '../../src/model/config.ts'
 import { DeepseekV4Engine } from '../../src/model/engine/index.ts'
 import { exportGguf } from '../../src/model/gguf/export.ts'
 import { loadTokenizer } from '../../src/model/tokenizer/index.ts'
-import { buildNeedleDocument, NEEDLE_VALUES, type NeedleDocument } from '../../src/needle/index.ts'
+import { buildNeedleDocument, NEEDLE_VALUES, type NeedleDocument } from '../../verify/needle/index.ts'
 import { Checkpoints, relError } from './helpers.ts'
 
 const TOKENS = 8192

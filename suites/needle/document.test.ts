@@ -2,7 +2,7 @@ import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { ConfigError } from '../../src/errors.ts'
 import { ASSISTANT_TOKEN, BOS_TOKEN, renderChat, USER_TOKEN } from '../../src/model/tokenizer/index.ts'
-import { buildNeedleDocument, DEFAULT_MIN_DISTANCE, type NeedleDocument } from '../../src/needle/document.ts'
+import { buildNeedleDocument, DEFAULT_MIN_DISTANCE, type NeedleDocument } from '../../verify/needle/document.ts'
 import { NEEDLE_KEYS } from '../../src/model/checkpoint/needle/words.ts'
 import { needleTokenizer, tinyTokenizer } from './helpers.ts'
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { streamFor } from '../../src/model/checkpoint/index.ts'
-import { fillerSentence, fillerVocabulary } from '../../src/needle/filler.ts'
+import { fillerSentence, fillerVocabulary } from '../../verify/needle/filler.ts'
 import { needleVocabulary } from '../../src/model/checkpoint/needle/words.ts'
 
 // The proof: filler text is list words (first letter maybe upper case) separated by spaces, commas,

@@ -1,8 +1,8 @@
 // Needle run records for the record and heatmap suites: two environments; passes, misses, a partial,
 // two declined runs, a refused reused seed, a native-only run, a repeat and a pass with the needle
 // past the bridged blocks. Built in code, so the schema checks them like any record.
-import { NEEDLE_RECORD_SCHEMA, type NeedleRunRecord } from '../../src/needle/record.ts'
-import type { RunEnvironment } from '../../src/results/record.ts'
+import { NEEDLE_RECORD_SCHEMA, type NeedleRunRecord } from '../../verify/needle/record.ts'
+import type { RunEnvironment } from '../../verify/results/record.ts'
 
 export const ENV_A: RunEnvironment = { id: 'env-aaaaaaaaaaaa', cpu: 'Test CPU', cores: 2, memoryBytes: 8589934592, node: 'v20.20.2', os: 'linux test x64', commit: '1111111', configFingerprint: 'cfg-a', model: 'embedded needle (seed 1, blocks of 256)' }
 export const ENV_B: RunEnvironment = { ...ENV_A, id: 'env-bbbbbbbbbbbb', configFingerprint: 'remote', model: 'remote http://front:8012' }

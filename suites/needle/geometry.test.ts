@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import { ConfigError } from '../../src/errors.ts'
-import { combinedGeometry, geometryFromDecoderHealth, geometryFromFlag, geometryFromFrontHealth } from '../../src/needle/geometry.ts'
+import { combinedGeometry, geometryFromDecoderHealth, geometryFromFlag, geometryFromFrontHealth } from '../../verify/needle/geometry.ts'
 
 const STORE = '1'.repeat(64)
 const SIDECAR = '2'.repeat(64)

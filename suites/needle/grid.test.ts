@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { ConfigError } from '../../src/errors.ts'
-import { DEFAULT_DEPTHS, DEFAULT_LENGTHS, needleGrid, planNeedles, runSeed } from '../../src/needle/grid.ts'
+import { DEFAULT_DEPTHS, DEFAULT_LENGTHS, needleGrid, planNeedles, runSeed } from '../../verify/needle/grid.ts'
 import { NEEDLE_VALUES } from '../../src/model/checkpoint/needle/words.ts'
 
 describe('the default grid', () => {

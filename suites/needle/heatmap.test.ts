@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { cellState, needleGrids, needleHeatmapSvg, needleMarkdown, tally } from '../../src/needle/heatmap.ts'
+import { cellState, needleGrids, needleHeatmapSvg, needleMarkdown, tally } from '../../verify/needle/heatmap.ts'
 import { ENV_A, fixtureRecords, record } from './fixtures.ts'
 
 const FIXTURES = join(import.meta.dirname, 'fixtures')

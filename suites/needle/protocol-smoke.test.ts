@@ -9,8 +9,8 @@ import { join } from 'node:path'
 import { execa } from 'execa'
 import { describe, expect, it } from 'vitest'
 import { isPresetName } from '../../src/model/checkpoint/index.ts'
-import { askedNeedleBridged, readNeedleRecords } from '../../src/needle/record.ts'
-import { answerHits } from '../../src/needle/score.ts'
+import { askedNeedleBridged, readNeedleRecords } from '../../verify/needle/record.ts'
+import { answerHits } from '../../verify/needle/score.ts'
 
 const ROOT = join(import.meta.dirname, '..', '..')
 const PRESET = process.env.PD_NEEDLE_PRESET ?? (isPresetName('needle') ? 'needle' : 'tiny')

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { PdBridgeError } from '../../src/errors.ts'
-import { askedNeedleBridged, parseNeedleRecord, readNeedleRecords } from '../../src/needle/record.ts'
+import { askedNeedleBridged, parseNeedleRecord, readNeedleRecords } from '../../verify/needle/record.ts'
 import { fixtureRecords } from './fixtures.ts'
 
 function parseError (json: unknown): string {

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { execa } from 'execa'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { readNeedleRecords } from '../../src/needle/record.ts'
+import { readNeedleRecords } from '../../verify/needle/record.ts'
 import { startServe, type ServeChild } from '../stack/helpers.ts'
 
 const ROOT = join(import.meta.dirname, '..', '..')

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { ConfigError } from '../../src/errors.ts'
-import { answerHits, scoreBridged, scoreNative, verdictKind } from '../../src/needle/score.ts'
+import { answerHits, scoreBridged, scoreNative, verdictKind } from '../../verify/needle/score.ts'
 
 describe('a hit is the expected word as a whole word, any case', () => {
   const cases: Array<[string, string, boolean]> = [

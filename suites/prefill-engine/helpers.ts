@@ -50,7 +50,7 @@ export function sleep (msec: number): Promise<void> {
 }
 
 /** The CLI entry. */
-export const BIN = new URL('../../src/cli/pd-bridge.mjs', import.meta.url).pathname
+export const BIN = new URL('../../bin/pd-bridge.mjs', import.meta.url).pathname
 
 /** A running engine child process. */
 export interface EngineProcess {

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { exportWeights } from '../../src/capture/index.ts'
-import { bridgeVsNative } from '../../src/gate/native-check.ts'
+import { bridgeVsNative } from '../../verify/gate/native-check.ts'
 import { makeCheckpoint } from '../../src/model/checkpoint/index.ts'
 import type { ProgressLine } from '../../src/progress/index.ts'
 

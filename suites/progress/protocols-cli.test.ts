@@ -167,7 +167,7 @@ describe('pd-bridge gate writes its report under the state directory', () => {
   it('not into the current folder; the report names where it went; --report-dir still chooses', async () => {
     const cwd = await mkdtemp(join(dir, 'gate-cwd-'))
     const state = join(dir, 'gate-state')
-    const bin = join(ROOT, 'src', 'cli', 'pd-bridge.mjs')
+    const bin = join(ROOT, 'bin', 'pd-bridge.mjs')
     // Places that cannot be read are findings, not a crash: the gate fails and still writes its report.
     const r = await node([bin, 'gate', '--launch', 'missing.env', '--prefill-config', 'missing.json', '--no-native'], { cwd, state })
     expect(r.code).toBe(1)

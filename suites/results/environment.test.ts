@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import os from 'node:os'
 import { describe, expect, it } from 'vitest'
-import { describeEnvironment, embeddedConfigFingerprint, embeddedEnvironment, embeddedModelLabel, embeddedModelName, gitCommit, machineLine } from '../../src/results/environment.ts'
+import { describeEnvironment, embeddedConfigFingerprint, embeddedEnvironment, embeddedModelLabel, embeddedModelName, gitCommit, machineLine } from '../../verify/results/environment.ts'
 
 describe('the environment id', () => {
   it('is what cold-bench computed before the builder was shared (committed records keep their id)', () => {

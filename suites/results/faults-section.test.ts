@@ -7,9 +7,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { execa } from 'execa'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { FAULTS_RECORD_SCHEMA, faultCorrect, parseFaultsRecord, type FaultResult, type FaultsRecord } from '../../src/results/fault-record.ts'
-import { faultHeadline, faultTable, summarizeFaults } from '../../src/results/faults-section.ts'
-import { generateResults } from '../../src/results/generate.ts'
+import { FAULTS_RECORD_SCHEMA, faultCorrect, parseFaultsRecord, type FaultResult, type FaultsRecord } from '../../verify/results/fault-record.ts'
+import { faultHeadline, faultTable, summarizeFaults } from '../../verify/results/faults-section.ts'
+import { generateResults } from '../../verify/results/generate.ts'
 
 const ROOT = join(import.meta.dirname, '..', '..')
 const ENV = { id: 'env-fa17', cpu: 'Test CPU', cores: 2, memoryBytes: 8 * 2 ** 30, node: 'v20.19.0', os: 'linux 6.0 x64', commit: 'abc1234', configFingerprint: 'cfg', model: 'embedded tiny (seed 1, blocks of 256)' }

@@ -7,8 +7,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { execa } from 'execa'
 import { describe, expect, it } from 'vitest'
-import { readLoadRecords } from '../../src/results/load-record.ts'
-import { loadHeadline } from '../../src/results/load-section.ts'
+import { readLoadRecords } from '../../verify/results/load-record.ts'
+import { loadHeadline } from '../../verify/results/load-section.ts'
 
 const ROOT = join(import.meta.dirname, '..', '..')
 

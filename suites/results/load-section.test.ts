@@ -8,9 +8,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { execa } from 'execa'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { generateResults } from '../../src/results/generate.ts'
-import { isLoadError, loadTotals, parseLoadRecord, percentiles, verdictGroup, type LoadRecord, type LoadSample } from '../../src/results/load-record.ts'
-import { loadHeadline, loadMemoryTable, loadRouteTable, loadVerdictTable, summarizeLoad } from '../../src/results/load-section.ts'
+import { generateResults } from '../../verify/results/generate.ts'
+import { isLoadError, loadTotals, parseLoadRecord, percentiles, verdictGroup, type LoadRecord, type LoadSample } from '../../verify/results/load-record.ts'
+import { loadHeadline, loadMemoryTable, loadRouteTable, loadVerdictTable, summarizeLoad } from '../../verify/results/load-section.ts'
 
 const ROOT = join(import.meta.dirname, '..', '..')
 const FIXTURE = join(import.meta.dirname, 'fixtures', 'load-run.json')

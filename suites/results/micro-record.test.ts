@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { PdBridgeError } from '../../src/errors.ts'
-import { microRunId, parseMicroRecord, readMicroRecords, writeMicroRecord, type MicroRecord } from '../../src/results/micro-record.ts'
+import { microRunId, parseMicroRecord, readMicroRecords, writeMicroRecord, type MicroRecord } from '../../verify/results/micro-record.ts'
 
 const MICRO = join(import.meta.dirname, 'fixtures', 'micro')
 const KERNELS = JSON.parse(readFileSync(join(MICRO, 'a-kernels-newer.json'), 'utf8'))

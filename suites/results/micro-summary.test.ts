@@ -1,9 +1,9 @@
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { readMicroRecords } from '../../src/results/micro-record.ts'
-import { summarizeMicro } from '../../src/results/micro-summary.ts'
-import { readRunRecords } from '../../src/results/record.ts'
-import { summarize } from '../../src/results/summary.ts'
+import { readMicroRecords } from '../../verify/results/micro-record.ts'
+import { summarizeMicro } from '../../verify/results/micro-summary.ts'
+import { readRunRecords } from '../../verify/results/record.ts'
+import { summarize } from '../../verify/results/summary.ts'
 
 const FIXTURES = join(import.meta.dirname, 'fixtures')
 

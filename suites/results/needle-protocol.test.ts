@@ -7,11 +7,11 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { execa } from 'execa'
 import { describe, expect, it } from 'vitest'
-import { SeedLedger } from '../../src/needle/seed-ledger.ts'
-import { buildNeedleDocument, DEFAULT_CHARS_PER_TOKEN, DEFAULT_MIN_DISTANCE } from '../../src/needle/document.ts'
-import { needleGrid } from '../../src/needle/grid.ts'
-import { readNeedleRecords } from '../../src/needle/record.ts'
-import { ledgerDocument } from '../../src/needle/run.ts'
+import { SeedLedger } from '../../verify/needle/seed-ledger.ts'
+import { buildNeedleDocument, DEFAULT_CHARS_PER_TOKEN, DEFAULT_MIN_DISTANCE } from '../../verify/needle/document.ts'
+import { needleGrid } from '../../verify/needle/grid.ts'
+import { readNeedleRecords } from '../../verify/needle/record.ts'
+import { ledgerDocument } from '../../verify/needle/run.ts'
 
 const ROOT = join(import.meta.dirname, '..', '..')
 const FIXTURES = join(import.meta.dirname, 'fixtures')

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import { needleGrids, needleTable } from '../../src/needle/heatmap.ts'
-import type { NeedleRunRecord } from '../../src/needle/record.ts'
-import { needleGridTable, needleTallyLine, needleTallyWords } from '../../src/results/needle-section.ts'
+import { needleGrids, needleTable } from '../../verify/needle/heatmap.ts'
+import type { NeedleRunRecord } from '../../verify/needle/record.ts'
+import { needleGridTable, needleTallyLine, needleTallyWords } from '../../verify/results/needle-section.ts'
 import { fixtureRecords, record } from '../needle/fixtures.ts'
 
 /** The markdown cells of needleTable's body rows (escaped pipes put back). */

@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { execa } from 'execa'
 import { describe, expect, it } from 'vitest'
-import { prepareBench } from '../../src/results/bench-setup.ts'
-import { readRunRecords } from '../../src/results/record.ts'
+import { prepareBench } from '../../verify/results/bench-setup.ts'
+import { readRunRecords } from '../../verify/results/record.ts'
 
 const ROOT = join(import.meta.dirname, '..', '..')
 

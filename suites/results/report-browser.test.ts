@@ -5,9 +5,9 @@ import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { chromium, type Browser, type Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { HEATMAP_COLOURS, needleGrids } from '../../src/needle/heatmap.ts'
-import { readNeedleRecords } from '../../src/needle/record.ts'
-import { generateResults } from '../../src/results/generate.ts'
+import { HEATMAP_COLOURS, needleGrids } from '../../verify/needle/heatmap.ts'
+import { readNeedleRecords } from '../../verify/needle/record.ts'
+import { generateResults } from '../../verify/results/generate.ts'
 
 const CHROMIUM = '/usr/bin/chromium'
 const ROOT = join(import.meta.dirname, '..', '..')

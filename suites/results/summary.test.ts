@@ -4,8 +4,8 @@ import { join } from 'node:path'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { PdBridgeError } from '../../src/errors.ts'
-import { parseRunRecord, readRunRecords } from '../../src/results/record.ts'
-import { decodeRate, isBridged, median, summarize, verdictKind } from '../../src/results/summary.ts'
+import { parseRunRecord, readRunRecords } from '../../verify/results/record.ts'
+import { decodeRate, isBridged, median, summarize, verdictKind } from '../../verify/results/summary.ts'
 import { readFileSync } from 'node:fs'
 
 const FIXTURE = JSON.parse(readFileSync(join(import.meta.dirname, 'fixtures/runs/a-1024-r0.json'), 'utf8'))

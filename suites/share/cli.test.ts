@@ -6,7 +6,7 @@ import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { makeCapture, requestFor, tempDir } from './helpers.ts'
 
-const bin = new URL('../../src/cli/pd-bridge.mjs', import.meta.url).pathname
+const bin = new URL('../../bin/pd-bridge.mjs', import.meta.url).pathname
 const tmp = tempDir('share-cli')
 beforeAll(async () => { await makeCapture(tmp.dir, requestFor('cli-1')) })
 afterAll(tmp.remove)

@@ -13,7 +13,7 @@ import { tempDir } from './helpers.ts'
 import { canMountTmpfs, fillUntilFull, mountTmpfs, unmountTmpfs } from '../support/tmpfs.ts'
 
 const tmp = tempDir('stack-doctor-store')
-const bin = new URL('../../src/cli/pd-bridge.mjs', import.meta.url).pathname
+const bin = new URL('../../bin/pd-bridge.mjs', import.meta.url).pathname
 afterAll(() => tmp.remove())
 
 function config (name: string, decoderUrl: string, cacheDir: string): string {

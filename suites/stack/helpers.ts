@@ -13,7 +13,7 @@ export function tempDir (prefix: string): { dir: string, remove: () => void } {
 }
 
 /** The CLI as `npx pd-bridge` runs it. */
-export const BIN = new URL('../../src/cli/pd-bridge.mjs', import.meta.url).pathname
+export const BIN = new URL('../../bin/pd-bridge.mjs', import.meta.url).pathname
 
 /** What a finished command printed. */
 export interface CliRun {

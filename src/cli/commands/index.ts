@@ -1,5 +1,6 @@
-// Every command the CLI offers, in the order --help lists them: make and inspect, the prefill side,
-// the decoder side, then the store tools.
+// Every runtime command, in the order --help lists them: make and inspect, the prefill side, the
+// decoder side, then the store tools. The proof commands (gate, results) live in verify/cli and
+// join them in bin/pd-bridge.mjs.
 import type { Command } from 'commander'
 import { cacheCommand } from './cache.ts'
 import { decoderCommand } from './decoder.ts'
@@ -10,17 +11,15 @@ import { dumpCommand } from './dump.ts'
 import { exportGgufCommand } from './export-gguf.ts'
 import { exportWeightsCommand } from './export-weights.ts'
 import { frontCommand } from './front.ts'
-import { gateCommand } from './gate.ts'
 import { inspectCommand } from './inspect.ts'
 import { makeCheckpointCommand } from './make-checkpoint.ts'
 import { poolCommand } from './pool.ts'
 import { prefillEngineCommand } from './prefill-engine.ts'
-import { resultsCommand } from './results.ts'
 import { serveCommand } from './serve.ts'
 import { shareCommand } from './share.ts'
 import { verifyBlocksCommand } from './verify-blocks.ts'
 
-export const commands: Command[] = [
+export const runtimeCommands: Command[] = [
   makeCheckpointCommand,
   inspectCommand,
   dumpCommand,
@@ -34,9 +33,7 @@ export const commands: Command[] = [
   serveCommand,
   demoCommand,
   doctorCommand,
-  gateCommand,
   verifyBlocksCommand,
   diffStateCommand,
   cacheCommand,
-  resultsCommand,
 ]

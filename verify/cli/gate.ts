@@ -1,0 +1,146 @@
+// `pd-bridge gate`: the window-change gate (docs/window-gate.md). Reads the four places the window
+// lives in, compares their effective rope tables bit for bit, checks every limit sized against the
+// window, the decoder's store and the seed ledger, runs the hook against the decoder above the
+// native window, and requires a needle retrieved through the bridge above the native window with a
+// fresh seed (live with --needle-url, or from --needle-record files). Prints the report with a
+// one-line verdict last; exit 0 only when it passes. The report files go to --report-dir, by
+// default a new folder under the state directory (never the current folder); the report's
+// next-to-last line names it.
+import { stat } from 'node:fs/promises'
+import { dirname, join, resolve } from 'node:path'
+import { Command } from 'commander'
+import { PdBridgeError } from '../../src/errors.ts'
+import { loadLaunchParams, renderReport, runGate } from '../gate/index.ts'
+import { resolveStateDir } from '../../src/stack/state-dir.ts'
+
+interface GateFlags {
+  launch?: string
+  prefillConfig?: string
+  sidecar?: string
+  decoderConfig?: string
+  config?: string
+  decoderModel?: string
+  store?: string
+  modelName?: string
+  fix?: boolean
+  ledger?: string
+  document?: string[]
+  native: boolean
+  nativeTokens?: string
+  seed?: string
+  needleUrl?: string
+  needleNativeUrl?: string
+  needleSeed?: string
+  needleTokens?: string
+  needleRecord?: string[]
+  angleThreshold?: string
+  reportDir?: string
+  stateDir?: string
+  report: boolean
+}
+
+/**
+ * Where a gate's report goes when --report-dir is not given: a folder of its own under the state
+ * directory (--state-dir, else $PD_STATE_DIR, else ~/.cache/pd-bridge), so two runs never mix their
+ * plots and nothing lands in the folder the command was run from.
+ */
+export function defaultGateReportDir (stateDir?: string, at: Date = new Date(), env: NodeJS.ProcessEnv = process.env): string {
+  return join(resolveStateDir(stateDir, env), 'gate-reports', `${at.toISOString().replace(/[:.]/g, '-')}-${process.pid}`)
+}
+
+function positiveInt (flag: string, text: string | undefined): number | undefined {
+  if (text === undefined) return undefined
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(Number(text)) || Number(text) < 1) throw new PdBridgeError(`${flag} must be a positive integer, got ${JSON.stringify(text)}`)
+  return Number(text)
+}
+
+function nonNegativeInt (flag: string, text: string | undefined): number | undefined {
+  if (text === undefined) return undefined
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(Number(text))) throw new PdBridgeError(`${flag} must be a non-negative integer, got ${JSON.stringify(text)}`)
+  return Number(text)
+}
+
+function positiveNumber (flag: string, text: string | undefined): number | undefined {
+  if (text === undefined) return undefined
+  const n = Number(text)
+  if (text.trim() === '' || !Number.isFinite(n) || n <= 0) throw new PdBridgeError(`${flag} must be a positive number, got ${JSON.stringify(text)}`)
+  return n
+}
+
+/**
+ * The launch file: --launch, else `launch.env` beside --config (the embedded stack writes the pair
+ * into <state>/run/ at every start), else an error saying what to give.
+ */
+async function launchFileOf (flags: GateFlags): Promise<string> {
+  if (flags.launch !== undefined) return flags.launch
+  if (flags.config !== undefined) {
+    const beside = join(dirname(resolve(flags.config)), 'launch.env')
+    if (await stat(beside).then((s) => s.isFile(), () => false)) return beside
+    throw new PdBridgeError(`--launch: not given, and there is no launch.env beside --config ${flags.config}; give the launch parameters the engines were started with (docs/window-gate.md)`)
+  }
+  throw new PdBridgeError('--launch is required (or --config with a launch.env beside it, as the embedded stack writes)')
+}
+
+/** --prefill-config's default: the launch file's PD_PREFILL_MODEL. */
+async function prefillConfigOf (launchFile: string): Promise<string> {
+  const launch = await loadLaunchParams(launchFile)
+  if (launch.prefillModel === undefined) throw new PdBridgeError(`--prefill-config: not given, and ${launchFile} sets no PD_PREFILL_MODEL; give the prefill node's config.json`)
+  return launch.prefillModel
+}
+
+/** The gate command. */
+export const gateCommand = new Command('gate')
+  .description('the window-change gate: the four places (launch parameters, prefill config, sidecar, decoder config) must imply bit-identical rope tables; limits sized against the window, the store\'s block geometry and reused seeds are checked; the hook must match the decoder bit for bit above the native window; a needle must be retrieved through the bridge above the native window with a fresh seed (--needle-url or --needle-record). Exit 0 only when everything passes')
+  .option('--launch <file>', 'launch parameters: env file (PD_MAX_MODEL_LEN=..., comments allowed) or a JSON object of the same keys; default: launch.env beside --config (the embedded stack writes one)')
+  .option('--prefill-config <file>', 'the prefill node\'s config.json (or its checkpoint directory); default: the launch file\'s PD_PREFILL_MODEL')
+  .option('--sidecar <dir>', 'the sidecar directory (sidecar.json + weights.safetensors); default: the --config\'s sidecar')
+  .option('--decoder-config <file>', 'the decoder\'s config.json (or its checkpoint directory); default: the --config\'s decoder.model')
+  .option('--config <file>', 'the front door\'s deployment config (JSON): its bridge cap, block size, profile, capture budget and deadlines are checked too, and its paths fill --sidecar, --decoder-config, --store and --model-name')
+  .option('--decoder-model <dir>', 'the decoder\'s checkpoint for the bridge-vs-native check (default: the directory of --decoder-config)')
+  .option('--store <dir>', 'the decoder\'s block store: blocks of another geometry are counted')
+  .option('--model-name <name>', 'only count store blocks of this model name (a shared store)')
+  .option('--fix', 'move store blocks of another geometry into <store>/_quarantine/ (rename, never delete)')
+  .option('--ledger <file>', 'a seed ledger: documents cached under another geometry')
+  .option('--document <file...>', 'token files (JSON array, or ids separated by blanks/commas) to check against the ledger')
+  .option('--no-native', 'skip the bridge-vs-native check (reported as skipped)')
+  .option('--native-tokens <n>', 'prompt length of the bridge-vs-native check (default: the original window plus max(64, original/16))')
+  .option('--seed <n>', 'its prompt seed (default: a fresh random seed)')
+  .option('--needle-url <url>', 'the bridged front door: run one needle document (built with the decoder\'s tokenizer, the needle at depth 1) through it')
+  .option('--needle-native-url <url>', 'the decoder alone: asked the same needle, for context only')
+  .option('--needle-seed <n>', 'the needle document\'s seed (default: a fresh random seed; a given seed needs --ledger)')
+  .option('--needle-tokens <n>', 'the needle document\'s length (default: the original window + 2 blocks + 256)')
+  .option('--needle-record <file|dir...>', 'needle run records from protocols/needle.mjs (files, or directories of *.json)')
+  .option('--angle-threshold <rad>', 'report where the angle error first exceeds this (radians, default 0.1)')
+  .option('--report-dir <dir>', 'where report.md, report.json and the SVG plots go (default: a new folder under <state dir>/gate-reports/)')
+  .option('--state-dir <dir>', 'the state directory of the default report folder (default $PD_STATE_DIR or ~/.cache/pd-bridge)')
+  .option('--no-report', 'write no report files')
+  .action(async (flags: GateFlags) => {
+    const reportDir = !flags.report ? undefined : flags.reportDir ?? defaultGateReportDir(flags.stateDir)
+    const launch = await launchFileOf(flags)
+    const report = await runGate({
+      launch,
+      prefillConfig: flags.prefillConfig ?? await prefillConfigOf(launch),
+      sidecar: flags.sidecar,
+      decoderConfig: flags.decoderConfig,
+      config: flags.config,
+      decoderModel: flags.decoderModel,
+      store: flags.store,
+      modelName: flags.modelName,
+      fix: flags.fix === true,
+      ledger: flags.ledger,
+      documents: flags.document,
+      native: flags.native,
+      nativeTokens: positiveInt('--native-tokens', flags.nativeTokens),
+      seed: positiveInt('--seed', flags.seed),
+      needleUrl: flags.needleUrl,
+      needleNativeUrl: flags.needleNativeUrl,
+      needleSeed: nonNegativeInt('--needle-seed', flags.needleSeed),
+      needleTokens: positiveInt('--needle-tokens', flags.needleTokens),
+      needleRecords: flags.needleRecord,
+      angleThreshold: positiveNumber('--angle-threshold', flags.angleThreshold),
+      reportDir,
+    })
+    // The report names its own folder (`report: <dir>/report.md ...`, just above the verdict).
+    process.stdout.write(renderReport(report))
+    if (!report.verdict.pass) process.exitCode = 1
+  })

@@ -1,0 +1,32 @@
+// `pd-bridge results`: regenerate RESULTS.md, the charts, the needle heatmaps and report.html from
+// the run records, the micro-benchmark records, the needle run records, the fault protocol records and
+// the load protocol records.
+import { Command } from 'commander'
+import { defaultFaultsDir, defaultLoadDir, defaultMicroDir, defaultNeedleDir, generateResults } from '../results/generate.ts'
+
+interface ResultsFlags {
+  runs: string
+  micro?: string
+  needle?: string
+  faults?: string
+  load?: string
+  out: string
+}
+
+/** The results command. */
+export const resultsCommand = new Command('results')
+  .description('read every cold-prompt run record, micro-benchmark record, needle run record, fault protocol record and load protocol record and regenerate RESULTS.md, the SVG charts and heatmaps, and report.html (docs/BENCHMARK-PROTOCOL.md)')
+  .option('--runs <dir>', 'directory of cold-prompt run records (*.json)', 'results/runs')
+  .option('--micro <dir>', 'directory of micro-benchmark records (*.json) (default: micro/ next to --runs)')
+  .option('--needle <dir>', 'directory of needle run records (*.json) (default: needle/runs/ next to --runs)')
+  .option('--faults <dir>', 'directory of fault protocol records (*.json) (default: faults/ next to --runs)')
+  .option('--load <dir>', 'directory of load protocol records (*.json) (default: load/ next to --runs)')
+  .option('--out <dir>', 'where RESULTS.md, report.html, the charts and the heatmaps go', 'results')
+  .action(async (flags: ResultsFlags) => {
+    const micro = flags.micro ?? defaultMicroDir(flags.runs)
+    const needle = flags.needle ?? defaultNeedleDir(flags.runs)
+    const faults = flags.faults ?? defaultFaultsDir(flags.runs)
+    const load = flags.load ?? defaultLoadDir(flags.runs)
+    const r = await generateResults(flags.runs, flags.out, micro, needle, faults, load)
+    process.stdout.write(`${r.records} run records, ${r.microRecords} micro-benchmark records, ${r.needleRecords} needle records, ${r.faultsRecords} faults records, ${r.loadRecords} load records, ${r.environments} environments: wrote ${r.files.map((f) => `${flags.out}/${f}`).join(', ')}\n`)
+  })
