@@ -8,7 +8,7 @@
 //   node native/build.mjs --link-bin  only make node_modules/.bin/pd-bridge
 //
 // node_modules/.bin/pd-bridge: npm links the bins of dependencies, never the root package's own, so a
-// checkout had no local pd-bridge bin. This links it to src/cli/pd-bridge.mjs (atomically, so two
+// checkout had no local pd-bridge bin. This links it to bin/pd-bridge.mjs (atomically, so two
 // installs at once both end with the same link).
 //
 // npx: `npx pd-bridge` inside the checkout makes npm (libnpmexec's self-execution of a local bin)
@@ -101,13 +101,13 @@ export function findNodeGyp ({ execPath = process.execPath, env = process.env } 
 }
 
 /**
- * node_modules/.bin/pd-bridge -> ../../src/cli/pd-bridge.mjs. Idempotent: an existing right link is
+ * node_modules/.bin/pd-bridge -> ../../bin/pd-bridge.mjs (package.json's bin: runtime and proof commands). Idempotent: an existing right link is
  * left alone (no mtime change); anything else there is replaced by a rename, never left half made.
  */
 export function linkBin (root = ROOT) {
   const binDir = join(root, 'node_modules', '.bin')
   const link = join(binDir, BIN_NAME)
-  const target = relative(binDir, join(root, 'src', 'cli', 'pd-bridge.mjs'))
+  const target = relative(binDir, join(root, 'bin', 'pd-bridge.mjs'))
   try {
     if (lstatSync(link).isSymbolicLink() && readlinkSync(link) === target) return link
   } catch {}
@@ -116,7 +116,7 @@ export function linkBin (root = ROOT) {
   rmSync(tmp, { force: true })
   symlinkSync(target, tmp)
   renameSync(tmp, link)
-  const file = join(root, 'src', 'cli', 'pd-bridge.mjs')
+  const file = join(root, 'bin', 'pd-bridge.mjs')
   if (existsSync(file) && (statSync(file).mode & 0o111) !== 0o111) chmodSync(file, 0o755)
   return link
 }
