@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto'
 import { mkdir, readFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { z } from 'zod'
-import { PdBridgeError, SafetensorsError } from '../errors.ts'
+import { PD_ERR, PdBridgeError, SafetensorsError } from '../errors.ts'
 import { writeFileAtomic } from '../formats/atomic-file.ts'
 import { parseHeader } from '../formats/safetensors/index.ts'
 
@@ -109,7 +109,7 @@ export interface CaptureStart extends CaptureRequest {
 export class CaptureManifestError extends PdBridgeError {
   override name = 'CaptureManifestError'
   constructor (readonly field: string, readonly problem: string, readonly source?: string) {
-    super(`${source ? source + ': ' : ''}manifest ${field}: ${problem}`)
+    super(`${source ? source + ': ' : ''}manifest ${field}: ${problem}`, { code: PD_ERR.CAPTURE_MANIFEST })
   }
 }
 
