@@ -83,7 +83,7 @@ async function dispatchBridge (state: FrontState, setup: BridgeSetup, tokens: nu
 }
 
 /** The verdict of a bridge that did not happen (the queue, the bridge, or a crash), by its code. */
-function notBridged (state: FrontState, e: unknown, info: PdBridgeInfo): Planned {
+export function notBridged (state: FrontState, e: unknown, info: PdBridgeInfo): Planned {
   const { config, logger } = state
   switch (errorCode(e)) {
     case PD_ERR.QUEUE_FULL: {
