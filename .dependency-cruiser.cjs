@@ -53,10 +53,6 @@ const upward = (house, layers) => layers.slice(0, -1).map((layer, i) => ({
   to: { path: folders(house, layers.slice(i + 1).flat()) },
 }))
 
-// The one exemption from the siblings rule: the block writer's spool imports the share. It
-// moves to the front door's capture-source stage (issue #19 item 4).
-const SPOOL = '^src/decode/writer/spool\\.ts$'
-
 const placed = (house, layers) => ({
   name: `every-${house}-folder-has-a-layer`,
   comment: `a new top-level folder of ${house}/ must be placed in its layers`,
@@ -87,15 +83,8 @@ module.exports = {
       name: 'capture-share-decode-apart',
       comment: 'capture, share and decode do not import each other; what they agree on is in wire',
       severity: 'error',
-      from: { path: '^src/(capture|share|decode)/', pathNot: SPOOL },
+      from: { path: '^src/(capture|share|decode)/' },
       to: { path: '^src/(capture|share|decode)/', pathNot: '^src/$1/' },
-    },
-    {
-      name: 'spool-reads-only-the-share',
-      comment: 'the spool\'s exemption above covers the share, not capture',
-      severity: 'error',
-      from: { path: SPOOL },
-      to: { path: '^src/capture/' },
     },
     {
       name: 'no-circular',

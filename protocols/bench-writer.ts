@@ -16,6 +16,7 @@ import { fileURLToPath } from 'node:url'
 import { CaptureSession, exportWeights } from '../src/capture/index.ts'
 import { DecoderPrefixCache } from '../src/decode/prefix-cache/index.ts'
 import { BlockWriter, type BlockWriterReport } from '../src/decode/writer/index.ts'
+import { blockStoreTarget, captureFromShare, openCaptureWriter, type CaptureAtHand } from '../src/front/index.ts'
 import { makeCheckpoint } from '../src/model/checkpoint/index.ts'
 import { loadDeepseekV4Config } from '../src/model/config.ts'
 import { startShareServer } from '../src/share/index.ts'
@@ -75,9 +76,13 @@ async function child (args: { mode: 'local' | 'share', modelDir: string, sidecar
   const tokens = promptOf(args.tokens, cfg.vocabSize, args.tokens)
   const rssBeforeBytes = process.memoryUsage().rss
   const options = { target, sidecar, requestId: args.requestId, tokens }
+  // Through the share, the front door's own path: spool the capture, then open the writer on it.
+  const spooled = async (): Promise<CaptureAtHand> => await captureFromShare({
+    baseUrl: args.baseUrl!, spoolRoot: args.spoolRoot!, pollMs: 20, requestId: args.requestId, tokenCount: tokens.length, sidecarFingerprint: sidecar.fingerprint,
+  })
   const writer = args.mode === 'local'
     ? await BlockWriter.open(args.captureDir, options)
-    : await BlockWriter.fromShare({ ...options, baseUrl: args.baseUrl!, spoolRoot: args.spoolRoot!, pollMs: 20 })
+    : await openCaptureWriter(blockStoreTarget(target), await spooled(), { sidecar: { ...sidecar, dir: args.sidecarDir }, requestId: args.requestId, tokens })
   const gc = (globalThis as { gc?: () => void }).gc ?? (() => {})
   const rssAfterBlockBytes: number[] = []
   while (await writer.writeNext() !== null) {

@@ -7,6 +7,7 @@
 // progress deadline: its status of the request (state, tokens prefilled, queue position, and the
 // engine's own token count while the request waits, and the capture hook's rows where the engine
 // reports them: a chunk of a long prompt can outlast the deadline, a layer does not) not changing for stallMs.
+import { PD_ERR, type PdErrorCode } from '../errors.ts'
 import { callJson, isNoAnswer, joinUrl, LinkError } from './http.ts'
 
 /** The engine's last answer about the request. */
@@ -36,8 +37,8 @@ export interface EngineWatchOptions {
   downPolls: number
   /** The status not changing (or no poll answered) for this long: the capture stalled. */
   stallMs: number
-  /** Called once with the reason when the engine failed the request or went away. */
-  onFailure: (reason: string) => void
+  /** Called once with the reason (and its code: ENGINE_FAILED, ENGINE_UNREACHABLE, ENGINE_STALL) when the engine failed the request or went away. */
+  onFailure: (reason: string, code: PdErrorCode) => void
   /** Extra headers of every poll (the API key's Authorization). */
   headers?: Record<string, string>
   /** The clock of the progress deadline, in ms (performance.now unless a test drives it). */
@@ -85,10 +86,10 @@ export class EngineWatch {
     this.timer = setTimeout(() => { void this.poll() }, ms)
   }
 
-  private fail (reason: string): void {
+  private fail (reason: string, code: PdErrorCode): void {
     if (this.stopped) return
     this.stop()
-    this.o.onFailure(reason)
+    this.o.onFailure(reason, code)
   }
 
   /** Fail when nothing moved for stallMs; true when it did. */
@@ -98,7 +99,7 @@ export class EngineWatch {
     const last = this.last
     const seen = last === undefined ? 'no status seen' : `last status: ${last.state}${last.prefilled !== undefined ? `, ${last.prefilled} tokens prefilled` : ''}${last.hookRows !== undefined ? `, ${last.hookRows} hook rows` : ''}${last.queuePosition !== undefined ? `, queue position ${last.queuePosition}` : ''}`
     const polls = this.lastProblem === '' ? '' : `; last poll: ${this.lastProblem}`
-    this.fail(`capture stalled: the prefill engine's status of the request did not change for ${this.o.stallMs} ms (${seen}${polls})`)
+    this.fail(`capture stalled: the prefill engine's status of the request did not change for ${this.o.stallMs} ms (${seen}${polls})`, PD_ERR.ENGINE_STALL)
     return true
   }
 
@@ -106,7 +107,7 @@ export class EngineWatch {
     this.misses++
     this.lastProblem = problem
     // A dead engine is named as dead, even when it also stopped moving some time ago.
-    if (this.misses >= this.o.downPolls) this.fail(`prefill engine unreachable during the prefill (${this.misses} status polls failed): ${this.lastProblem}`)
+    if (this.misses >= this.o.downPolls) this.fail(`prefill engine unreachable during the prefill (${this.misses} status polls failed): ${this.lastProblem}`, PD_ERR.ENGINE_UNREACHABLE)
     else if (!this.stalled()) this.schedule(this.o.pollMs)
   }
 
@@ -128,7 +129,7 @@ export class EngineWatch {
     }
     if (this.stopped) return
     if (answer.status === 404) {
-      this.fail(`the prefill engine no longer knows request ${this.o.requestId} (was it restarted on another capture root?)`)
+      this.fail(`the prefill engine no longer knows request ${this.o.requestId} (was it restarted on another capture root?)`, PD_ERR.ENGINE_FAILED)
       return
     }
     if (answer.status !== 200 || !isRecord(answer.body) || typeof answer.body.state !== 'string') {
@@ -156,7 +157,7 @@ export class EngineWatch {
       this.progressAt = this.now()
     }
     if (status.state === 'failed') {
-      this.fail(`prefill engine failed the request: ${status.error ?? 'no reason given'}`)
+      this.fail(`prefill engine failed the request: ${status.error ?? 'no reason given'}`, PD_ERR.ENGINE_FAILED)
       return
     }
     if (status.state === 'done' || status.state === 'partial') {

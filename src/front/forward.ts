@@ -8,8 +8,9 @@ import { once } from 'node:events'
 import type { ServerResponse } from 'node:http'
 import { request } from 'undici'
 import type { FrontConfig } from '../config/index.ts'
+import { PD_ERR } from '../errors.ts'
 import { passHeaders } from '../http/hop-by-hop.ts'
-import { describeFailure, joinUrl } from './http.ts'
+import { describeFailure, joinUrl, linkFailure } from './http.ts'
 import { SSE_DONE, SseParser, sseData } from './sse.ts'
 import { confirmBridge, VERDICT_HEADER, verdictHeader, verdictText, type BridgedPlan, type Verdict } from './verdict.ts'
 
@@ -128,9 +129,9 @@ export async function forwardGeneration (config: FrontConfig, plan: ForwardPlan,
       signal,
     })
   } catch (e) {
-    const problem = describeFailure(e, d.decoderHeadersMs)
+    const { problem, code } = linkFailure(e, d.decoderHeadersMs)
     const verdict = decide(plan, 502, undefined, problem)
-    const gw = gatewayError(`could not be reached or did not answer: ${problem}`, /no answer within/.test(problem))
+    const gw = gatewayError(`could not be reached or did not answer: ${problem}`, code === PD_ERR.LINK_NO_ANSWER)
     if (!res.destroyed) sendJson(res, gw.status, { ...gw.body, pd_bridge: finishInfo(plan, verdict, undefined) }, { [VERDICT_HEADER]: verdictHeader(verdict) })
     return { status: gw.status, verdict, cachedTokens: undefined }
   }
@@ -147,9 +148,9 @@ async function relayWhole (plan: ForwardPlan, upstream: Upstream, res: ServerRes
   try {
     text = await upstream.body.text()
   } catch (e) {
-    const problem = describeFailure(e, idleMs)
+    const { problem, code } = linkFailure(e, idleMs)
     const verdict = decide(plan, 502, undefined, problem)
-    const gw = gatewayError(`broke off its answer: ${problem}`, /no answer within/.test(problem))
+    const gw = gatewayError(`broke off its answer: ${problem}`, code === PD_ERR.LINK_NO_ANSWER)
     if (!res.destroyed) sendJson(res, gw.status, { ...gw.body, pd_bridge: finishInfo(plan, verdict, undefined) }, { [VERDICT_HEADER]: verdictHeader(verdict) })
     return { status: gw.status, verdict, cachedTokens: undefined }
   }

@@ -3,13 +3,13 @@
 // (connection refused, no answer within N ms, a status and its message).
 import { connect } from 'node:net'
 import { request, type Dispatcher } from 'undici'
-import { PdBridgeError } from '../errors.ts'
+import { errorCode, PD_ERR, PdBridgeError, type PdErrorCode } from '../errors.ts'
 
-/** A link call that failed: `link` names it (`prefill engine`), `problem` says how. */
+/** A link call that failed: `link` names it (`prefill engine`), `problem` says how, its code which kind it was. */
 export class LinkError extends PdBridgeError {
   override name = 'LinkError'
-  constructor (readonly link: string, readonly url: string, readonly problem: string, readonly status?: number) {
-    super(`${link} (${url}): ${problem}`)
+  constructor (readonly link: string, readonly url: string, readonly problem: string, readonly status?: number, code: PdErrorCode = PD_ERR.LINK_FAILED) {
+    super(`${link} (${url}): ${problem}`, { code })
   }
 }
 
@@ -21,16 +21,21 @@ export interface JsonAnswer {
   body: unknown
 }
 
-/** Why a request to a link failed, in words. */
-export function describeFailure (e: unknown, timeoutMs: number): string {
+/** Why a request to a link failed: in words, and as a code (LINK_NO_ANSWER is the one callers branch on). */
+export function linkFailure (e: unknown, timeoutMs: number): { problem: string, code: PdErrorCode } {
   const err = e as { code?: string, name?: string, message?: string, cause?: { code?: string } }
   const code = err?.code ?? err?.cause?.code
-  if (code === 'ECONNREFUSED') return 'connection refused (is it running?)'
-  if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET') return 'the connection was reset'
-  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'the host name does not resolve'
-  if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || err?.name === 'TimeoutError') return `no answer within ${timeoutMs} ms`
-  if (err?.name === 'AbortError') return 'aborted'
-  return err?.message ?? String(e)
+  if (code === 'ECONNREFUSED') return { problem: 'connection refused (is it running?)', code: PD_ERR.LINK_FAILED }
+  if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET') return { problem: 'the connection was reset', code: PD_ERR.LINK_FAILED }
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return { problem: 'the host name does not resolve', code: PD_ERR.LINK_FAILED }
+  if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || err?.name === 'TimeoutError') return { problem: `no answer within ${timeoutMs} ms`, code: PD_ERR.LINK_NO_ANSWER }
+  if (err?.name === 'AbortError') return { problem: 'aborted', code: PD_ERR.LINK_ABORTED }
+  return { problem: err?.message ?? String(e), code: PD_ERR.LINK_FAILED }
+}
+
+/** Why a request to a link failed, in words. */
+export function describeFailure (e: unknown, timeoutMs: number): string {
+  return linkFailure(e, timeoutMs).problem
 }
 
 /** The `error.message` of an OpenAI-style error body, or a short piece of the text. */
@@ -79,8 +84,9 @@ export async function callJson (link: string, url: string, options: CallOptions)
     }
     return { status: res.statusCode, headers: res.headers, body }
   } catch (e) {
-    if (options.signal?.aborted === true && !timeout.aborted) throw new LinkError(link, url, 'aborted')
-    throw new LinkError(link, url, describeFailure(timeout.aborted ? { name: 'TimeoutError' } : e, options.timeoutMs))
+    if (options.signal?.aborted === true && !timeout.aborted) throw new LinkError(link, url, 'aborted', undefined, PD_ERR.LINK_ABORTED)
+    const failure = linkFailure(timeout.aborted ? { name: 'TimeoutError' } : e, options.timeoutMs)
+    throw new LinkError(link, url, failure.problem, undefined, failure.code)
   }
 }
 
@@ -91,7 +97,7 @@ export function joinUrl (base: string, path: string): string {
 
 /** Whether a LinkError is a deadline that passed (the link may be busy), not a refusal. */
 export function isNoAnswer (e: unknown): boolean {
-  return e instanceof LinkError && e.problem.startsWith('no answer within')
+  return errorCode(e) === PD_ERR.LINK_NO_ANSWER
 }
 
 /**

@@ -1,6 +1,10 @@
 // The front door: OpenAI-compatible routing, bridging with fallback, verdicts, the bridge queue.
 export { startFrontDoor, type FrontDoor, type FrontDoorOptions } from './server.ts'
-export { runBridge, BridgeFailure, type BridgeOutcome, type BridgeJob } from './bridge.ts'
+export { runBridge, BridgeFailure, type BridgeOutcome, type BridgeJob, type BridgeTimings } from './bridge.ts'
+export { captureFromShare, type CaptureAtHand } from './stages/capture-source.ts'
+export { openCaptureWriter } from './stages/write.ts'
+export { spoolCapture, type SpoolOptions, type SpoolResult } from './stages/spool.ts'
+export { blockStoreTarget, type DecoderTarget, type CaptureWriterOptions } from './target.ts'
 export { forwardGeneration, type ForwardPlan, type ForwardResult, type PdBridgeInfo } from './forward.ts'
 export { decideRoute, usableBlocks, type Route, type RouteInput, type RoutingRules } from './routing.ts'
 export { confirmBridge, declined, verdictHeader, verdictText, VERDICT_HEADER, MAX_HEADER_CHARS, type Verdict, type BridgedPlan } from './verdict.ts'

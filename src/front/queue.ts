@@ -2,13 +2,13 @@
 // decoder's store and asks the one prefill engine), at most `maxWaiting` wait behind the running
 // one, and a waiter gives up after a deadline or when its client goes away. Requests that are not
 // bridged never enter it, so they are never blocked behind a long bridge.
-import { PdBridgeError } from '../errors.ts'
+import { PD_ERR, PdBridgeError } from '../errors.ts'
 
 /** The queue had no room. */
 export class QueueFull extends PdBridgeError {
   override name = 'QueueFull'
   constructor (readonly waiting: number) {
-    super(`the bridge queue is full (${waiting} waiting behind the running bridge)`)
+    super(`the bridge queue is full (${waiting} waiting behind the running bridge)`, { code: PD_ERR.QUEUE_FULL })
   }
 }
 
@@ -16,7 +16,7 @@ export class QueueFull extends PdBridgeError {
 export class QueueLeft extends PdBridgeError {
   override name = 'QueueLeft'
   constructor (readonly why: 'deadline' | 'aborted', readonly waitedMs: number) {
-    super(why === 'deadline' ? `waited ${Math.round(waitedMs)} ms in the bridge queue without getting a turn` : 'the client went away while the bridge was queued')
+    super(why === 'deadline' ? `waited ${Math.round(waitedMs)} ms in the bridge queue without getting a turn` : 'the client went away while the bridge was queued', { code: PD_ERR.QUEUE_LEFT })
   }
 }
 

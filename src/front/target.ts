@@ -5,7 +5,7 @@
 // drives either writer the same way (open, writeNext until null, finalize; close on failure).
 import type { SidecarJson } from '../wire/sidecar-format.ts'
 import type { DecoderPrefixCache } from '../decode/prefix-cache/index.ts'
-import { BlockWriter, checkCaptureTarget, type CaptureWriter } from '../decode/writer/index.ts'
+import { BlockWriter, checkCaptureTarget, type CaptureWriter, type SpoolTimes } from '../decode/writer/index.ts'
 
 export type { CaptureWriter }
 
@@ -15,6 +15,8 @@ export interface CaptureWriterOptions {
   requestId: string
   /** The token ids the prefill engine was asked for. */
   tokens: number[]
+  /** When a capture spooled from the share landed (the block writer reports it; others ignore it). */
+  spool?: SpoolTimes
 }
 
 /** The decoder's store as the bridge sees it. */
@@ -43,6 +45,6 @@ export function blockStoreTarget (cache: DecoderPrefixCache): DecoderTarget {
     size: () => cache.store.size,
     totalBytes: () => cache.store.totalBytes,
     checkSidecar: (json) => checkCaptureTarget(json, cache),
-    openWriter: async (dir, o) => await BlockWriter.open(dir, { target: cache, sidecar: o.sidecar, requestId: o.requestId, tokens: o.tokens }),
+    openWriter: async (dir, o) => await BlockWriter.open(dir, { target: cache, sidecar: o.sidecar, requestId: o.requestId, tokens: o.tokens, ...(o.spool !== undefined ? { spool: o.spool } : {}) }),
   }
 }

@@ -13,7 +13,7 @@ export class ChecksumError extends PdBridgeError {
 export class ShareHttpError extends PdBridgeError {
   override name = 'ShareHttpError'
   constructor (readonly url: string, readonly status: number | undefined, readonly problem: string) {
-    super(`${url}: ${status === undefined ? '' : `HTTP ${status}: `}${problem}`)
+    super(`${url}: ${status === undefined ? '' : `HTTP ${status}: `}${problem}`, { code: PD_ERR.SHARE_HTTP })
   }
 }
 
@@ -21,7 +21,7 @@ export class ShareHttpError extends PdBridgeError {
 export class ShareDeadlineError extends PdBridgeError {
   override name = 'ShareDeadlineError'
   constructor (readonly requestId: string, readonly deadlineMs: number, readonly progress: string) {
-    super(`capture ${requestId}: deadline of ${deadlineMs} ms passed (${progress})`)
+    super(`capture ${requestId}: deadline of ${deadlineMs} ms passed (${progress})`, { code: PD_ERR.SHARE_DEADLINE })
   }
 }
 
@@ -29,7 +29,7 @@ export class ShareDeadlineError extends PdBridgeError {
 export class ShareStallError extends PdBridgeError {
   override name = 'ShareStallError'
   constructor (readonly requestId: string, readonly stallMs: number, readonly progress: string) {
-    super(`capture ${requestId}: nothing from the share for ${stallMs} ms (${progress})`)
+    super(`capture ${requestId}: nothing from the share for ${stallMs} ms (${progress})`, { code: PD_ERR.SHARE_STALL })
   }
 }
 
@@ -37,7 +37,7 @@ export class ShareStallError extends PdBridgeError {
 export class CaptureFailedError extends PdBridgeError {
   override name = 'CaptureFailedError'
   constructor (readonly requestId: string, readonly recordedError: string) {
-    super(`capture ${requestId} failed on the prefill side: ${recordedError}`)
+    super(`capture ${requestId} failed on the prefill side: ${recordedError}`, { code: PD_ERR.CAPTURE_FAILED })
   }
 }
 
@@ -45,6 +45,6 @@ export class CaptureFailedError extends PdBridgeError {
 export class ShareAbortedError extends PdBridgeError {
   override name = 'ShareAbortedError'
   constructor (readonly requestId: string, readonly progress: string) {
-    super(`capture ${requestId}: stream aborted by the caller (${progress})`)
+    super(`capture ${requestId}: stream aborted by the caller (${progress})`, { code: PD_ERR.SHARE_ABORTED })
   }
 }

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { z } from 'zod'
-import { PdBridgeError } from '../errors.ts'
+import { PD_ERR, PdBridgeError } from '../errors.ts'
 import { writeFileAtomic } from '../formats/atomic-file.ts'
 
 /** The format tag every manifest carries; a reader refuses any other version by name. */
@@ -99,7 +99,7 @@ export interface CaptureRequest {
 export class CaptureManifestError extends PdBridgeError {
   override name = 'CaptureManifestError'
   constructor (readonly field: string, readonly problem: string, readonly source?: string) {
-    super(`${source ? source + ': ' : ''}manifest ${field}: ${problem}`)
+    super(`${source ? source + ': ' : ''}manifest ${field}: ${problem}`, { code: PD_ERR.CAPTURE_MANIFEST })
   }
 }
 

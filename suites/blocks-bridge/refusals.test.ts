@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { CaptureSession, exportWeights, type Sidecar } from '../../src/capture/index.ts'
 import { blockPath } from '../../src/decode/store/index.ts'
 import { BlockWriter, streamBlocks } from '../../src/decode/writer/index.ts'
+import { blockStoreTarget, captureFromShare, openCaptureWriter } from '../../src/front/index.ts'
 import { errorCode, PD_ERR, PdBridgeError } from '../../src/errors.ts'
 import { CaptureFailedError, startShareServer } from '../../src/share/index.ts'
 import { BS, bench, capture, openStore, prompt, type Bench } from './helpers.ts'
@@ -77,7 +78,8 @@ describe('the writer refuses a capture that does not fit the request or the stor
     try {
       const target = await openStore(b, 'share-failed')
       const spoolRoot = b.scratch('spool-failed')
-      const run = BlockWriter.fromShare({ baseUrl: server.url, spoolRoot, pollMs: 20, target, sidecar: b.sidecar, requestId: 'good', tokens })
+      const run = captureFromShare({ baseUrl: server.url, spoolRoot, pollMs: 20, requestId: 'good', tokenCount: tokens.length, sidecarFingerprint: b.sidecar.fingerprint })
+        .then(async (at) => await openCaptureWriter(blockStoreTarget(target), at, { sidecar: b.sidecar, requestId: 'good', tokens }))
       await expect(run).rejects.toBeInstanceOf(CaptureFailedError)
       expect(existsSync(join(spoolRoot, 'good'))).toBe(false)
       expect(target.store.size).toBe(0)

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { CaptureSession } from '../../src/capture/index.ts'
 import { CaptureManifestError } from '../../src/wire/manifest.ts'
 import { BlockWriter, streamBlocks } from '../../src/decode/writer/index.ts'
+import { blockStoreTarget, captureFromShare, openCaptureWriter } from '../../src/front/index.ts'
 import { startShareServer } from '../../src/share/index.ts'
 import { BS, bench, capture, openStore, prompt, type Bench } from './helpers.ts'
 
@@ -80,7 +81,8 @@ describe('the writer refuses before any block is keyed', () => {
     try {
       const other = [...tokens].reverse()
       const { target, keyed } = await countingTarget('share-other')
-      const run = BlockWriter.fromShare({ baseUrl: server.url, spoolRoot: b.scratch('spool'), pollMs: 20, target, sidecar: b.sidecar, requestId: 'good', tokens: other })
+      const run = captureFromShare({ baseUrl: server.url, spoolRoot: b.scratch('spool'), pollMs: 20, requestId: 'good', tokenCount: other.length, sidecarFingerprint: b.sidecar.fingerprint })
+        .then(async (at) => await openCaptureWriter(blockStoreTarget(target), at, { sidecar: b.sidecar, requestId: 'good', tokens: other }))
       await expect(run).rejects.toMatchObject({ field: 'tokensSha256' })
       expect(keyed()).toBe(0)
       expect(target.store.size).toBe(0)

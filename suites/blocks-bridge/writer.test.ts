@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { layerGeometries } from '../../src/capture/index.ts'
 import { compareBlockDirs } from '../../src/decode/store/index.ts'
 import { BlockWriter, streamBlocks } from '../../src/decode/writer/index.ts'
+import { blockStoreTarget, captureFromShare, openCaptureWriter } from '../../src/front/index.ts'
 import type { DecoderPrefixCache, PrefillAndStoreResult } from '../../src/decode/prefix-cache/index.ts'
 import { startShareServer } from '../../src/share/index.ts'
 import { BS, bench, capture, greedySteps, openStore, prompt, sameBits, type Bench } from './helpers.ts'
@@ -61,7 +62,9 @@ describe.each(LENGTHS)('%i tokens: bridge-written blocks == the decoder\'s own b
     const server = await startShareServer({ root: captured.root, log: () => {} })
     try {
       const bridged = await openStore(b, `share-${n}`)
-      const writer = await BlockWriter.fromShare({ baseUrl: server.url, spoolRoot: b.scratch('spool'), pollMs: 20, target: bridged, sidecar: b.sidecar, requestId, tokens })
+      // The front door's own path: the capture source stage spools it, then the writer opens the spool.
+      const at = await captureFromShare({ baseUrl: server.url, spoolRoot: b.scratch('spool'), pollMs: 20, requestId, tokenCount: tokens.length, sidecarFingerprint: b.sidecar.fingerprint })
+      const writer = await openCaptureWriter(blockStoreTarget(bridged), at, { sidecar: b.sidecar, requestId, tokens })
       const report = await writer.finalize()
       expect(report).toMatchObject({ blocks, written: blocks, verified: blocks })
       // Nothing could be written before the last layer landed: the first block comes after it.

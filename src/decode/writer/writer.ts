@@ -1,5 +1,5 @@
-// The streaming block writer: a sealed capture (local, or streamed from the share into a spool)
-// becomes the decoder's blocks, one boundary at a time. For block k it reads only that block's
+// The streaming block writer: a sealed capture on local disk (a mount of the capture root, or the
+// front door's spool of it from the share) becomes the decoder's blocks, one boundary at a time. For block k it reads only that block's
 // slices of each layer file (the boundary snapshot at b = (k+1)*bs and this block's pooled rows),
 // builds the payload with the decoder's own mapping, writes it (store.put: atomic), and releases
 // everything before block k+1. What it holds is one block's state and payload, whatever the prompt
@@ -14,7 +14,6 @@ import { openCaptureFiles, type OpenedCapture } from './capture-files.ts'
 import { blockCacheBytes, blockPayloadFromState, readBlockState } from './block-state.ts'
 import { payloadDigest, payloadTensorBytes } from './digest.ts'
 import { HeldBytes } from './held-bytes.ts'
-import { spoolCapture, type SpoolOptions } from './spool.ts'
 import { checkCaptureTarget, type BlockTarget, type WriterSidecarJson } from './target.ts'
 
 /** What a writer starts from (besides where the capture is). */
@@ -27,10 +26,9 @@ export interface BlockWriterOptions {
   requestId: string
   /** The prompt's token ids (T = tokens.length): the block keys are chained over them. */
   tokens: ArrayLike<number>
+  /** When the capture was spooled from the share (src/front/stages/capture-source.ts): reported in the timings. */
+  spool?: SpoolTimes
 }
-
-/** Options of `BlockWriter.fromShare`: the writer's, plus the share and the spool. */
-export interface ShareWriterOptions extends BlockWriterOptions, Omit<SpoolOptions, 'requestId' | 'tokenCount' | 'sidecarFingerprint'> {}
 
 /** One block the writer put in the store. */
 export interface WrittenBlock {
@@ -62,15 +60,17 @@ export interface BlockWriterReport {
   /** The most bytes of block data held at once (block-local cache, a read in flight, the payload). */
   peakHeldBytes: number
   /**
-   * Milliseconds: open (manifest, checksums), read, build, write (store.put), verify, total; with
-   * a share also spool (stream until the capture was local), firstLayer and lastLayer (when they
+   * Milliseconds: open (manifest, checksums), read, build, write (store.put), verify, total; for
+   * a spooled capture also spool (stream until the capture was local), firstLayer and lastLayer (when they
    * landed in the spool) and firstBlockAfterLastLayer (from the last layer to the first block).
    */
   timings: Record<string, number>
 }
 
-/** When a spooled capture was complete, and when its first and last layer landed (ms from the start). */
-interface SpoolTimes {
+/** When a spooled capture was complete, and when its first and last layer landed (ms from `started`). */
+export interface SpoolTimes {
+  /** performance.now() when the spool started: the report's total counts from it. */
+  started: number
   spoolMs: number
   firstLayer: number
   lastLayer: number
@@ -83,7 +83,7 @@ function checkTokens (tokens: ArrayLike<number>): void {
   }
 }
 
-/** Writes one capture's blocks. Open with `BlockWriter.open` or `BlockWriter.fromShare`. */
+/** Writes one capture's blocks. Open with `BlockWriter.open`. */
 export class BlockWriter {
   private readonly held = new HeldBytes()
   private readonly done: Array<WrittenBlock & { digest: string }> = []
@@ -110,14 +110,12 @@ export class BlockWriter {
    * (checkCaptureTarget), the manifest must match the request (id, T = tokens.length,
    * fingerprint) with every layer file intact (openCaptureFiles), and its token digest must be the
    * digest of `tokens` (checkManifestTokens), all before any block key is computed. Nothing is
-   * written yet.
+   * written yet. A capture spooled from the share passes `spool`: the report then counts from the
+   * spool's start and says when its layers landed.
    */
   static async open (dir: string, options: BlockWriterOptions): Promise<BlockWriter> {
-    return await BlockWriter.create(dir, options, undefined, performance.now())
-  }
-
-  private static async create (dir: string, options: BlockWriterOptions, spool: SpoolTimes | undefined, started: number): Promise<BlockWriter> {
-    const { target, sidecar, requestId, tokens } = options
+    const started = options.spool?.started ?? performance.now()
+    const { target, sidecar, requestId, tokens, spool } = options
     checkTokens(tokens)
     checkCaptureTarget(sidecar.json, target)
     const bs = target.store.layout.blockSize
@@ -132,24 +130,6 @@ export class BlockWriter {
     }
     const keys = target.store.keysFor(tokens).slice(0, Math.floor(capture.manifest.sealedLength / bs))
     return new BlockWriter(capture, target, keys, requestId, started, performance.now() - t0, spool)
-  }
-
-  /**
-   * Stream the capture from the share into `<spoolRoot>/<requestId>/` (each layer verified as it
-   * arrives), then open it as `open` does. No block can be written before every layer has arrived:
-   * each block needs every layer's state at its boundary, and the last layer lands last.
-   */
-  static async fromShare (options: ShareWriterOptions): Promise<BlockWriter> {
-    const started = performance.now()
-    checkTokens(options.tokens)
-    checkCaptureTarget(options.sidecar.json, options.target)
-    const spooled = await spoolCapture({ ...options, tokenCount: options.tokens.length, sidecarFingerprint: options.sidecar.fingerprint })
-    const landed = spooled.layerLandedMs
-    return await BlockWriter.create(spooled.dir, options, {
-      spoolMs: performance.now() - started,
-      firstLayer: landed.length > 0 ? Math.min(...landed) : 0,
-      lastLayer: landed.length > 0 ? Math.max(...landed) : 0,
-    }, started)
   }
 
   /** The validated manifest. */
@@ -277,11 +257,8 @@ export class BlockWriter {
   }
 }
 
-/** Where `streamBlocks` takes the capture from: a local directory, or the share (spooled). */
-export type CaptureSource = { dir: string } | Omit<ShareWriterOptions, keyof BlockWriterOptions>
-
-/** Open, write every block of the valid prefix, finalize: the report. */
-export async function streamBlocks (options: BlockWriterOptions & CaptureSource): Promise<BlockWriterReport> {
-  const writer = 'dir' in options ? await BlockWriter.open(options.dir, options) : await BlockWriter.fromShare(options)
+/** Open the capture in `dir`, write every block of the valid prefix, finalize: the report. */
+export async function streamBlocks (options: BlockWriterOptions & { dir: string }): Promise<BlockWriterReport> {
+  const writer = await BlockWriter.open(options.dir, options)
   return await writer.finalize()
 }

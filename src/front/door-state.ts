@@ -1,0 +1,76 @@
+// What one front door keeps between requests: its config (with the spool it settled on), the key's
+// headers, the bridge queue and the tokenizer, what the decoder last said about itself (the model
+// it serves, its completion limits), the bridge setups per model name, and the counters /health
+// shows. The request handlers (generation.ts, health.ts, passthrough.ts) share it.
+import type { Logger } from 'pino'
+import type { FrontConfig } from '../config/index.ts'
+import type { PrefixCacheEvent } from '../decode/prefix-cache/index.ts'
+import { authHeaders } from '../http/api-key.ts'
+import { decoderFacts, decoderModels } from './links.ts'
+import { BridgeQueue } from './queue.ts'
+import { pathRedactor, type Redactor } from './redact.ts'
+import { buildSetup, type BridgeSetup } from './setup.ts'
+import { PromptTokenizer } from './tokenize.ts'
+
+export class FrontState {
+  /** What every request to the decoder, the prefill engine and the share carries. */
+  readonly auth: Record<string, string>
+  /** The config with the spool directory settled (ours when share.url is set and none was given). */
+  readonly effective: FrontConfig
+  readonly queue: BridgeQueue
+  readonly tokenizer: PromptTokenizer
+  readonly redact: Redactor
+  /** The decoder's completion limits, from its /health (the embedded decoder reports them). */
+  decoderLimits: { maxTokens: number, maxPositions: number } | undefined
+  /** The model the decoder last said it serves: block keys are hashed with it. */
+  decoderModel: string | undefined
+  /** Moving average of a bridge's time, for the 429's Retry-After. */
+  bridgeMsAverage = 0
+  closing = false
+  readonly counts = { requests: 0, bridged: 0, declined: 0 }
+  private readonly setups = new Map<string, Promise<BridgeSetup>>()
+  private modelIds: { at: number, ids: string[], embedded: boolean } | undefined
+
+  constructor (readonly config: FrontConfig, readonly logger: Logger, readonly apiKey: string | undefined, readonly spoolDir: string | undefined) {
+    this.auth = authHeaders(apiKey)
+    this.effective = { ...config, capture: { ...config.capture, spoolDir } }
+    this.queue = new BridgeQueue(config.queue.maxWaiting)
+    this.tokenizer = new PromptTokenizer(config.limits.tokenizeWorkerBytes)
+    this.redact = pathRedactor(config, spoolDir)
+  }
+
+  /** Keep what the decoder's /health said about its model and limits. */
+  noteFacts (facts: ReturnType<typeof decoderFacts>): void {
+    if (facts.model !== undefined) this.decoderModel = facts.model
+    if (facts.maxTokens !== undefined && facts.maxPositions !== undefined) this.decoderLimits = { maxTokens: facts.maxTokens, maxPositions: facts.maxPositions }
+  }
+
+  private readonly storeLog = (event: PrefixCacheEvent): void => {
+    if (event.kind === 'refused' || event.kind === 'unreadable' || event.kind === 'restore-rejected' || event.kind === 'geometry-miss') this.logger.warn({ event: `store.${event.kind}`, detail: event }, `store: ${event.kind}`)
+  }
+
+  /** The setup for the decoder's model name (configured, or what the decoder says it serves). */
+  async setupFor (decoderModel: string | undefined): Promise<BridgeSetup> {
+    const name = this.config.decoder.modelName ?? decoderModel
+    if (name === undefined) throw new Error('the decoder did not say which model it serves (its /health has no model); set decoder.modelName (PD_MODEL_NAME)')
+    let setup = this.setups.get(name)
+    if (setup === undefined) {
+      setup = buildSetup(this.effective, name, this.storeLog)
+      this.setups.set(name, setup)
+      // A failed setup (a file not there yet) is tried again on the next request.
+      setup.catch(() => this.setups.delete(name))
+    }
+    return await setup
+  }
+
+  /** The decoder's served model ids and whether it is the embedded decoder, cached for 5 s (empty when it cannot be asked). */
+  async servedModels (): Promise<{ ids: string[], embedded: boolean }> {
+    if (this.modelIds !== undefined && Date.now() - this.modelIds.at < 5000) return this.modelIds
+    try {
+      this.modelIds = { at: Date.now(), ...await decoderModels(this.config.decoder.url, this.config.deadlines.linkMs, this.auth) }
+    } catch {
+      return { ids: [], embedded: false }
+    }
+    return this.modelIds
+  }
+}

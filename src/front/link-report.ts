@@ -1,0 +1,57 @@
+// Every link checked now, and the geometry each reports held against the front door's setup: what
+// /health shows, and the pre-flight of a bridge (its first problem is the declined reason).
+import type { FrontState } from './door-state.ts'
+import { checkLink, decoderFacts, type LinkState } from './links.ts'
+import { missingForBridge, type BridgeSetup } from './setup.ts'
+
+export interface LinkReport {
+  decoder: LinkState
+  prefill?: LinkState
+  share?: LinkState
+  /** Everything that stops a bridge, in the order a request would meet it. */
+  problems: string[]
+  setup?: BridgeSetup
+}
+
+/** Check every link and the geometry each reports; `problems` is empty when a bridge can run. */
+export async function linkReport (state: FrontState): Promise<LinkReport> {
+  const { config, auth } = state
+  const d = config.deadlines
+  const [decoder, prefill, share] = await Promise.all([
+    checkLink('decoder', config.decoder.url, d.linkMs, auth),
+    config.prefill.url !== undefined ? checkLink('prefill engine', config.prefill.url, d.linkMs, auth) : undefined,
+    config.share.url !== undefined ? checkLink('share', config.share.url, d.linkMs, auth) : undefined,
+  ])
+  const report: LinkReport = { decoder, prefill, share, problems: [] }
+  const off = missingForBridge(config)
+  if (off !== undefined) {
+    report.problems.push(off)
+    return report
+  }
+  if (!decoder.ok) report.problems.push(`decoder ${decoder.busy === true ? 'not answering' : 'unreachable'}: ${decoder.error}`)
+  // A busy engine (connected, no answer in time) is not a problem: the bridge waits its turn and
+  // the submit decides (202, or `prefill engine busy`); the capture manifest still pins the sidecar.
+  if (prefill !== undefined && !prefill.ok && prefill.busy !== true) report.problems.push(`prefill engine unreachable: ${prefill.error}`)
+  if (share !== undefined && !share.ok) report.problems.push(`share ${share.busy === true ? 'not answering' : 'unreachable'}: ${share.error}`)
+  const facts = decoderFacts(decoder.health)
+  state.noteFacts(facts)
+  let setup: BridgeSetup | undefined
+  try {
+    setup = await state.setupFor(facts.model)
+    report.setup = setup
+  } catch (e) {
+    report.problems.push(`bridge unavailable: ${(e as Error).message}`)
+    return report
+  }
+  if (setup.problem !== undefined) report.problems.push(setup.problem)
+  if (facts.model !== undefined && facts.model !== setup.modelName) report.problems.push(`model mismatch: the decoder serves '${facts.model}', the front door keys blocks under '${setup.modelName}' (decoder.modelName)`)
+  if (facts.blockSize !== undefined && facts.blockSize !== setup.blockSize) report.problems.push(`geometry mismatch: the decoder's block size is ${facts.blockSize}, the front door's ${setup.blockSize} (decoder.blockSize, PD_BLOCK_SIZE)`)
+  if (facts.geometryFingerprint !== undefined && facts.geometryFingerprint !== setup.target.geometryFingerprint) {
+    report.problems.push(`geometry mismatch: the decoder's store geometry is ${facts.geometryFingerprint}, the front door computes ${setup.target.geometryFingerprint} from ${config.decoder.model} under ${config.decoder.engine === 'llama.cpp' ? 'llama.cpp\'s context settings' : `profile ${config.decoder.profile}`}; bridged caches would never be served`)
+  }
+  const engineSidecar = prefill?.health?.sidecar_fingerprint
+  if (typeof engineSidecar === 'string' && engineSidecar !== setup.sidecar.fingerprint) {
+    report.problems.push(`geometry mismatch: the prefill engine captures under sidecar ${engineSidecar}, the front door expects ${setup.sidecar.fingerprint} (${config.sidecar})`)
+  }
+  return report
+}

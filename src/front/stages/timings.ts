@@ -1,0 +1,37 @@
+// What a bridge measures, stage by stage, in milliseconds. The names are the ones clients read in
+// `pd_bridge.timings_ms` and the benchmark records keep (protocols/cold-bench.mjs, stagesMs): snake
+// case, rounded to 0.1 ms. Each stage returns its own part; the bridge puts them together in order.
+
+/** A finished bridge's timings (a failed one has those of the stages that ran, and bridge_total). */
+export type BridgeTimings = {
+  /** POST /v1/prefill until its 202. */
+  submit: number
+  /** The capture source: the engine's prefill and the transfer (local mount or share), overlapped. */
+  capture: number
+  /** The writer's whole stage: open, every block, finalize. */
+  block_stage: number
+  /** The decoder's rescan. */
+  rescan: number
+  /** The capture's retention (the engine's delete, or nothing under capture.retain). */
+  capture_delete: number
+  /** The prefill engine's own times, from its sealed manifest (else its last status answer). */
+  engine_prefill?: number
+  engine_queue?: number
+  /** The share client's download time, and when its first layer had arrived (share only). */
+  transfer?: number
+  first_layer?: number
+  /** The writer: reading and building the blocks; store.put plus verification. */
+  assembly: number
+  block_write: number
+  /** The whole bridge (the queue excluded). */
+  bridge_total: number
+}
+
+/** Milliseconds as the timings keep them: 0.1 ms. */
+export const round = (ms: number): number => Math.round(ms * 10) / 10
+
+/** A stopwatch over one stage: `ms()` is the time since it was made, rounded. */
+export function stopwatch (): { ms: () => number } {
+  const t = performance.now()
+  return { ms: () => round(performance.now() - t) }
+}
