@@ -11,7 +11,7 @@ import type { FrontConfig } from '../config/index.ts'
 import { PD_ERR } from '../errors.ts'
 import { passHeaders } from '../http/hop-by-hop.ts'
 import { describeFailure, joinUrl, linkFailure } from './http.ts'
-import { SSE_DONE, SseParser, sseData } from './sse.ts'
+import { SSE_DONE, SseParser, sseComment, sseData, type SseEvent } from './sse.ts'
 import { confirmBridge, VERDICT_HEADER, verdictHeader, verdictText, type BridgedPlan, type Verdict } from './verdict.ts'
 
 /** What the client learns in `pd_bridge` (snake_case, like the rest of the OpenAI body). */
@@ -249,16 +249,22 @@ async function relayStream (plan: ForwardPlan, upstream: Upstream, res: ServerRe
     if (isFinish(chunk)) tail.push(chunk)
     else await out(sseData(chunk))
   }
+  // The decoder's comments (its prefill progress) keep the client's stream alive; a held stream
+  // (headers not sent yet) has no client connection to keep alive, so they are dropped there.
+  const handleEvent = async (event: SseEvent): Promise<void> => {
+    if (event.kind === 'data') await handle(event.data)
+    else if (live) await write(res, sseComment(event.text))
+  }
   let broken: string | undefined
   try {
     for await (const bytes of upstream.body) {
-      for (const data of parser.push(bytes as Uint8Array)) await handle(data)
+      for (const event of parser.pushEvents(bytes as Uint8Array)) await handleEvent(event)
       if (res.destroyed) {
         upstream.body.destroy()
         break
       }
     }
-    for (const data of parser.end()) await handle(data)
+    for (const event of parser.endEvents()) await handleEvent(event)
   } catch (e) {
     broken = describeFailure(e, 0)
   }

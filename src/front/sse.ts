@@ -1,47 +1,72 @@
 // Reading a server-sent event stream as it arrives: bytes in, whole events out. Only `data:`
 // fields matter for OpenAI streams; several data lines of one event are joined with a newline.
+// Comment events (`: text`, the decoder's prefill progress) are kept apart for a relay to pass on.
 
-/** Splits an SSE byte stream into the data of each event. */
+/** One event of a stream: its data, or a comment (an event of comment lines only). */
+export type SseEvent = { kind: 'data', data: string } | { kind: 'comment', text: string }
+
+/** Splits an SSE byte stream into events. */
 export class SseParser {
   private readonly decoder = new TextDecoder()
   private buffer = ''
 
   /** Feed bytes; returns the data of every event completed by them. */
   push (bytes: Uint8Array): string[] {
-    this.buffer += this.decoder.decode(bytes, { stream: true })
-    return this.drain()
+    return dataOnly(this.pushEvents(bytes))
   }
 
   /** The end of the stream: an event without its closing blank line still counts. */
   end (): string[] {
+    return dataOnly(this.endEvents())
+  }
+
+  /** Feed bytes; every event completed by them, comments included, in stream order. */
+  pushEvents (bytes: Uint8Array): SseEvent[] {
+    this.buffer += this.decoder.decode(bytes, { stream: true })
+    return this.drain()
+  }
+
+  /** `end()` with comments. */
+  endEvents (): SseEvent[] {
     this.buffer += this.decoder.decode()
     const out = this.drain()
     if (this.buffer.trim() !== '') {
-      const last = dataOf(this.buffer)
+      const last = eventOf(this.buffer)
       if (last !== null) out.push(last)
     }
     this.buffer = ''
     return out
   }
 
-  private drain (): string[] {
-    const out: string[] = []
+  private drain (): SseEvent[] {
+    const out: SseEvent[] = []
     for (;;) {
       const m = /\r?\n\r?\n/.exec(this.buffer)
       if (m === null) return out
       const raw = this.buffer.slice(0, m.index)
       this.buffer = this.buffer.slice(m.index + m[0].length)
-      const data = dataOf(raw)
-      if (data !== null) out.push(data)
+      const event = eventOf(raw)
+      if (event !== null) out.push(event)
     }
   }
 }
 
-/** The data of one raw event, or null when it has no data field (a comment, a keep-alive). */
-function dataOf (raw: string): string | null {
-  const lines = raw.split(/\r?\n/).filter((l) => l.startsWith('data:'))
-  if (lines.length === 0) return null
-  return lines.map((l) => l.slice(l.startsWith('data: ') ? 6 : 5)).join('\n')
+function dataOnly (events: SseEvent[]): string[] {
+  return events.flatMap((e) => e.kind === 'data' ? [e.data] : [])
+}
+
+/** One raw event: its data; a comment when it has only comment lines; null otherwise (e.g. an `id:` line alone). */
+function eventOf (raw: string): SseEvent | null {
+  const lines = raw.split(/\r?\n/)
+  const data = lines.filter((l) => l.startsWith('data:'))
+  if (data.length > 0) return { kind: 'data', data: data.map((l) => l.slice(l.startsWith('data: ') ? 6 : 5)).join('\n') }
+  if (lines.length > 0 && lines.every((l) => l.startsWith(':'))) return { kind: 'comment', text: lines.map((l) => l.slice(l.startsWith(': ') ? 2 : 1)).join(' ') }
+  return null
+}
+
+/** One comment event's bytes (one line: line breaks in `text` become spaces). */
+export function sseComment (text: string): string {
+  return `: ${text.replace(/[\r\n]+/g, ' ')}\n\n`
 }
 
 /** One event's bytes for a JSON payload. */

@@ -216,6 +216,25 @@ describe('prefix cache', () => {
     expect(content).toBe(textOf(expectedIds(tokens, 6)))
   })
 
+  it('a cold streamed prompt says how far its prefill is, as SSE comments between blocks; the openai client skips them', async () => {
+    const { messages, tokens } = longChat('Fog lifts from the estuary before noon.')
+    const res = await fetch(`${server.url}/v1/chat/completions`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: server.ready.model, messages, max_tokens: 4, stream: true }),
+    })
+    expect(res.status).toBe(200)
+    const raw = await res.text()
+    const comments = raw.split('\n').filter((l) => l.startsWith(':'))
+    // One per finished chunk but the last: block boundaries 256 and 512 of a 2-3 block prompt.
+    expect(comments).toEqual([`: prefill 256/${tokens.length}`, `: prefill 512/${tokens.length}`])
+    expect(raw.indexOf(comments[1])).toBeLessThan(raw.indexOf('"content":"', raw.indexOf('"content":"') + 1))
+    // The openai client reads such a stream (here a hit past 512, prefilled in one chunk) and gives the greedy text.
+    const { data: stream } = await client.chat.completions.create({ model: server.ready.model as string, messages, max_tokens: 4, stream: true }).withResponse()
+    let content = ''
+    for await (const c of stream) content += c.choices[0]?.delta.content ?? ''
+    expect(content).toBe(textOf(expectedIds(tokens, 4)))
+  })
+
   it('POST /v1/cache/rescan indexes blocks another process wrote; the next request hits them', async () => {
     const { messages, tokens } = longChat('A ferry crosses the bay at dawn, slow and patient.')
     // This test process is "another process": it writes the decoder's blocks with its own engine.

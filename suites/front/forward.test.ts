@@ -122,6 +122,34 @@ describe('streams', () => {
     expect(end.error).toMatchObject({ type: 'bad_gateway_error', code: 'decoder_stream_broken' })
     expect(end.pd_bridge.verdict).toBe('declined: short prompt')
   })
+
+  it('passes the decoder\'s prefill comments on in a live stream, in order, and drops them from a held one', async () => {
+    const withComments = (headers: Record<string, string>) => async (res: ServerResponse): Promise<void> => {
+      res.writeHead(200, { 'content-type': 'text/event-stream', ...headers })
+      res.write(chunk({ choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }], usage: null }))
+      res.write(': prefill 256/720\n\n')
+      res.write(': prefill 512/720\n\n')
+      res.write(chunk({ choices: [{ index: 0, delta: { content: 'hi' }, finish_reason: null }], usage: null }))
+      res.write(chunk({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }], usage: null }))
+      res.write(chunk({ choices: [], usage: usage(512) }))
+      res.end('data: [DONE]\n\n')
+    }
+    const live = await decoder(withComments({ 'x-cached-tokens': '512' }))
+    const a = await through(live.url, { body: { messages: [], stream: true }, stream: true, includeUsage: false, outcome: bridged })
+    expect(a.verdict).toBe('complete')
+    const p = new SseParser()
+    const ev = [...p.pushEvents(new TextEncoder().encode(a.text)), ...p.endEvents()]
+    expect(ev.filter((e) => e.kind === 'comment')).toEqual([{ kind: 'comment', text: 'prefill 256/720' }, { kind: 'comment', text: 'prefill 512/720' }])
+    // In stream order: after the role chunk, before the first text.
+    const kinds = ev.map((e) => e.kind === 'comment' ? 'comment' : (e.data === '[DONE]' ? 'done' : (JSON.parse(e.data).choices[0]?.delta?.content ?? 'finish')))
+    expect(kinds.slice(0, 4)).toEqual(['', 'comment', 'comment', 'hi'])
+    // push() and end() still give the data alone.
+    expect(events(a.text).filter((d) => d.startsWith(':'))).toEqual([])
+    const held = await decoder(withComments({}))
+    const b = await through(held.url, { body: { messages: [], stream: true }, stream: true, includeUsage: false, outcome: bridged })
+    expect(b.verdict).toBe('complete')
+    expect(b.text).not.toContain(': prefill')
+  })
 })
 
 describe('whole answers', () => {

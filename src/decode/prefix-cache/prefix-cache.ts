@@ -87,6 +87,9 @@ export interface WriteFailure {
   detail: string
 }
 
+/** Told the tokens prefilled so far and the prompt's length, between prefill chunks. */
+export type PrefillProgress = (doneTokens: number, promptTokens: number) => void | Promise<void>
+
 /** What `prefillAndStore` returns. */
 export interface PrefillAndStoreResult {
   /** The cache after the whole prompt (fromCache, advanced in place, when given). */
@@ -398,9 +401,11 @@ export class DecoderPrefixCache {
    * The decoder's own prefill of `tokens` (the whole prompt), continuing from `fromCache` (a
    * lookup's cache, advanced in place) or from empty: run in chunks cut at block boundaries
    * (chunked == one-shot bit for bit), writing each full block as its boundary is reached.
-   * At most one boundary snapshot is held at a time.
+   * At most one boundary snapshot is held at a time. `onProgress` hears the tokens prefilled so
+   * far after each chunk but the last (a streaming server tells its client the prefill is alive).
    */
-  async prefillAndStore (engine: DeepseekV4Engine, tokens: ArrayLike<number>, fromCache?: ModelCache): Promise<PrefillAndStoreResult> {
+  async prefillAndStore (engine: DeepseekV4Engine, tokens: ArrayLike<number>, fromCache?: ModelCache,
+    onProgress?: PrefillProgress): Promise<PrefillAndStoreResult> {
     checkTokens(tokens, 'prefillAndStore')
     this.checkEngine(engine)
     const cache = fromCache ?? engine.newCache()
@@ -419,6 +424,7 @@ export class DecoderPrefixCache {
       if (end === n) logits = result.logits
       pos = end
       if (pos % bs === 0) storedBlocks.push(await this.storeBoundary(cache, pos / bs - 1, keys[pos / bs - 1]))
+      if (pos < n) await onProgress?.(pos, n)
     }
     if (logits === undefined) throw new PdBridgeError('prefillAndStore: the prefill produced no logits')
     return { cache, logits, storedBlocks }

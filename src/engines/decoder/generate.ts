@@ -3,7 +3,7 @@
 // event loop between steps so other routes and stream writes stay responsive and a cancelled
 // request stops at the next step.
 import { setImmediate as nextTurn } from 'node:timers/promises'
-import type { DecoderPrefixCache } from '../../decode/prefix-cache/index.ts'
+import type { DecoderPrefixCache, PrefillProgress } from '../../decode/prefix-cache/index.ts'
 import type { DeepseekV4Engine, ModelCache } from '../../model/engine/index.ts'
 import { IncrementalDetokenizer } from './detokenizer.ts'
 import type { DecoderModel } from './model.ts'
@@ -37,6 +37,12 @@ export interface GenerationHooks {
   onStart?: (info: { promptTokens: number, cachedTokens: number }) => void | Promise<void>
   /** Final text, in order; the pieces concatenate to the outcome's text. */
   onText?: (text: string) => void | Promise<void>
+  /**
+   * Between prefill chunks (a block, or the no-cache slice), not after the last: the tokens done so
+   * far. A long prefill sends nothing else, and an idle stream is cut by its client (Node's fetch
+   * ends a body after 300 s of silence).
+   */
+  onPrefill?: (info: { doneTokens: number, promptTokens: number }) => void | Promise<void>
 }
 
 /** Why generation ended. */
@@ -76,7 +82,8 @@ function lastRow (logits: Float32Array, vocab: number): Float32Array {
   return logits.subarray(logits.length - vocab)
 }
 
-async function prefillWithoutCache (engine: DeepseekV4Engine, tokens: number[], slice: number, signal: AbortSignal): Promise<{ cache: ModelCache, logits: Float32Array } | null> {
+async function prefillWithoutCache (engine: DeepseekV4Engine, tokens: number[], slice: number, signal: AbortSignal,
+  progress?: PrefillProgress): Promise<{ cache: ModelCache, logits: Float32Array } | null> {
   const cache = engine.newCache()
   let logits: Float32Array = new Float32Array(0)
   for (let at = 0; at < tokens.length; at += slice) {
@@ -84,6 +91,7 @@ async function prefillWithoutCache (engine: DeepseekV4Engine, tokens: number[], 
     // Chunked prefill gives the same bits as one call (docs/engine.md), so slicing costs nothing.
     logits = engine.prefill(tokens.slice(at, end), cache, { logits: end === tokens.length ? 'last' : 'none' }).logits
     if (end < tokens.length) {
+      await progress?.(end, tokens.length)
       await nextTurn()
       if (signal.aborted) return null
     }
@@ -116,17 +124,19 @@ export async function generate (ctx: GenerationContext, job: GenerationJob, hook
   await hooks.onStart?.({ promptTokens: job.tokens.length, cachedTokens: outcome.cachedTokens })
   if (signal.aborted) return outcome
 
+  const onPrefill = hooks.onPrefill
+  const progress = onPrefill === undefined ? undefined : async (doneTokens: number, promptTokens: number): Promise<void> => { await onPrefill({ doneTokens, promptTokens }) }
   let cache: ModelCache
   let logits: Float32Array
   if (ctx.prefixCache !== undefined) {
-    const filled = await ctx.prefixCache.prefillAndStore(engine, job.tokens, hit?.cache ?? undefined)
+    const filled = await ctx.prefixCache.prefillAndStore(engine, job.tokens, hit?.cache ?? undefined, progress)
     cache = filled.cache
     logits = lastRow(filled.logits, config.vocabSize)
     outcome.storedBlocks = filled.storedBlocks.filter((b) => b.written).length
     outcome.failedBlocks = filled.storedBlocks.filter((b) => b.failed !== undefined).length
     outcome.reusedBlocks = filled.storedBlocks.length - outcome.storedBlocks - outcome.failedBlocks
   } else {
-    const filled = await prefillWithoutCache(engine, job.tokens, ctx.prefillSlice ?? 256, signal)
+    const filled = await prefillWithoutCache(engine, job.tokens, ctx.prefillSlice ?? 256, signal, progress)
     if (filled === null) return outcome
     cache = filled.cache
     logits = lastRow(filled.logits, config.vocabSize)

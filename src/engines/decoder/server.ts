@@ -306,6 +306,8 @@ export async function startDecoderServer (opts: DecoderServerOptions): Promise<D
           if (first !== null) await sse.send(first)
         },
         onText: (piece) => sse.send(chunks.text(piece)),
+        // Between prefill chunks: `: prefill 2560/32768`, so the stream is never silent for long.
+        onPrefill: ({ doneTokens, promptTokens }) => sse.comment(`prefill ${doneTokens}/${promptTokens}`),
       }, signal)
     } catch (e) {
       // The reply is hijacked: fastify's error handler cannot answer any more, so answer here.

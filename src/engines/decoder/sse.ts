@@ -9,6 +9,12 @@ export function sseEvent (payload: unknown): string {
   return `data: ${JSON.stringify(payload)}\n\n`
 }
 
+/** A comment line's bytes; a line break in `text` is refused (it would start a field). */
+export function sseComment (text: string): string {
+  if (/[\r\n]/.test(text)) throw new RangeError(`an SSE comment is one line, got ${JSON.stringify(text)}`)
+  return `: ${text}\n\n`
+}
+
 /** The stream's terminator. */
 export const SSE_DONE = 'data: [DONE]\n\n'
 
@@ -36,6 +42,14 @@ export class SseWriter {
   /** Send one chunk; resolves once the socket accepts more (or is gone). */
   async send (payload: unknown): Promise<void> {
     await this.write(sseEvent(payload))
+  }
+
+  /**
+   * Send an SSE comment (`: text`): clients skip it, but it is bytes on an otherwise silent stream,
+   * so a long prefill is not taken for a dead connection. One line; a newline would end it early.
+   */
+  async comment (text: string): Promise<void> {
+    await this.write(sseComment(text))
   }
 
   /** Send an error chunk and end the stream. */
