@@ -159,6 +159,10 @@ const common = {
 const config: ViteUserConfig = {
   test: {
     ...common,
+    // Root only, not in `common`: the root's globalSetup runs once per run whichever projects are
+    // selected, and what it provides reaches every project. It makes the shared checkpoints
+    // (suites/support/checkpoints.ts); a run of the unit project alone makes none.
+    globalSetup: ['./suites/support/global-setup.ts'],
     projects: [
       // Unit files share their worker (isolate: false): one fork per worker instead of one per file,
       // about 10 s instead of about 40 s on this machine (docs/testing.md). So a unit file must leave

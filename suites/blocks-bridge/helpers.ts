@@ -1,5 +1,5 @@
 // Shared by the bridge-side block suites: the tiny seed-1 checkpoint with a decoder-profile engine
-// and a decoder sidecar exported at block size 256, captures made through a live engine prefill,
+// and a decoder sidecar exported at block size 256 (the run's shared ones), captures made through a live engine prefill,
 // stores opened as the decoder opens them, and bit comparisons written independently of the code
 // under test.
 import { mkdir, mkdtemp, rm } from 'node:fs/promises'
@@ -10,6 +10,7 @@ import type { CaptureManifest } from '../../src/wire/manifest.ts'
 import { DecoderPrefixCache } from '../../src/decode/prefix-cache/index.ts'
 import { loadCheckpoint, makeCheckpoint, type LoadedCheckpoint } from '../../src/model/checkpoint/index.ts'
 import { DeepseekV4Engine } from '../../src/model/engine/index.ts'
+import { providedSidecar, tinyCheckpoint } from '../support/checkpoints.ts'
 export { sameBits, cacheDifferences, argmax, greedySteps } from '../blocks/helpers.ts'
 
 /** Tokens per block in these suites: prompts of a few hundred tokens span blocks. */
@@ -28,13 +29,20 @@ export interface Bench {
   cleanup: () => Promise<void>
 }
 
-/** Make a checkpoint (the tiny preset unless told) and the decoder sidecar (block size BS unless told). */
+/**
+ * A checkpoint (the tiny preset unless told) and the decoder sidecar (block size BS unless told):
+ * for the tiny preset at block size BS the run's shared ones (suites/support/checkpoints.ts,
+ * read-only), otherwise made under the bench's own root.
+ */
 export async function bench (label: string, opts: { preset?: 'tiny' | 'flash-schedule', blockSize?: number } = {}): Promise<Bench> {
   const root = await mkdtemp(join(tmpdir(), `pd-bridge-${label}-`))
-  const modelDir = resolve(join(root, 'model'))
-  await makeCheckpoint({ preset: opts.preset ?? 'tiny', seed: 1, out: modelDir, force: true })
+  const shared = (opts.preset ?? 'tiny') === 'tiny' && (opts.blockSize ?? BS) === 256
+  const modelDir = shared ? resolve(tinyCheckpoint()) : resolve(join(root, 'model'))
+  if (!shared) await makeCheckpoint({ preset: opts.preset ?? 'tiny', seed: 1, out: modelDir, force: true })
   const ckpt = await loadCheckpoint(modelDir)
-  const sidecar = await exportWeights({ model: modelDir, profile: 'decoder', out: join(root, 'sidecar'), blockSize: opts.blockSize ?? BS })
+  const sidecar = shared
+    ? (await providedSidecar('tinyDecoderSidecar256')).sidecar
+    : await exportWeights({ model: modelDir, profile: 'decoder', out: join(root, 'sidecar'), blockSize: opts.blockSize ?? BS })
   const engines = new Map<string, DeepseekV4Engine>()
   let n = 0
   return {
@@ -53,13 +61,7 @@ export async function bench (label: string, opts: { preset?: 'tiny' | 'flash-sch
 }
 
 /** `n` deterministic token ids in [0, 512) (the tiny vocabulary), different per seed. */
-export function prompt (n: number, seed = 1): number[] {
-  let x = (seed * 2654435761) >>> 0
-  return Array.from({ length: n }, () => {
-    x = (Math.imul(x, 1664525) + 1013904223) >>> 0
-    return x >>> 23
-  })
-}
+export { seededTokens as prompt } from '../support/prompts.ts'
 
 /** The decoder's prefix cache (decoder profile, block size BS) on a fresh store root. */
 export async function openStore (b: Bench, name: string, blockSize = BS): Promise<DecoderPrefixCache> {

@@ -4,17 +4,19 @@
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
-import { loadCheckpoint, makeCheckpoint, type LoadedCheckpoint } from '../../src/model/checkpoint/index.ts'
+import { loadCheckpoint, type LoadedCheckpoint } from '../../src/model/checkpoint/index.ts'
 import { DeepseekV4Engine, type ModelCache } from '../../src/model/engine/index.ts'
 import { DecoderPrefixCache, type PrefixCacheEvent } from '../../src/decode/prefix-cache/index.ts'
 import { SafetensorsFile, writeSafetensors, type Tensor } from '../../src/formats/safetensors/index.ts'
 import { CONTENT_DIGEST_KEY, blockContentDigest } from '../../src/decode/store/index.ts'
+import { tinyCheckpoint } from '../support/checkpoints.ts'
 
 /** Tokens per block in these suites (small, so prompts of a few hundred tokens span blocks). */
 export const BS = 256
 
 /** The tiny seed-1 checkpoint on disk, loaded, with one engine per profile (made on first use). */
 export interface TinyModel {
+  /** The run's shared checkpoint (suites/support/checkpoints.ts): read it, never write into it. */
   dir: string
   ckpt: LoadedCheckpoint
   engine: (profile: string) => DeepseekV4Engine
@@ -23,11 +25,10 @@ export interface TinyModel {
   cleanup: () => Promise<void>
 }
 
-/** Make the tiny checkpoint (preset tiny, seed 1) in a temporary directory. */
+/** The tiny checkpoint (preset tiny, seed 1: the run's shared one) and a temporary directory for scratch. */
 export async function tinyModel (): Promise<TinyModel> {
   const root = await mkdtemp(join(tmpdir(), 'pd-bridge-decoder-cache-'))
-  const dir = join(root, 'model')
-  await makeCheckpoint({ preset: 'tiny', seed: 1, out: dir, force: true })
+  const dir = tinyCheckpoint()
   const ckpt = await loadCheckpoint(dir)
   const engines = new Map<string, DeepseekV4Engine>()
   let n = 0
@@ -45,13 +46,7 @@ export async function tinyModel (): Promise<TinyModel> {
 }
 
 /** `n` deterministic token ids in [0, 512) (the tiny vocabulary), different per seed. */
-export function prompt (n: number, seed = 1): number[] {
-  let x = seed * 2654435761 >>> 0
-  return Array.from({ length: n }, () => {
-    x = (Math.imul(x, 1664525) + 1013904223) >>> 0
-    return x >>> 23
-  })
-}
+export { seededTokens as prompt } from '../support/prompts.ts'
 
 /** A prefix cache on `root` for the tiny model under `profile`, collecting its events. */
 export async function openPrefixCache (model: TinyModel, root: string, profile: string, blockSize = BS): Promise<{ pc: DecoderPrefixCache, events: PrefixCacheEvent[] }> {

@@ -3,11 +3,11 @@
 // the first T' tokens, bit for bit, and the decoder can mount them and prefill the rest natively,
 // ending where a native prefill of all T tokens ends. The expected T' is worked out here by
 // simulating the held bytes of each candidate seal point directly (not with src/capture/budget.ts).
-import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { CaptureSession, exportWeights, layerGeometries, layerStateValues, mountCapture, readCapture, type LayerGeometry, type Sidecar } from '../../src/capture/index.ts'
+import { CaptureSession, layerGeometries, layerStateValues, mountCapture, readCapture, type LayerGeometry, type Sidecar } from '../../src/capture/index.ts'
 import { DeepseekV4Engine } from '../../src/model/engine/index.ts'
 import { compareBits, fixtureTokens, nativeRun, replay, tinySetup, type TinySetup } from './helpers.ts'
+import { providedSidecar } from '../support/checkpoints.ts'
 
 const T = 700
 let setup: TinySetup
@@ -20,7 +20,8 @@ const tokens = fixtureTokens(T)
 
 beforeAll(async () => {
   setup = await tinySetup('budget')
-  sidecar = await exportWeights({ model: setup.ckptDir, profile: 'decoder', out: join(setup.root, 'sidecar') })
+  // The run's shared decoder sidecar (default block size), as exportWeights made it (suites/support/checkpoints.ts).
+  sidecar = (await providedSidecar('tinyDecoderSidecar')).sidecar
   engine = DeepseekV4Engine.fromCheckpoint(setup.ckpt, 'decoder')
   geometries = layerGeometries(sidecar.json)
   inputs = nativeRun(engine, tokens).inputs

@@ -1,24 +1,25 @@
-// Shared helpers of the capture and bit-exact suites: the tiny seed-1 checkpoint in a temp dir,
+// Shared helpers of the capture and bit-exact suites: the tiny seed-1 checkpoint (the run's shared one),
 // the fixture prompt, the engine's own attention inputs, and bit-for-bit comparison of dumps.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { loadCheckpoint, makeCheckpoint, type LoadedCheckpoint } from '../../src/model/checkpoint/index.ts'
+import { loadCheckpoint, type LoadedCheckpoint } from '../../src/model/checkpoint/index.ts'
 import type { DeepseekV4Engine, DumpTensor, ModelCache } from '../../src/model/engine/index.ts'
+import { tinyCheckpoint } from '../support/checkpoints.ts'
 
-/** A temp dir holding the tiny seed-1 checkpoint under `ckpt/`, loaded, with a cleanup. */
+/** A fresh temp dir for the test's own files, and the tiny seed-1 checkpoint, loaded, with a cleanup. */
 export interface TinySetup {
   root: string
+  /** The run's shared checkpoint (suites/support/checkpoints.ts): read it, never write into it. */
   ckptDir: string
   ckpt: LoadedCheckpoint
   dispose: () => void
 }
 
-/** Make the tiny seed-1 checkpoint into a fresh temp dir (once per test file). */
+/** A fresh temp dir and the shared tiny seed-1 checkpoint, loaded (once per test file). */
 export async function tinySetup (label: string): Promise<TinySetup> {
   const root = mkdtempSync(join(tmpdir(), `pd-bridge-${label}-`))
-  const ckptDir = join(root, 'ckpt')
-  await makeCheckpoint({ preset: 'tiny', seed: 1, out: ckptDir, force: true })
+  const ckptDir = tinyCheckpoint()
   const ckpt = await loadCheckpoint(ckptDir)
   return { root, ckptDir, ckpt, dispose: () => rmSync(root, { recursive: true, force: true }) }
 }

@@ -1,20 +1,21 @@
 // The payload minimum: the value count payload.ts claims for a layer's cache after n tokens is the
 // real cache's (checked at every n up to 300 and at 700 and 1100); the minimum per token for the
 // tiny and small presets, worked out by hand; a capture file adds only its header to the minimum.
-import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { CaptureSession, exportWeights, layerGeometries, layerStateValues, payloadMinimum, PoolingHook, type Sidecar } from '../../src/capture/index.ts'
+import { CaptureSession, layerGeometries, layerStateValues, payloadMinimum, PoolingHook, type Sidecar } from '../../src/capture/index.ts'
 import { presetConfig } from '../../src/model/checkpoint/index.ts'
 import { getProfile } from '../../src/model/profiles/index.ts'
 import { DeepseekV4Engine } from '../../src/model/engine/index.ts'
 import { fixtureTokens, seeded, tinySetup, type TinySetup } from './helpers.ts'
+import { providedSidecar } from '../support/checkpoints.ts'
 
 let setup: TinySetup
 let sidecar: Sidecar
 
 beforeAll(async () => {
   setup = await tinySetup('payload')
-  sidecar = await exportWeights({ model: setup.ckptDir, profile: 'decoder', out: join(setup.root, 'sidecar') })
+  // The run's shared decoder sidecar (default block size), as exportWeights made it (suites/support/checkpoints.ts).
+  sidecar = (await providedSidecar('tinyDecoderSidecar')).sidecar
 })
 afterAll(() => setup.dispose())
 

@@ -6,10 +6,11 @@ import { join } from 'node:path'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { CaptureSession, exportWeights, layerGeometries, layerStateValues, readCapture, type Sidecar } from '../../src/capture/index.ts'
+import { CaptureSession, layerGeometries, layerStateValues, readCapture, type Sidecar } from '../../src/capture/index.ts'
 import { readManifest, sha256Hex } from '../../src/wire/manifest.ts'
 import { DeepseekV4Engine, type ModelCache } from '../../src/model/engine/index.ts'
 import { fixtureTokens, nativeRun, tinySetup, type TinySetup } from './helpers.ts'
+import { providedSidecar } from '../support/checkpoints.ts'
 
 let setup: TinySetup
 let sidecar: Sidecar
@@ -19,7 +20,8 @@ const tokens = fixtureTokens(301)
 
 beforeAll(async () => {
   setup = await tinySetup('session')
-  sidecar = await exportWeights({ model: setup.ckptDir, profile: 'decoder', out: join(setup.root, 'sidecar') })
+  // The run's shared decoder sidecar (default block size), as exportWeights made it (suites/support/checkpoints.ts).
+  sidecar = (await providedSidecar('tinyDecoderSidecar')).sidecar
   engine = DeepseekV4Engine.fromCheckpoint(setup.ckpt, 'decoder')
 })
 afterAll(() => setup.dispose())

@@ -1,18 +1,12 @@
 // Shared pieces of the decoder-server suites: temp dirs, the tiny checkpoint, its tokenizer, and
-// the decoder as a real child process (`pd-bridge decoder`) with its ready line and log file.
-import { spawn, type ChildProcess } from 'node:child_process'
-import { once } from 'node:events'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+// the decoder as a real child process (`pd-bridge decoder`, launched through StackChild by
+// suites/support/launch.ts) with its ready line and log file.
+import type { ChildProcess } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import { buildTokenizerFiles, Tokenizer } from '../../src/model/tokenizer/index.ts'
 import { makeCheckpoint } from '../../src/model/checkpoint/index.ts'
-
-/** A fresh temporary directory and its remover. */
-export function tempDir (prefix: string): { dir: string, remove: () => void } {
-  const dir = mkdtempSync(join(tmpdir(), `pd-bridge-${prefix}-`))
-  return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) }
-}
+import { jsonLines, launch } from '../support/launch.ts'
+export { tempDir } from '../support/temp-dir.ts'
 
 /** The tiny preset's tokenizer (vocab 512), built in memory. */
 export function tinyTokenizer (): Tokenizer {
@@ -24,8 +18,6 @@ export async function makeTiny (dir: string): Promise<string> {
   await makeCheckpoint({ preset: 'tiny', seed: 1, out: dir })
   return dir
 }
-
-const bin = new URL('../../bin/pd-bridge.mjs', import.meta.url).pathname
 
 /** A running `pd-bridge decoder`. */
 export interface DecoderChild {
@@ -41,33 +33,17 @@ export interface DecoderChild {
   stop: (signal?: NodeJS.Signals) => Promise<number | null>
 }
 
-/** Start the decoder on port 0 and wait for its ready line. */
+/** Start the decoder on port 0 and wait for its ready line (through suites/support/launch.ts). */
 export async function startDecoderChild (args: string[], logFile: string, env: Record<string, string> = {}): Promise<DecoderChild> {
-  const child = spawn(process.execPath, [bin, 'decoder', '--port', '0', '--log', logFile, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } })
-  let out = ''
-  child.stdout.on('data', (c: Buffer) => { out += c.toString() })
-  child.stderr.on('data', (c: Buffer) => { out += c.toString() })
-  const ready = await new Promise<Record<string, unknown>>((resolve, reject) => {
-    const look = (): void => {
-      const line = out.split('\n').find((l) => l.startsWith('{"event":"ready"'))
-      if (line !== undefined) resolve(JSON.parse(line) as Record<string, unknown>)
-    }
-    child.stdout.on('data', look)
-    child.once('exit', (code) => reject(new Error(`pd-bridge decoder exited with ${code} before it was ready:\n${out}`)))
-  })
-  const exited = once(child, 'exit') as Promise<[number | null]>
+  const p = await launch(['decoder', '--port', '0', '--log', logFile, ...args], { env: { ...process.env, ...env } })
   return {
-    child,
-    url: ready.url as string,
-    ready,
+    child: p.child,
+    url: p.url,
+    ready: p.ready,
     logFile,
-    output: () => out,
-    log: () => readFileSync(logFile, 'utf8').split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>),
-    stop: async (signal = 'SIGTERM') => {
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal)
-      const [code] = await exited
-      return code
-    },
+    output: p.output,
+    log: () => jsonLines(readFileSync(logFile, 'utf8')),
+    stop: async (signal = 'SIGTERM') => (await p.stop(signal)).code,
   }
 }
 

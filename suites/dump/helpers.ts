@@ -6,7 +6,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { readSafetensors, type Tensor } from '../../src/formats/safetensors/index.ts'
-import { checkpointDigest, makeCheckpoint } from '../../src/model/checkpoint/index.ts'
+import { checkpointDigest } from '../../src/model/checkpoint/index.ts'
+import { tinyCheckpoint } from '../support/checkpoints.ts'
 
 const run = promisify(execFile)
 const bin = new URL('../../bin/pd-bridge.mjs', import.meta.url).pathname
@@ -31,11 +32,10 @@ export function fixturePath (name: string): string {
   return new URL(`../../harness/fixtures/${name}`, import.meta.url).pathname
 }
 
-/** A scratch directory holding a fresh tiny seed-1 checkpoint under `model/`, its digest, and a cleanup. */
+/** A fresh scratch directory, the tiny seed-1 checkpoint (the run's shared one, read-only), its digest, and a cleanup. */
 export async function scratchWithTinyCheckpoint (tag: string): Promise<{ dir: string, model: string, digest: string, dispose: () => void }> {
   const dir = mkdtempSync(join(tmpdir(), `pd-bridge-dump-${tag}-`))
-  const model = join(dir, 'model')
-  await makeCheckpoint({ preset: 'tiny', seed: 1, out: model })
+  const model = tinyCheckpoint()
   return { dir, model, digest: await checkpointDigest(model), dispose: () => rmSync(dir, { recursive: true, force: true }) }
 }
 

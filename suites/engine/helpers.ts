@@ -1,21 +1,22 @@
 // Shared helpers of the engine suites: the tiny seed-1 checkpoint, the transformers fixtures, and
 // the comparisons (relative error, bf16 ulp histograms, bit equality).
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { readSafetensors, viewAs, type Tensor } from '../../src/formats/safetensors/index.ts'
-import { checkpointDigest, loadCheckpoint, makeCheckpoint, type LoadedCheckpoint } from '../../src/model/checkpoint/index.ts'
+import { checkpointDigest, loadCheckpoint, type LoadedCheckpoint } from '../../src/model/checkpoint/index.ts'
 import type { DumpTensor, ModelCache } from '../../src/model/engine/index.ts'
 import { decodeBf16 } from '../../src/numerics/bf16.ts'
 import { ulps } from '../../harness/mlx/distance.ts'
+import { tinyCheckpoint as sharedTinyCheckpoint } from '../support/checkpoints.ts'
 
-/** A fresh tiny seed-1 checkpoint (the one the fixtures were made from), its digest, and a cleanup. */
+/**
+ * The tiny seed-1 checkpoint (the one the fixtures were made from: the run's shared one,
+ * suites/support/checkpoints.ts), loaded, and its digest. `dispose` has nothing to remove: the run
+ * removes the shared folder.
+ */
 export async function tinyCheckpoint (): Promise<{ ckpt: LoadedCheckpoint, digest: string, dispose: () => void }> {
-  const dir = mkdtempSync(join(tmpdir(), 'pd-bridge-engine-'))
-  await makeCheckpoint({ preset: 'tiny', seed: 1, out: dir, force: true })
+  const dir = sharedTinyCheckpoint()
   const digest = await checkpointDigest(dir)
   const ckpt = await loadCheckpoint(dir)
-  return { ckpt, digest, dispose: () => rmSync(dir, { recursive: true, force: true }) }
+  return { ckpt, digest, dispose: () => {} }
 }
 
 /** A reference fixture of harness/fixtures. */

@@ -1,27 +1,24 @@
 // The real stack on loopback for the front door's suites: the tiny checkpoint (seed 1), a decoder
 // sidecar with 256-token blocks, and `pd-bridge prefill-engine`, `share`, `decoder` and `front` as
-// child processes, plus a second decoder with its own store as the native reference ("the decoder
-// alone"). A fault proxy in the test process can stand between the front door and the share, a
-// submit proxy between the front door and the prefill engine.
-import { spawn, type ChildProcess } from 'node:child_process'
+// child processes (launched through StackChild by suites/support/launch.ts), plus a second decoder
+// with its own store as the native reference ("the decoder alone"). A fault proxy in the test
+// process can stand between the front door and the share, a submit proxy between the front door
+// and the prefill engine.
+import type { ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { exportWeights } from '../../src/capture/index.ts'
 import { makeCheckpoint } from '../../src/model/checkpoint/index.ts'
 import { loadTokenizer, renderChat, type ChatMessage, type Tokenizer } from '../../src/model/tokenizer/index.ts'
+import { provided, tinyCheckpoint } from '../support/checkpoints.ts'
+import { launch } from '../support/launch.ts'
+export { tempDir } from '../support/temp-dir.ts'
 
 export const BLOCK = 256
 export const BIN = new URL('../../bin/pd-bridge.mjs', import.meta.url).pathname
-
-/** A fresh temporary directory and its remover. */
-export function tempDir (prefix: string): { dir: string, remove: () => void } {
-  const dir = mkdtempSync(join(tmpdir(), `pd-bridge-${prefix}-`))
-  return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) }
-}
 
 /** A running child process with a ready line. */
 export interface Proc {
@@ -33,35 +30,16 @@ export interface Proc {
   stop: (signal?: NodeJS.Signals) => Promise<number | null>
 }
 
-/** Start `pd-bridge <args>` and wait for its ready line (JSON with url, or a bare URL). */
+/** Start `pd-bridge <args>` and wait for its ready line (JSON with url, or a bare URL), through suites/support/launch.ts. */
 export async function startProc (args: string[], env: Record<string, string> = {}): Promise<Proc> {
-  const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } })
-  let out = ''
-  let stdout = ''
-  child.stdout!.on('data', (c: Buffer) => { out += c.toString(); stdout += c.toString() })
-  child.stderr!.on('data', (c: Buffer) => { out += c.toString() })
-  const exited = once(child, 'exit').then(([code]) => code as number | null)
-  const ready = await new Promise<Record<string, unknown>>((resolve, reject) => {
-    const look = (): void => {
-      for (const line of stdout.split('\n')) {
-        const t = line.trim()
-        if (/^https?:\/\/\S+$/.test(t)) return resolve({ url: t })
-        if (t.startsWith('{"event":"ready"')) return resolve(JSON.parse(t) as Record<string, unknown>)
-      }
-    }
-    child.stdout!.on('data', look)
-    void exited.then((code) => reject(new Error(`pd-bridge ${args[0]} exited (${code}) before it was ready:\n${out}`)))
-  })
+  const p = await launch(args, { env: { ...process.env, ...env } })
   return {
-    child,
-    url: ready.url as string,
-    ready,
-    output: () => out,
-    exited,
-    stop: async (signal = 'SIGTERM') => {
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal)
-      return await exited
-    },
+    child: p.child,
+    url: p.url,
+    ready: p.ready,
+    output: p.output,
+    exited: p.exited.then((e) => e.code),
+    stop: async (signal = 'SIGTERM') => (await p.stop(signal)).code,
   }
 }
 
@@ -83,8 +61,15 @@ export interface Artifacts {
   tokenizer: Tokenizer
 }
 
-/** Make the tiny checkpoint and export the decoder's sidecar into `dir`. */
+/**
+ * The tiny checkpoint and the decoder's sidecar: with 256-token blocks the run's shared ones
+ * (suites/support/checkpoints.ts, read-only), for another block size made into `dir`.
+ */
 export async function makeArtifacts (dir: string, blockSize = BLOCK): Promise<Artifacts> {
+  if (blockSize === 256) {
+    const model = tinyCheckpoint()
+    return { model, sidecar: provided('tinyDecoderSidecar256'), tokenizer: await loadTokenizer(model) }
+  }
   const model = join(dir, 'model')
   await makeCheckpoint({ preset: 'tiny', seed: 1, out: model })
   const sidecar = join(dir, 'sidecar')

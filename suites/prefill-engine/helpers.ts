@@ -1,42 +1,21 @@
-// Shared pieces of the prefill-engine suites: the tiny checkpoint (made once per worker), temporary
-// directories, and a real `pd-bridge prefill-engine` child process with its ready line and logs.
-import { spawn, type ChildProcess } from 'node:child_process'
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { exportWeights } from '../../src/capture/index.ts'
-import { makeCheckpoint } from '../../src/model/checkpoint/index.ts'
+// Shared pieces of the prefill-engine suites: the tiny checkpoint and its sidecar (the run's shared
+// ones), temporary directories, and a real `pd-bridge prefill-engine` child process (launched
+// through StackChild by suites/support/launch.ts) with its ready line and logs.
+import type { ChildProcess } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { providedSidecar, tinyCheckpoint as sharedTinyCheckpoint } from '../support/checkpoints.ts'
+import { jsonLines, launch } from '../support/launch.ts'
+export { tempDir } from '../support/temp-dir.ts'
 
-/** A fresh temporary directory and its remover. */
-export function tempDir (prefix: string): { dir: string, remove: () => void } {
-  const dir = mkdtempSync(join(tmpdir(), `pd-bridge-${prefix}-`))
-  return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) }
+/** The tiny preset, seed 1: the run's shared checkpoint (suites/support/checkpoints.ts). */
+export async function tinyCheckpoint (): Promise<string> {
+  return sharedTinyCheckpoint()
 }
 
-let tiny: Promise<string> | undefined
-
-/** The tiny preset, seed 1, written once per test worker into a temporary directory. */
-export function tinyCheckpoint (): Promise<string> {
-  tiny ??= (async () => {
-    const dir = join(mkdtempSync(join(tmpdir(), 'pd-bridge-prefill-tiny-')), 'tiny')
-    await makeCheckpoint({ preset: 'tiny', seed: 1, out: dir })
-    process.once('exit', () => rmSync(join(dir, '..'), { recursive: true, force: true }))
-    return dir
-  })()
-  return tiny
-}
-
-let sidecar: Promise<{ dir: string, fingerprint: string }> | undefined
-
-/** The decoder's sidecar of the tiny checkpoint (profile `decoder`), exported once per test worker. */
-export function tinySidecar (): Promise<{ dir: string, fingerprint: string }> {
-  sidecar ??= (async () => {
-    const model = await tinyCheckpoint()
-    const dir = join(model, '..', 'sidecar')
-    const s = await exportWeights({ model, profile: 'decoder', out: dir })
-    return { dir, fingerprint: s.fingerprint }
-  })()
-  return sidecar
+/** The decoder's sidecar of the tiny checkpoint (profile `decoder`, default block size): the run's shared one. */
+export async function tinySidecar (): Promise<{ dir: string, fingerprint: string }> {
+  const { dir, sidecar } = await providedSidecar('tinyDecoderSidecar')
+  return { dir, fingerprint: sidecar.fingerprint }
 }
 
 /** True if a path exists. */
@@ -65,31 +44,10 @@ export interface EngineProcess {
   exited: Promise<{ code: number | null, signal: NodeJS.Signals | null }>
 }
 
-/** Start `pd-bridge prefill-engine` with `args` and wait for its ready line. */
+/** Start `pd-bridge prefill-engine` with `args` and wait for its ready line (through suites/support/launch.ts). */
 export async function startEngine (args: string[], env: Record<string, string> = {}): Promise<EngineProcess> {
-  const child = spawn(process.execPath, [BIN, 'prefill-engine', ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } })
-  let stdout = ''
-  let stderr = ''
-  child.stderr?.on('data', (c: Buffer) => { stderr += c.toString() })
-  const exited = new Promise<{ code: number | null, signal: NodeJS.Signals | null }>((resolve) => {
-    child.once('exit', (code, signal) => resolve({ code, signal }))
-  })
-  const ready = await new Promise<Record<string, unknown>>((resolve, reject) => {
-    child.stdout?.on('data', (c: Buffer) => {
-      stdout += c.toString()
-      const nl = stdout.indexOf('\n')
-      if (nl >= 0) resolve(JSON.parse(stdout.slice(0, nl)) as Record<string, unknown>)
-    })
-    void exited.then(({ code }) => reject(new Error(`prefill-engine exited (${code}) before it was ready:\n${stderr}`)))
-  })
-  return {
-    child,
-    url: ready.url as string,
-    ready,
-    stderr: () => stderr,
-    events: () => stderr.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>),
-    exited,
-  }
+  const p = await launch(['prefill-engine', ...args], { env: { ...process.env, ...env } })
+  return { child: p.child, url: p.url, ready: p.ready, stderr: p.stderr, events: () => jsonLines(p.stderr()), exited: p.exited }
 }
 
 /** JSON request helper: status, headers and parsed body. */

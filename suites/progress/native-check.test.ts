@@ -1,22 +1,18 @@
 // The gate's bridge-vs-native check reports its prefill's progress (src/progress), ticked from the
 // hook per layer and chunk: monotone, ending at the prompt's length, on the stream it is given,
 // and the check's result is unchanged by it.
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { exportWeights } from '../../src/capture/index.ts'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { bridgeVsNative } from '../../verify/gate/native-check.ts'
-import { makeCheckpoint } from '../../src/model/checkpoint/index.ts'
 import type { ProgressLine } from '../../src/progress/index.ts'
+import { provided, tinyCheckpoint } from '../support/checkpoints.ts'
 
-let dir: string
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'pd-progress-native-'))
-  await makeCheckpoint({ preset: 'tiny', seed: 1, out: join(dir, 'model') })
-  await exportWeights({ model: join(dir, 'model'), profile: 'decoder', out: join(dir, 'sidecar'), blockSize: 256 })
+// The run's shared tiny seed-1 checkpoint and its 256-block decoder sidecar (suites/support/checkpoints.ts).
+let model: string
+let sidecar: string
+beforeAll(() => {
+  model = tinyCheckpoint()
+  sidecar = provided('tinyDecoderSidecar256')
 })
-afterAll(async () => { await rm(dir, { recursive: true, force: true }) })
 
 describe('bridgeVsNative progress', () => {
   it('JSON lines from the hook: monotone, one per layer and chunk, the last one done at the prompt length', async () => {
@@ -24,7 +20,7 @@ describe('bridgeVsNative progress', () => {
     let t = 0
     // Every tick is a line (interval 0); the clock moves 1 s a read, so rate and ETA are known numbers.
     const result = await bridgeVsNative({
-      sidecarDir: join(dir, 'sidecar'), decoderModelDir: join(dir, 'model'), profile: 'decoder', tokens: 1088, seed: 7,
+      sidecarDir: sidecar, decoderModelDir: model, profile: 'decoder', tokens: 1088, seed: 7,
       progress: { stream: { write: (s: string) => { writes.push(s); return true } }, mode: 'json', intervalMs: 0, now: () => (t += 1000) },
     })
     expect(result.summary).toBe('32/32 bit-exact')
@@ -40,7 +36,7 @@ describe('bridgeVsNative progress', () => {
   })
 
   it('progress: false writes nothing and gives the same result', async () => {
-    const result = await bridgeVsNative({ sidecarDir: join(dir, 'sidecar'), decoderModelDir: join(dir, 'model'), profile: 'decoder', tokens: 1088, seed: 7, progress: false })
+    const result = await bridgeVsNative({ sidecarDir: sidecar, decoderModelDir: model, profile: 'decoder', tokens: 1088, seed: 7, progress: false })
     expect(result.summary).toBe('32/32 bit-exact')
   })
 })

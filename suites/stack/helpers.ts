@@ -1,16 +1,10 @@
 // Shared pieces of the stack suites: temp dirs, `pd-bridge` as a child process (one-shot or the
-// long-running serve with its JSON ready line), and process liveness.
+// long-running serve with its JSON ready line, launched through StackChild by
+// suites/support/launch.ts), and process liveness.
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { isAlive } from '../../src/stack/record.ts'
-
-/** A fresh temporary directory and its remover. */
-export function tempDir (prefix: string): { dir: string, remove: () => void } {
-  const dir = mkdtempSync(join(tmpdir(), `pd-bridge-${prefix}-`))
-  return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) }
-}
+import { launch } from '../support/launch.ts'
+export { tempDir } from '../support/temp-dir.ts'
 
 /** The CLI as `npx pd-bridge` runs it. */
 export const BIN = new URL('../../bin/pd-bridge.mjs', import.meta.url).pathname
@@ -46,22 +40,10 @@ export interface ServeChild {
   exited: Promise<[number | null, NodeJS.Signals | null]>
 }
 
-/** Start `pd-bridge serve ...args`; resolves at its ready line, rejects with its output if it exits first. */
+/** Start `pd-bridge serve ...args` (through suites/support/launch.ts); resolves at its ready line, rejects with its output if it exits first. */
 export async function startServe (args: string[], env: NodeJS.ProcessEnv = process.env): Promise<ServeChild> {
-  const child = spawn(process.execPath, [BIN, 'serve', ...args], { stdio: ['ignore', 'pipe', 'pipe'], env })
-  let out = ''
-  let err = ''
-  child.stderr.on('data', (c: Buffer) => { err += c.toString() })
-  const exited = new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.once('close', (c, s) => resolve([c, s])))
-  const ready = await new Promise<Record<string, any>>((resolve, reject) => {
-    child.stdout.on('data', (c: Buffer) => {
-      out += c.toString()
-      const line = out.split('\n').find((l) => l.startsWith('{"event":"ready"'))
-      if (line !== undefined) resolve(JSON.parse(line))
-    })
-    void exited.then(([code]) => reject(new Error(`pd-bridge serve exited with ${code} before it was ready:\n${err}`)))
-  })
-  return { child, ready, stdout: () => out, stderr: () => err, exited }
+  const p = await launch(['serve', ...args], { env })
+  return { child: p.child, ready: p.ready, stdout: p.stdout, stderr: p.stderr, exited: p.exited.then((e) => [e.code, e.signal]) }
 }
 
 /** True when `pid` is a live process (zombies count as gone: see isAlive). */
