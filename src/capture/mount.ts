@@ -43,8 +43,8 @@ function mountPool (tensors: ReadonlyMap<string, DumpTensor>, base: string, stat
  */
 export function mountCapture (tensors: ReadonlyMap<string, DumpTensor>, sidecar: Sidecar, tokens: number): ModelCache {
   const kv = sidecar.kvPath
-  const layers: LayerCache[] = sidecar.json.layers.map(({ index }) => {
-    const cache = kv.newLayerCache(index)
+  const layers: LayerCache[] = sidecar.json.layers.map(({ index }, i) => {
+    const cache = kv.layers[i].makeCache()
     const rows = Math.min(tokens, cache.windowRowsMax)
     cache.window.set(floats(tensors, `layers.${index}.window`, rows, cache.headDim))
     cache.windowLength = rows
