@@ -1,10 +1,12 @@
 // What a model's decoder cache and a bridge capture cost, from the config alone: pooled bytes per
 // token and per block, the fixed part (windows and carries), and the capture's memory per token.
-// Counts come from payload.ts (the decoder's resume state) and boundary.ts (block snapshots).
+// Counts come from the engine's cache layout and payload.ts (the decoder's resume state), and
+// boundary.ts (block snapshots).
 import type { DeepseekV4Config } from '../model/config.ts'
+import { cacheLayout } from '../model/engine/cache-layout.ts'
 import { layerSnapshotValues } from './boundary.ts'
 import { HELD_BYTES_PER_VALUE } from './budget.ts'
-import { layerGeometries, layerStateValues, type LayerGeometry } from './payload.ts'
+import { layerStateValues, type LayerGeometry } from './payload.ts'
 
 /** The cost figures `inspect` prints. */
 export interface CacheGeometry {
@@ -24,13 +26,7 @@ export interface CacheGeometry {
 }
 
 function geometries (cfg: DeepseekV4Config): LayerGeometry[] {
-  return layerGeometries({
-    layers: cfg.layerTypes.map((layerType, index) => ({ index, layerType, compressRatio: cfg.compressRatios[index] })),
-    headDim: cfg.headDim,
-    indexHeadDim: cfg.indexHeadDim,
-    slidingWindow: cfg.slidingWindow,
-    compressRates: cfg.compressRates,
-  })
+  return cacheLayout(cfg.layerTypes, cfg)
 }
 
 /** The cost figures for `cfg` with the decoder's cache in `bytesPerValue`-byte values and blocks of `blockSize`. */

@@ -1,12 +1,11 @@
 // The capture hook's computation, engine-agnostic and in memory: fed each layer's attention input
 // rows in chunks of any size and alignment, it keeps that layer's cache (window rows, pools,
 // overlap carries, partial-window buffers) by running the engine's own kv path
-// (updateLayerCache) with the sidecar's weights. Chunks of one layer must be contiguous; layers
+// (Attention.updateCache) with the sidecar's weights. Chunks of one layer must be contiguous; layers
 // are independent of each other, so they may be fed in any interleaving. With `blockSize`, every
 // feed is split at the multiples b of the block size and each layer copies its boundary snapshot
 // at b (boundary.ts); chunk invariance makes the split exact.
 import { PdBridgeError } from '../errors.ts'
-import { updateLayerCache } from '../model/engine/attention.ts'
 import { ModelCache, type DumpTensor, type LayerCache } from '../model/engine/cache.ts'
 import type { BoundarySnapshot } from '../wire/boundary.ts'
 import { takeBoundarySnapshot } from './boundary.ts'
@@ -30,7 +29,7 @@ export class PoolingHook {
     const bs = options.blockSize
     if (bs !== undefined && (!Number.isSafeInteger(bs) || bs < 1)) throw new PdBridgeError(`capture hook: blockSize must be a positive integer, got ${String(bs)}`)
     this.blockSize = bs
-    this.states = kv.layers.map((_, i) => kv.newLayerCache(i))
+    this.states = kv.layers.map((attention) => attention.makeCache())
     this.positions = kv.layers.map(() => 0)
     this.snapshots = kv.layers.map(() => [])
   }
@@ -72,7 +71,7 @@ export class PoolingHook {
       // Cut at the next boundary so the state there can be copied (exact: chunk invariance).
       const stop = bs === undefined ? end : Math.min(end, (Math.floor(at / bs) + 1) * bs)
       const x = rows.subarray((at - startPos) * hidden, (stop - startPos) * hidden)
-      updateLayerCache({ weights: this.kv.layers[layer], shape: this.kv.shape, rope: this.kv.rope, act: this.kv.act, quant: this.kv.quant }, x, stop - at, at, state)
+      this.kv.layers[layer].updateCache(x, stop - at, at, state)
       at = stop
       this.positions[layer] = at
       if (bs !== undefined && at % bs === 0) this.snapshots[layer].push(takeBoundarySnapshot(state, at))

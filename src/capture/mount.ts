@@ -5,6 +5,7 @@
 import { PdBridgeError } from '../errors.ts'
 import { ModelCache, type DumpTensor, type LayerCache } from '../model/engine/cache.ts'
 import type { CompressorState } from '../model/engine/cache.ts'
+import { cacheTensorNames, type PoolTensorNames } from '../model/engine/cache-layout.ts'
 import type { Sidecar } from './sidecar.ts'
 
 function tensor (tensors: ReadonlyMap<string, DumpTensor>, name: string): DumpTensor {
@@ -21,19 +22,19 @@ function floats (tensors: ReadonlyMap<string, DumpTensor>, name: string, rows: n
   return t.data
 }
 
-function mountPool (tensors: ReadonlyMap<string, DumpTensor>, base: string, state: CompressorState, tokens: number): void {
+function mountPool (tensors: ReadonlyMap<string, DumpTensor>, names: PoolTensorNames, state: CompressorState, tokens: number): void {
   const entries = Math.floor(tokens / state.ratio)
-  const count = tensor(tensors, `${base}.entry_count`)
-  if (count.dtype !== 'I64' || count.data[0] !== BigInt(entries)) throw new PdBridgeError(`mount: ${base}.entry_count should be ${entries} for ${tokens} tokens`)
-  const pooled = floats(tensors, `${base}.compressed_kv`, entries, state.dim)
+  const count = tensor(tensors, names.entryCount)
+  if (count.dtype !== 'I64' || count.data[0] !== BigInt(entries)) throw new PdBridgeError(`mount: ${names.entryCount} should be ${entries} for ${tokens} tokens`)
+  const pooled = floats(tensors, names.compressedKv, entries, state.dim)
   for (let r = 0; r < entries; r++) state.entries.append(pooled.subarray(r * state.dim, (r + 1) * state.dim))
   const buffered = tokens % state.ratio
-  state.bufferKv.set(floats(tensors, `${base}.buffer_kv`, buffered, state.width))
-  state.bufferGate.set(floats(tensors, `${base}.buffer_gate`, buffered, state.width))
+  state.bufferKv.set(floats(tensors, names.bufferKv, buffered, state.width))
+  state.bufferGate.set(floats(tensors, names.bufferGate, buffered, state.width))
   state.bufferLength = buffered
   if (state.overlap && entries > 0) {
-    state.overlapKv = floats(tensors, `${base}.overlap_kv`, state.ratio, state.dim).slice()
-    state.overlapGate = floats(tensors, `${base}.overlap_gate`, state.ratio, state.dim).slice()
+    state.overlapKv = floats(tensors, names.overlapKv, state.ratio, state.dim).slice()
+    state.overlapGate = floats(tensors, names.overlapGate, state.ratio, state.dim).slice()
   }
 }
 
@@ -43,13 +44,14 @@ function mountPool (tensors: ReadonlyMap<string, DumpTensor>, base: string, stat
  */
 export function mountCapture (tensors: ReadonlyMap<string, DumpTensor>, sidecar: Sidecar, tokens: number): ModelCache {
   const kv = sidecar.kvPath
-  const layers: LayerCache[] = sidecar.json.layers.map(({ index }) => {
-    const cache = kv.newLayerCache(index)
+  const layers: LayerCache[] = sidecar.json.layers.map(({ index }, i) => {
+    const cache = kv.layers[i].makeCache()
+    const names = cacheTensorNames(index)
     const rows = Math.min(tokens, cache.windowRowsMax)
-    cache.window.set(floats(tensors, `layers.${index}.window`, rows, cache.headDim))
+    cache.window.set(floats(tensors, names.window, rows, cache.headDim))
     cache.windowLength = rows
-    if (cache.compressor !== null) mountPool(tensors, `layers.${index}.compressor`, cache.compressor, tokens)
-    if (cache.indexer !== null) mountPool(tensors, `layers.${index}.indexer`, cache.indexer, tokens)
+    if (cache.compressor !== null) mountPool(tensors, names.pool('compressor'), cache.compressor, tokens)
+    if (cache.indexer !== null) mountPool(tensors, names.pool('indexer'), cache.indexer, tokens)
     return cache
   })
   const cache = new ModelCache(layers)

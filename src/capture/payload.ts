@@ -1,38 +1,24 @@
 // How many values a layer's cache holds after n tokens, and the payload minimum that follows.
-// A layer's cache is exactly the decoder's resume state (src/model/engine/cache.ts):
+// A layer's cache is exactly the decoder's resume state (src/model/engine/cache-layout.ts):
 //   window      min(n, window - 1) rows of head_dim
 //   per pool    floor(n / r) entries of d; (n mod r) buffered tokens of kv and gate, width w each
 //               (w = 2d with overlap, else d); CSA's carry, kv and gate [r, d], once n >= r
 // Nothing in it can be dropped, so the sum over layers at the decoder's element size is the
 // theoretical minimum a capture must move; a capture file adds only its header.
+import { cacheLayout, type LayerCacheLayout, type PoolLayout } from '../model/engine/cache-layout.ts'
 import type { SidecarJson } from '../wire/sidecar-format.ts'
 
 /** One pool of a layer: ratio, entry width, overlap (CSA and its indexer) or not (HCA). */
-export interface PoolGeometry {
-  ratio: number
-  dim: number
-  overlap: boolean
-}
+export type PoolGeometry = Pick<PoolLayout, 'ratio' | 'dim' | 'overlap'>
 
-/** The cache geometry of one layer. */
-export interface LayerGeometry {
-  headDim: number
-  /** Rows a window holds at most: sliding_window - 1. */
-  windowRows: number
+/** The cache geometry of one layer (windowRows: sliding_window - 1). */
+export interface LayerGeometry extends Pick<LayerCacheLayout, 'headDim' | 'windowRows'> {
   pools: PoolGeometry[]
 }
 
-/** The cache geometry of every layer of a sidecar's decoder. */
+/** The cache geometry of every layer of a sidecar's decoder: the engine's cache layout (src/model/engine/cache-layout.ts). */
 export function layerGeometries (json: Pick<SidecarJson, 'layers' | 'headDim' | 'indexHeadDim' | 'slidingWindow' | 'compressRates'>): LayerGeometry[] {
-  return json.layers.map(({ layerType }) => {
-    const pools: PoolGeometry[] = []
-    if (layerType === 'compressed_sparse_attention') {
-      pools.push({ ratio: json.compressRates.csa, dim: json.headDim, overlap: true }, { ratio: json.compressRates.csa, dim: json.indexHeadDim, overlap: true })
-    } else if (layerType === 'heavily_compressed_attention') {
-      pools.push({ ratio: json.compressRates.hca, dim: json.headDim, overlap: false })
-    }
-    return { headDim: json.headDim, windowRows: json.slidingWindow - 1, pools }
-  })
+  return cacheLayout(json.layers.map((l) => l.layerType), json)
 }
 
 /** Float values one layer's cache holds after n tokens (entry counts, one int64 each, not included). */

@@ -191,7 +191,7 @@ describe('loadSidecar refuses a stale or edited sidecar, naming the file and fie
 
 describe('the kv path reads nothing but the sidecar', () => {
   it('the query and output projections are absent, and say so if anything reads them', () => {
-    const layer = decoder.kvPath.layers[1]
+    const layer = decoder.kvPath.layers[1].weights
     expect(() => layer.qA.apply(new Float32Array(256), 1)).toThrow(/model\.layers\.1\.self_attn\.q_a_proj\.weight is not in the sidecar; the kv path must not read it/)
     expect(() => layer.indexer!.weightsProj.apply(new Float32Array(256), 1)).toThrow(/not in the sidecar/)
   })

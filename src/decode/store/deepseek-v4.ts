@@ -2,11 +2,13 @@
 //   sliding (ratio 0)  RotatingKVCache(max_size = sliding_window)
 //   CSA (ratio 4)      CacheList(RotatingKVCache, PoolingCache(4), PoolingCache(4))   main pool, indexer pool
 //   HCA (ratio 128)    CacheList(RotatingKVCache, PoolingCache(128))
+// The pools per layer type are the engine's cache layout (src/model/engine/cache-layout.ts: layerPools).
 // PoolingCache's state is (buf_kv|None, buf_gate|None, pooled, prev_win_kv|None, prev_win_gate|None).
 // In a block its `pooled` is stored as a delta: class PoolingCacheDelta, the same five elements with
 // only this block's pooled rows, plus an int64 [start, end] absolute row range as a sixth.
 import type { Tensor } from '../../formats/safetensors/index.ts'
 import type { DeepseekV4Config, LayerType } from '../../model/config.ts'
+import { layerPools } from '../../model/engine/cache-layout.ts'
 import { BlockStoreError } from './errors.ts'
 import { DEFAULT_BLOCK_SIZE, DEFAULT_PAYLOAD_LAYOUT, type StoreLayout } from './metadata.ts'
 import { cacheList, isTensor, plainState, PLACEHOLDER, type BlockPayload, type LayerPayload, type PlainState, type StateElement } from './payload.ts'
@@ -50,7 +52,8 @@ export function deepseekV4CacheLayout (cfg: Pick<DeepseekV4Config, 'layerTypes' 
     if (!Number.isSafeInteger(ratio) || ratio <= 0) {
       throw new BlockStoreError(`layer ${layer}`, `${layerType} needs a positive compress ratio, got ${ratio}`)
     }
-    const poolRatios = layerType === 'compressed_sparse_attention' ? [ratio, ratio] : [ratio]
+    // One PoolingCache per pool of the layer: CSA the main pool and the indexer's, HCA the main pool.
+    const poolRatios = layerPools(layerType).map(() => ratio)
     return { layer, layerType, cacheType: CACHE_LIST, poolRatios, window: cfg.slidingWindow }
   })
 }

@@ -3,8 +3,10 @@
 //   compressor  pool entries, the tokens of the partial window (kv and gate, gate WITHOUT position
 //               bias), CSA's overlap carry (Ca half of the last complete window, gate WITH bias),
 //               entry count; CSA layers hold a second one for the indexer.
+// The layout (which pools, their ratios and widths) is described once, in cache-layout.ts.
 import { PdBridgeError } from '../../errors.ts'
 import type { DeepseekV4Config, LayerType } from '../config.ts'
+import { cacheLayout, poolTensorNames, type LayerCacheLayout, type PoolLayout } from './cache-layout.ts'
 
 /** A float32 tensor of a cache dump. */
 export interface DumpF32 { dtype: 'F32', shape: number[], data: Float32Array }
@@ -85,6 +87,11 @@ export class CompressorState {
     this.bufferGate = new Float32Array(ratio * this.width)
   }
 
+  /** An empty state for a pool of the layout. */
+  static fromLayout (pool: PoolLayout): CompressorState {
+    return new CompressorState(pool.ratio, pool.dim, pool.overlap)
+  }
+
   /** Projection width per token: 2*dim for an overlapping (ratio-4) compressor, else dim. */
   get width (): number {
     return this.overlap ? 2 * this.dim : this.dim
@@ -113,13 +120,14 @@ export class CompressorState {
   tensors (base: string): Map<string, DumpTensor> {
     const out = new Map<string, DumpTensor>()
     const w = this.width
-    out.set(`${base}.compressed_kv`, { dtype: 'F32', shape: [this.entryCount, this.dim], data: this.entries.view().slice() })
-    out.set(`${base}.entry_count`, { dtype: 'I64', shape: [1], data: BigInt64Array.of(BigInt(this.entryCount)) })
-    out.set(`${base}.buffer_kv`, { dtype: 'F32', shape: [this.bufferLength, w], data: this.bufferKv.slice(0, this.bufferLength * w) })
-    out.set(`${base}.buffer_gate`, { dtype: 'F32', shape: [this.bufferLength, w], data: this.bufferGate.slice(0, this.bufferLength * w) })
+    const names = poolTensorNames(base)
+    out.set(names.compressedKv, { dtype: 'F32', shape: [this.entryCount, this.dim], data: this.entries.view().slice() })
+    out.set(names.entryCount, { dtype: 'I64', shape: [1], data: BigInt64Array.of(BigInt(this.entryCount)) })
+    out.set(names.bufferKv, { dtype: 'F32', shape: [this.bufferLength, w], data: this.bufferKv.slice(0, this.bufferLength * w) })
+    out.set(names.bufferGate, { dtype: 'F32', shape: [this.bufferLength, w], data: this.bufferGate.slice(0, this.bufferLength * w) })
     if (this.overlapKv !== null && this.overlapGate !== null) {
-      out.set(`${base}.overlap_kv`, { dtype: 'F32', shape: [this.ratio, this.dim], data: this.overlapKv.slice() })
-      out.set(`${base}.overlap_gate`, { dtype: 'F32', shape: [this.ratio, this.dim], data: this.overlapGate.slice() })
+      out.set(names.overlapKv, { dtype: 'F32', shape: [this.ratio, this.dim], data: this.overlapKv.slice() })
+      out.set(names.overlapGate, { dtype: 'F32', shape: [this.ratio, this.dim], data: this.overlapGate.slice() })
     }
     return out
   }
@@ -138,6 +146,15 @@ export class LayerCache {
     this.window = new Float32Array(windowRowsMax * headDim)
     this.compressor = compressor
     this.indexer = indexer
+  }
+
+  /** An empty cache of the layout (window rows, and a compressor state per pool). */
+  static fromLayout (layout: LayerCacheLayout): LayerCache {
+    const pool = (name: PoolLayout['name']): CompressorState | null => {
+      const p = layout.pools.find((q) => q.name === name)
+      return p === undefined ? null : CompressorState.fromLayout(p)
+    }
+    return new LayerCache(layout.layerType, layout.headDim, layout.windowRows, pool('compressor'), pool('indexer'))
   }
 
   /** The last min(T, window-1) rows, oldest first (a copy). */
@@ -183,20 +200,9 @@ export class ModelCache {
 
   constructor (readonly layers: LayerCache[]) {}
 
-  /** An empty cache for `cfg`. */
+  /** An empty cache for `cfg` (what the model's makeCache() returns). */
   static empty (cfg: DeepseekV4Config): ModelCache {
-    const layers = cfg.layerTypes.map((type) => {
-      let compressor: CompressorState | null = null
-      let indexer: CompressorState | null = null
-      if (type === 'compressed_sparse_attention') {
-        compressor = new CompressorState(cfg.compressRates.csa, cfg.headDim, true)
-        indexer = new CompressorState(cfg.compressRates.csa, cfg.indexHeadDim, true)
-      } else if (type === 'heavily_compressed_attention') {
-        compressor = new CompressorState(cfg.compressRates.hca, cfg.headDim, false)
-      }
-      return new LayerCache(type, cfg.headDim, cfg.slidingWindow - 1, compressor, indexer)
-    })
-    return new ModelCache(layers)
+    return new ModelCache(cacheLayout(cfg.layerTypes, cfg).map((layout) => LayerCache.fromLayout(layout)))
   }
 
   /** A deep copy (to branch a conversation or compare resumes). */

@@ -6,7 +6,10 @@
 // on how the tokens were split into calls.
 import { ropeRows, softmaxPool } from '../../kernels/index.ts'
 import type { ActivationRounding } from './activation.ts'
+import type { CompressorWeights } from './attention-weights.ts'
 import type { CompressorState } from './cache.ts'
+import type { PoolLayout } from './cache-layout.ts'
+import type { ModelNumerics } from './numerics.ts'
 import { weightedRmsNorm } from './norms.ts'
 
 const fround = Math.fround
@@ -24,6 +27,29 @@ export interface CompressorParams {
   ropeDim: number
   /** Reference-quant hook on a finished entry (after rope), when the profile asks for it. */
   finishEntry?: (entry: Float32Array) => void
+}
+
+/** One compressor of a layer (the main one, or a CSA layer's indexer's): its weights, its pool's layout and the model's numerics. */
+export class Compressor {
+  constructor (readonly weights: CompressorWeights, readonly layout: PoolLayout, private readonly numerics: ModelNumerics,
+    private readonly sizes: { ropeDim: number, rmsEps: number }, private readonly finishEntry: ((entry: Float32Array) => void) | undefined) {}
+
+  /** Project the attention input x [n, hidden] (positions end-n..end-1) and feed it to `state`. */
+  append (state: CompressorState, x: Float32Array, n: number, end: number): void {
+    const { act, rope } = this.numerics
+    const table = rope.table('compress', end)
+    const kv = act.roundAll(this.weights.kv.apply(x, n))
+    const gate = act.roundAll(this.weights.gate.apply(x, n))
+    compressTokens(state, kv, gate, n, {
+      cos: table.cos, sin: table.sin, ropeDim: this.sizes.ropeDim, rmsEps: this.sizes.rmsEps, finishEntry: this.finishEntry,
+      positionBias: this.weights.positionBias, normWeight: this.weights.normWeight,
+    }, act)
+  }
+
+  /** Fill `state`'s overlap carry from its raw previous window (see deriveOverlapCarry). */
+  completeCarry (state: CompressorState): void {
+    deriveOverlapCarry(state, this.weights, this.numerics.act)
+  }
 }
 
 /**

@@ -4,11 +4,10 @@
 import { PdBridgeError } from '../../errors.ts'
 import { loadCheckpoint, type LoadedCheckpoint } from '../checkpoint/index.ts'
 import type { DeepseekV4Config } from '../config.ts'
-import { getProfile, referenceQuantHooks, type NumericsProfile } from '../profiles/index.ts'
+import { getProfile, type NumericsProfile } from '../profiles/index.ts'
 import { prepareWeights, type PreparedWeights } from '../weights/index.ts'
 import { ModelCache } from './cache.ts'
-import { appendFromAttentionInputs, buildModel, forwardChunk, type AttnInputHook, type DeepseekV4Model } from './deepseek-v4.ts'
-import { deriveOverlapCarry } from './compressor.ts'
+import { DeepseekV4Model, type AttnInputHook } from './deepseek-v4.ts'
 
 export { ModelCache, LayerCache, CompressorState, type DumpTensor } from './cache.ts'
 export type { AttnInputHook } from './deepseek-v4.ts'
@@ -65,7 +64,7 @@ export class DeepseekV4Engine {
     const cfg = ckpt.config
     const w = weights ?? prepareWeights(ckpt.weights, cfg, p)
     if (w.profile.name !== p.name) throw new PdBridgeError(`engine: the weights were prepared for profile ${w.profile.name}, not ${p.name}`)
-    return new DeepseekV4Engine(buildModel(cfg, w, p, referenceQuantHooks(p.referenceQuant, cfg.headDim, cfg.qkRopeHeadDim)))
+    return new DeepseekV4Engine(new DeepseekV4Model(cfg, w, p))
   }
 
   /** The model config. */
@@ -80,7 +79,7 @@ export class DeepseekV4Engine {
 
   /** An empty cache for this model. */
   newCache (): ModelCache {
-    return ModelCache.empty(this.model.cfg)
+    return this.model.makeCache()
   }
 
   /**
@@ -110,7 +109,7 @@ export class DeepseekV4Engine {
       const c1 = Math.min(n, c0 + maxChunk)
       const rows: number[] = []
       for (let r = Math.max(c0, first); r < c1; r++) rows.push(r - c0)
-      const out = forwardChunk(this.model, Array.prototype.slice.call(tokens, c0, c1), cache, rows, opts.attnInputHook)
+      const out = this.model.forward(Array.prototype.slice.call(tokens, c0, c1), cache, rows, opts.attnInputHook)
       if (rows.length > 0) logits.set(out, (c0 + rows[0] - first) * vocab)
     }
     return { logits, rows: n - first, vocab, firstPosition: start + first }
@@ -155,7 +154,7 @@ export class DeepseekV4Engine {
       }
       return x
     })
-    appendFromAttentionInputs(this.model, cache, count, (layer) => inputs[layer])
+    this.model.appendFromAttentionInputs(cache, count, (layer) => inputs[layer])
   }
 
   /**
@@ -165,11 +164,7 @@ export class DeepseekV4Engine {
    */
   completeCarries (cache: ModelCache): ModelCache {
     this.checkCache(cache)
-    cache.layers.forEach((layer, i) => {
-      const w = this.model.layers[i].attention
-      if (layer.compressor !== null && w.compressor !== null) deriveOverlapCarry(layer.compressor, w.compressor, this.model.act)
-      if (layer.indexer !== null && w.indexer !== null) deriveOverlapCarry(layer.indexer, w.indexer, this.model.act)
-    })
+    this.model.completeCarries(cache)
     return cache
   }
 

@@ -5,6 +5,9 @@
 import { indexerScores, ropeRows, topkIndices } from '../../kernels/index.ts'
 import type { Linear } from '../weights/index.ts'
 import type { ActivationRounding } from './activation.ts'
+import type { CompressorState } from './cache.ts'
+import type { Compressor } from './compressor.ts'
+import type { ModelNumerics } from './numerics.ts'
 
 /** What the indexer needs besides its compressor state. */
 export interface IndexerParams {
@@ -20,6 +23,23 @@ export interface IndexerParams {
   ropeDim: number
   /** Reference-quant hook on each roped query head (Hadamard + fp4), when the profile asks for it. */
   finishQuery?: (qHead: Float32Array) => void
+}
+
+/** A CSA layer's indexer: its compressor (the indexer pool) and its scorer's projections and sizes. */
+export class Indexer {
+  constructor (readonly pool: Compressor, private readonly qB: Linear, private readonly weightsProj: Linear,
+    private readonly sizes: { heads: number, headDim: number, topk: number, ropeDim: number }, private readonly numerics: ModelNumerics) {}
+
+  /** For n queries at positions start.. (x the attention input, qResidual the q residual), the entries of `state` each picks. */
+  select (x: Float32Array, qResidual: Float32Array, n: number, start: number, state: CompressorState): Int32Array[] {
+    const { act, rope, quant } = this.numerics
+    const ctable = rope.table('compress', start + n)
+    const params: IndexerParams = {
+      qB: this.qB, weightsProj: this.weightsProj, heads: this.sizes.heads, headDim: this.sizes.headDim, topk: this.sizes.topk,
+      ratio: state.ratio, cos: ctable.cos, sin: ctable.sin, ropeDim: this.sizes.ropeDim, finishQuery: quant?.indexerVector,
+    }
+    return indexerSelect(x, qResidual, n, start, state.entries.view(), state.entryCount, params, act)
+  }
 }
 
 /**

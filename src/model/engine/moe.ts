@@ -35,6 +35,16 @@ export interface MoeShape {
   scoringFunc: 'sqrtsoftplus' | 'softmax' | 'sigmoid'
 }
 
+/** One layer's MoE: its weights, the model's MoE constants and activation rounding. */
+export class Moe {
+  constructor (readonly weights: MoeWeights, readonly shape: MoeShape, private readonly act: ActivationRounding) {}
+
+  /** The block for x [n, hidden] with token ids `tokens` (for hash routing). Returns [n, hidden]. */
+  forward (x: Float32Array, n: number, tokens: ArrayLike<number>): Float32Array {
+    return moeBlock(this.weights, this.shape, x, n, tokens, this.act)
+  }
+}
+
 /**
  * The clamped SwiGLU, elementwise into out: act(act(silu(min(gate, limit))) * clamp(up, -limit, limit)),
  * silu the kernels' siluF32 (in bulk, native).

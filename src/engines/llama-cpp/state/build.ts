@@ -1,10 +1,11 @@
 // Build llama.cpp's sequence state from our cache at a boundary of T tokens: the per-layer tensors
 // our engine's cache and a capture's layer files hold (`layers.{i}.window`, `.compressor.*`,
-// `.indexer.*`; src/model/engine/cache.ts), the compressors' position biases, the prompt ids.
+// `.indexer.*`; the names are src/model/engine/cache-layout.ts's cacheTensorNames), the compressors' position biases, the prompt ids.
 // What llama.cpp computes differently from us in storing them is applied here as named transforms:
 // the Walsh-Hadamard rotation of K rows (hadamard.ts), the cache dtype (half.ts), the score =
 // gate + position bias it keeps in its rings (we add the bias when a window is pooled).
 import type { DumpTensor } from '../../../model/engine/cache.ts'
+import { cacheTensorNames } from '../../../model/engine/cache-layout.ts'
 import { LlamaCppStateError } from './errors.ts'
 import {
   DSV4_MODE_FULL, DSV4_VERSION, GGML_F32, K_CACHE_VERSION, POOLS, RING_VERSION, ggmlTypeId, ggmlTypeSize,
@@ -60,7 +61,7 @@ function windowSection (g: LlamaCppStateGeometry, src: OurCache, T: number): Lla
   const cells: CellRecord[] = Array.from({ length: count }, (_, i) => ({ pos: first + i, seqIds: [0] }))
   const d = g.headDim
   const layers = g.layerRatios.map((_, i) => {
-    const ours = f32Tensor(src, `layers.${i}.window`, held, d)
+    const ours = f32Tensor(src, cacheTensorNames(i).window, held, d)
     // Cells in position order (llama.cpp's own order after a one-batch prefill into a fresh context).
     // The oldest cell, when there are `window` of them, is one no later query sees: we do not hold it.
     const rows = new Float32Array(count * d)
@@ -76,7 +77,7 @@ function kCacheSection (g: LlamaCppStateGeometry, src: OurCache, T: number, pool
   const rows = Math.floor(T / poolRatio(pool))
   const width = poolWidth(g, pool)
   const layers = poolLayers(g, pool).map((il) => {
-    const entries = f32Tensor(src, `layers.${il}.${ourCompressor(pool)}.compressed_kv`, rows, width)
+    const entries = f32Tensor(src, cacheTensorNames(il).pool(ourCompressor(pool)).compressedKv, rows, width)
     return { il, k: tensor(ggmlTypeId(g.cacheType), width, rows, ggmlTypeSize(g.cacheType), kRows(entries, width, rotates(g, pool), g)) }
   })
   return { version: K_CACHE_VERSION, rows, streams: 1, layers }
@@ -92,12 +93,12 @@ function ringSection (g: LlamaCppStateGeometry, src: OurCache, T: number, pool: 
   const dim = poolWidth(g, pool)
   const buffered = T % ratio
   const layers = poolLayers(g, pool).map((il) => {
-    const base = `layers.${il}.${ourCompressor(pool)}`
-    const bufKv = f32Tensor(src, `${base}.buffer_kv`, buffered, width)
-    const bufGate = f32Tensor(src, `${base}.buffer_gate`, buffered, width)
+    const names = cacheTensorNames(il).pool(ourCompressor(pool))
+    const bufKv = f32Tensor(src, names.bufferKv, buffered, width)
+    const bufGate = f32Tensor(src, names.bufferGate, buffered, width)
     const hasCarry = pool !== 'hca' && T >= ratio
-    const carryKv = hasCarry ? f32Tensor(src, `${base}.overlap_kv`, ratio, dim) : null
-    const carryGate = hasCarry ? f32Tensor(src, `${base}.overlap_gate`, ratio, dim) : null
+    const carryKv = hasCarry ? f32Tensor(src, names.overlapKv, ratio, dim) : null
+    const carryGate = hasCarry ? f32Tensor(src, names.overlapGate, ratio, dim) : null
     const ape = src.positionBias(il, ourCompressor(pool))
     if (ape.length !== ratio * width) throw new LlamaCppStateError('our cache', `layer ${il} ${ourCompressor(pool)} position bias holds ${ape.length} values, expected ${ratio} x ${width}`)
     const kv = new Float32Array(size * width)

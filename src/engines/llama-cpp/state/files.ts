@@ -1,7 +1,7 @@
 // The edges: our cache objects as the builder's input, a state file written atomically, a state
 // file read and checked before anything else touches it.
 import { readFileSync, renameSync, writeFileSync } from 'node:fs'
-import { compressorPrefixes } from '../../../capture/kv-weights.ts'
+import { compressorPrefixes } from '../../../model/engine/attention-weights.ts'
 import type { DumpTensor, ModelCache } from '../../../model/engine/cache.ts'
 import type { OurCache } from './build.ts'
 import type { LlamaCppState } from './format.ts'

@@ -2,6 +2,7 @@
 // each cache holds, widths, ratios, ring sizes, the K cache type, the rotation. Derived from the
 // model config and the context options only, so the builder and the guard agree by construction.
 import type { DeepseekV4Config } from '../../../model/config.ts'
+import { cacheLayout } from '../../../model/engine/cache-layout.ts'
 import { LlamaCppStateError } from './errors.ts'
 import type { CacheType, Pool } from './format.ts'
 
@@ -28,7 +29,8 @@ export function stateGeometry (cfg: DeepseekV4Config, ctx: { kvCacheType?: Cache
   if (cfg.compressRates.csa !== CSA_RATIO || cfg.compressRates.hca !== HCA_RATIO) {
     throw new LlamaCppStateError('geometry', `compress rates ${cfg.compressRates.csa} / ${cfg.compressRates.hca}; llama.cpp's deepseek4 has ${CSA_RATIO} / ${HCA_RATIO} only`)
   }
-  const layerRatios = cfg.layerTypes.map((t) => t === 'compressed_sparse_attention' ? CSA_RATIO : t === 'heavily_compressed_attention' ? HCA_RATIO : 0)
+  // Our cache layout's ratio per layer (its main pool's; 0 without pools): 4 for CSA, 128 for HCA, checked above.
+  const layerRatios = cacheLayout(cfg.layerTypes, cfg).map((l) => l.pools[0]?.ratio ?? 0)
   return {
     vocabSize: cfg.vocabSize,
     layerRatios,

@@ -2,7 +2,7 @@
 // rings; we add the bias when a window pools, so blocks and caches never hold it). They come from
 // the sidecar the capture was computed under: read from its weights file, only those tensors.
 import { join } from 'node:path'
-import { compressorPrefixes } from '../../../capture/kv-weights.ts'
+import { compressorPrefixes } from '../../../model/engine/attention-weights.ts'
 import { SIDECAR_WEIGHTS, type SidecarJson } from '../../../wire/sidecar-format.ts'
 import { PdBridgeError } from '../../../errors.ts'
 import { SafetensorsFile } from '../../../formats/safetensors/index.ts'

@@ -1,4 +1,4 @@
-"""One layer's cache from its attention input, as updateLayerCache (src/model/engine/attention.ts)
+"""One layer's cache from its attention input, as Attention.updateCache (src/model/engine/attention.ts)
 and compressTokens (compressor.ts) build it: kv_proj -> kv_norm -> rope -> the window's last
 window-1 rows; for CSA/HCA layers the compressor (and CSA's indexer compressor): projections,
 windows of `ratio` tokens aligned to position 0, per-channel softmax pooling with the position

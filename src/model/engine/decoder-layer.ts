@@ -1,0 +1,43 @@
+// One decoder layer: attention site (hyper-connection pre, input_layernorm, attention, write-back),
+// then the FFN site (pre, post_attention_layernorm, MoE, write-back), on the hc_mult residual streams.
+import type { ActivationRounding } from './activation.ts'
+import type { Attention } from './attention.ts'
+import type { LayerCache } from './cache.ts'
+import { hcPost, hcPre, type HcParams, type HcShape } from './hyper-connections.ts'
+import type { Moe } from './moe.ts'
+import { weightedRmsNorm } from './norms.ts'
+
+/** Sees each layer's attention input: exactly the rows [count, hidden] the attention block receives. */
+export type AttnInputHook = (layer: number, startPos: number, rows: Float32Array, count: number) => void
+
+/** One layer's weights around its attention and MoE. */
+export interface DecoderLayerWeights {
+  attnHc: HcParams
+  inputNorm: Float32Array
+  ffnHc: HcParams
+  postNorm: Float32Array
+}
+
+/** A decoder layer: its hyper-connection sites and norms, its Attention and its Moe. */
+export class DecoderLayer {
+  constructor (readonly index: number, readonly weights: DecoderLayerWeights, readonly attention: Attention, readonly moe: Moe,
+    private readonly hcShape: HcShape, private readonly act: ActivationRounding) {}
+
+  /** The streams h [n, hc, hidden] of tokens at positions start.. after this layer, updating its cache. */
+  forward (h: Float32Array, n: number, tokens: ArrayLike<number>, start: number, cache: LayerCache, hook?: AttnInputHook): Float32Array {
+    const { weights: w, hcShape, act } = this
+    const hidden = hcShape.hidden
+    const eps = hcShape.rmsEps
+    // Attention site.
+    const a = hcPre(h, n, w.attnHc, hcShape, act)
+    const x = weightedRmsNorm(a.collapsed, n, hidden, w.inputNorm, eps, act)
+    hook?.(this.index, start, x, n)
+    const attn = this.attention.forward(x, n, start, cache)
+    h = hcPost(h, n, a, attn, hcShape, act)
+    // FFN site.
+    const f = hcPre(h, n, w.ffnHc, hcShape, act)
+    const y = weightedRmsNorm(f.collapsed, n, hidden, w.postNorm, eps, act)
+    const moe = this.moe.forward(y, n, tokens)
+    return hcPost(h, n, f, moe, hcShape, act)
+  }
+}
