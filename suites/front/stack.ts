@@ -261,13 +261,7 @@ export async function startFaultProxy (target: () => string): Promise<FaultProxy
     up.on('error', () => res.destroy())
     req.pipe(up)
   })
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  proxy.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-  proxy.close = async () => {
-    server.closeAllConnections()
-    await new Promise<void>((resolve) => server.close(() => resolve()))
-  }
+  Object.assign(proxy, await listenLoopback(server))
   return proxy
 }
 
@@ -307,14 +301,21 @@ export async function startSubmitProxy (target: string): Promise<SubmitProxy> {
       up.end(body)
     })
   })
+  Object.assign(proxy, await listenLoopback(server))
+  return proxy
+}
+
+/** Listen on a free 127.0.0.1 port; the URL and a close that drops open connections. */
+async function listenLoopback (server: Server): Promise<{ url: string, close: () => Promise<void> }> {
   server.listen(0, '127.0.0.1')
   await once(server, 'listening')
-  proxy.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-  proxy.close = async () => {
-    server.closeAllConnections()
-    await new Promise<void>((resolve) => server.close(() => resolve()))
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: async () => {
+      server.closeAllConnections()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+    },
   }
-  return proxy
 }
 
 /** Poll `check` until it returns a value (not undefined) or `ms` pass. */
