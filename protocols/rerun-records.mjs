@@ -56,16 +56,20 @@ if (args.base === undefined) usage('--base is required')
 if (!/^\d+$/.test(args.max) || Number(args.max) < 1) usage(`--max must be a positive integer, got ${JSON.stringify(args.max)}`)
 const sizes = args.sizes === undefined ? undefined : args.sizes.split(',').map((s) => { if (!/^\d+$/.test(s.trim())) usage(`--sizes must be integers, got ${JSON.stringify(args.sizes)}`); return Number(s) })
 
-const git = (...a) => execFileSync('git', ['-C', REPO, ...a], { encoding: 'utf8' }).trim()
+const git = (...a) => execFileSync('git', ['-C', REPO, ...a], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim()
 function commitOf (rev) {
   try { return git('rev-parse', '--verify', `${rev}^{commit}`) }
   catch { usage(`${rev} is not a commit of ${REPO}`) }
 }
 const revs = { base: commitOf(args.base), head: commitOf(args.head) }
-// The worktrees borrow this checkout's node_modules and built addon: the native sources must be the ones it was built from.
+// The worktrees borrow this checkout's node_modules and built addon: the addon's sources and the
+// installed packages (package-lock.json's entries but the root package's own) must be this checkout's.
+const installed = (text) => JSON.stringify(Object.entries(JSON.parse(text).packages ?? {}).filter(([path]) => path !== ''))
+const lockHere = installed(readFileSync(join(REPO, 'package-lock.json'), 'utf8'))
 for (const [name, sha] of Object.entries(revs)) {
-  const changed = git('diff', '--name-only', sha, '--', 'native', 'package-lock.json')
-  if (changed !== '') usage(`${name} ${sha.slice(0, 12)} differs from this checkout in ${changed.split('\n').join(', ')}: the borrowed addon and node_modules would not be its own`)
+  const changed = git('diff', '--name-only', sha, '--', 'native/src', 'native/binding.gyp')
+  if (changed !== '') usage(`${name} ${sha.slice(0, 12)} differs from this checkout in ${changed.split('\n').join(', ')}: the borrowed addon would not be its own`)
+  if (installed(git('show', `${sha}:package-lock.json`)) !== lockHere) usage(`${name} ${sha.slice(0, 12)} installs other packages than this checkout (package-lock.json): the borrowed node_modules would not be its own`)
 }
 
 /** The embedded stack a record's model label names: `embedded tiny (seed 1, blocks of 256)`. */

@@ -121,6 +121,28 @@ describe('command-line mistakes: one line, exit 2, nothing started', () => {
   })
 })
 
+describe('rerun-records: its refusals, before any worktree or run', () => {
+  it('--help, no --base, an unknown commit, a bad --max, no matching record: exit 2 with the reason', async () => {
+    const help = await node([protocol('rerun-records.mjs'), '--help'])
+    expect(help.code).toBe(0)
+    expect(help.stdout.split('\n')[0]).toBe('Usage: node protocols/rerun-records.mjs --base REV [options]')
+    const cases: Array<[string[], string]> = [
+      [[], '--base is required'],
+      [['--base', 'no-such-rev'], 'no-such-rev is not a commit of'],
+      [['--base', 'HEAD', '--max', '0'], '--max must be a positive integer, got "0"'],
+      [['--base', 'HEAD', '--sizes', 'x'], '--sizes must be integers'],
+      [['--base', 'HEAD', '--sizes', '999'], 'no committed record matches'],
+      [['--base', 'HEAD', '--bogus'], "Unknown option '--bogus'"],
+    ]
+    for (const [args, reason] of cases) {
+      const r = await node([protocol('rerun-records.mjs'), ...args])
+      expect(r.code, r.stderr).toBe(2)
+      expect(r.stderr.split('\n')[0]).toContain(reason)
+      expect(r.stderr.split('\n')[0].startsWith('rerun-records: ')).toBe(true)
+    }
+  })
+})
+
 describe('sizes that cannot fit the served window are refused up front', () => {
   it('cold-bench --sizes 4096,16384,32768 (the old header example): refused before the stack starts, with the numbers', async () => {
     const before = await listing(RESULTS)
