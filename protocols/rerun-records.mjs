@@ -3,7 +3,8 @@
 // number that does not depend on the clock (issue #19: a restructuring must leave every number the
 // same). For each chosen record under results/runs/ it runs, in a worktree of each commit,
 //   node protocols/cold-bench.mjs --seed S --sizes T --repeats 1 --max-tokens B --preset P --block-size N
-// (the record's own seed, size, budget and preset; run 0 of an invocation uses the invocation seed),
+// (the record's own seed, size, budget and preset; S is chosen so that the invocation's first run has
+// the record's seed),
 // then compares the two new records' token counts, finish reasons, answer digests, verdicts, routes,
 // bridged tokens, capture/fetched/block bytes and answersAgree. Times are reported, never compared.
 //
@@ -105,7 +106,7 @@ function rerun (dir, name, i, record) {
   const stack = stackOf(record)
   const runs = join(work, `runs-${name}-${i}`)
   mkdirSync(runs, { recursive: true })
-  const argv = ['protocols/cold-bench.mjs', '--seed', String(record.seed), '--sizes', String(record.targetTokens), '--repeats', '1',
+  const argv = ['protocols/cold-bench.mjs', '--seed', String(invocationSeedFor(record.seed)), '--sizes', String(record.targetTokens), '--repeats', '1',
     '--max-tokens', String(record.answerBudget), '--preset', stack.preset, '--block-size', String(stack.blockSize),
     '--state-dir', join(work, `state-${name}`), '--runs', runs, '--no-generate']
   say(`${name}: node ${argv.join(' ')}`)
@@ -113,7 +114,14 @@ function rerun (dir, name, i, record) {
   if (r.status !== 0) throw new Error(`${name}: cold-bench exited with ${r.status ?? r.signal} for ${record.runId}`)
   const files = readdirSync(runs).filter((f) => f.endsWith('.json'))
   if (files.length !== 1) throw new Error(`${name}: expected one record in ${runs}, found ${files.length}`)
-  return JSON.parse(readFileSync(join(runs, files[0]), 'utf8'))
+  const fresh = JSON.parse(readFileSync(join(runs, files[0]), 'utf8'))
+  if (fresh.seed !== record.seed) throw new Error(`${name}: the re-run of ${record.runId} used seed ${fresh.seed}, not the record's ${record.seed}`)
+  return fresh
+}
+
+/** cold-bench's run i (from 0) uses seed invocation + (i + 1) * 0x9e3779b1 (mod 2^32): the invocation seed whose first run is `seed`. */
+function invocationSeedFor (seed) {
+  return (seed - 0x9e3779b1 + 2 ** 32) % 2 ** 32
 }
 
 /** The numbers of a record that do not depend on the clock. */
