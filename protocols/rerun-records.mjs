@@ -6,15 +6,17 @@
 // (the record's own seed, size, budget and preset; S is chosen so that the invocation's first run has
 // the record's seed),
 // then compares the two new records' token counts, finish reasons, answer digests, verdicts, routes,
-// bridged tokens, capture/fetched/block bytes and answersAgree. Times are reported, never compared.
+// bridged tokens, capture/fetched bytes and answersAgree, and the decoder's block store after each run
+// (every block file and its content digest). Times and block file sizes are reported, never compared.
 //
 //   node protocols/rerun-records.mjs --base REV [--head REV] [--env ID] [--sizes N,N] [--max N] [--out FILE]
 //
 // Exit status 0 when every compared number is equal, 1 when one differs, 2 on a usage error.
 import { execFileSync, spawnSync } from 'node:child_process'
+import { createHash } from 'node:crypto'
 import { mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync, mkdirSync, existsSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { dirname, join, resolve } from 'node:path'
+import { dirname, join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 
@@ -116,7 +118,34 @@ function rerun (dir, name, i, record) {
   if (files.length !== 1) throw new Error(`${name}: expected one record in ${runs}, found ${files.length}`)
   const fresh = JSON.parse(readFileSync(join(runs, files[0]), 'utf8'))
   if (fresh.seed !== record.seed) throw new Error(`${name}: the re-run of ${record.runId} used seed ${fresh.seed}, not the record's ${record.seed}`)
-  return fresh
+  return { record: fresh, store: storeDigest(join(work, `state-${name}`, 'cache')) }
+}
+
+/**
+ * The decoder's block store after a run, clock-free: every block file's path under the store and its
+ * content digest (metadata content_sha256, which covers every tensor byte and every metadata key but
+ * created_at). The files' byte sizes are not clock-free: created_at is a decimal timestamp whose
+ * length varies, and the safetensors header is padded to 8 bytes around it.
+ */
+function storeDigest (root) {
+  const lines = []
+  const walk = (dir) => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      const p = join(dir, e.name)
+      if (e.isDirectory()) walk(p)
+      else if (e.name.endsWith('.safetensors')) lines.push(`${relative(root, p)} ${contentDigestOf(p)}`)
+    }
+  }
+  if (existsSync(root)) walk(root)
+  lines.sort()
+  return { blocks: lines.length, sha256: createHash('sha256').update(lines.join('\n')).digest('hex') }
+}
+
+/** A block file's metadata content_sha256 (null when it has none). */
+function contentDigestOf (file) {
+  const bytes = readFileSync(file)
+  const header = JSON.parse(bytes.subarray(8, 8 + Number(bytes.readBigUInt64LE(0))).toString('utf8'))
+  return header.__metadata__?.content_sha256 ?? null
 }
 
 /** cold-bench's run i (from 0) uses seed invocation + (i + 1) * 0x9e3779b1 (mod 2^32): the invocation seed whose first run is `seed`. */
@@ -124,12 +153,15 @@ function invocationSeedFor (seed) {
   return (seed - 0x9e3779b1 + 2 ** 32) % 2 ** 32
 }
 
-/** The numbers of a record that do not depend on the clock. */
+/** The numbers of a record that do not depend on the clock (block file sizes do: see storeDigest). */
 function clockFree (r) {
   const leg = (l) => l === null ? null : { promptTokens: l.promptTokens, completionTokens: l.completionTokens, finishReason: l.finishReason, answerSha256: l.answerSha256 ?? null }
   return {
     native: leg(r.native),
-    bridged: r.bridged === null ? null : { ...leg(r.bridged), verdict: r.bridged.verdict, route: r.bridged.route, bridgedTokens: r.bridged.bridgedTokens, bytes: r.bridged.bytes },
+    bridged: r.bridged === null ? null : {
+      ...leg(r.bridged), verdict: r.bridged.verdict, route: r.bridged.route, bridgedTokens: r.bridged.bridgedTokens,
+      captureBytes: r.bridged.bytes.capture, fetchedBytes: r.bridged.bytes.fetched,
+    },
     answersAgree: r.answersAgree,
   }
 }
@@ -145,13 +177,16 @@ let failed = false
 try {
   const dirs = { base: worktree('base', revs.base), head: worktree('head', revs.head) }
   chosen.forEach(({ file, record }, i) => {
-    const fresh = { base: rerun(dirs.base, 'base', i, record), head: rerun(dirs.head, 'head', i, record) }
+    const ran = { base: rerun(dirs.base, 'base', i, record), head: rerun(dirs.head, 'head', i, record) }
+    const fresh = { base: ran.base.record, head: ran.head.record }
     for (const r of Object.values(fresh)) if (r.native?.answerSha256 === undefined) throw new Error(`${file}: a re-run record has no answerSha256 (cold-bench at that commit predates it); choose a later --base`)
-    const diff = differences(clockFree(fresh.base), clockFree(fresh.head))
+    const numbers = (k) => ({ ...clockFree(fresh[k]), store: ran[k].store })
+    const diff = differences(numbers('base'), numbers('head'))
     if (diff.length > 0) failed = true
     rows.push({
       record: file, seed: record.seed, targetTokens: record.targetTokens,
-      base: clockFree(fresh.base), head: clockFree(fresh.head), differences: diff,
+      base: numbers('base'), head: numbers('head'), differences: diff,
+      blockFileBytes: { base: fresh.base.bridged?.bytes.blocks, head: fresh.head.bridged?.bytes.blocks },
       seconds: { base: { native: fresh.base.native?.totalMs / 1000, bridged: fresh.base.bridged?.totalMs / 1000 }, head: { native: fresh.head.native?.totalMs / 1000, bridged: fresh.head.bridged?.totalMs / 1000 } },
       committed: clockFree(record),
     })
@@ -167,11 +202,11 @@ finally {
 
 const report = {
   schema: 'pd-bridge/rerun@1', date: new Date().toISOString(), base: revs.base, head: revs.head,
-  compared: 'token counts, finish reasons, answer SHA-256, verdict, route, bridged tokens, capture/fetched/block bytes, answersAgree (times are not compared)',
+  compared: 'token counts, finish reasons, answer SHA-256, verdict, route, bridged tokens, capture and fetched bytes, answersAgree, and the decoder store after each run (every block file and its content_sha256); times and block file sizes (created_at is a timestamp of varying length) are reported, not compared',
   records: rows.length, same: rows.filter((r) => r.differences.length === 0).length, rows,
 }
 for (const r of rows) {
-  process.stdout.write(`${r.record}  ${r.targetTokens} tokens  ${r.differences.length === 0 ? 'same' : 'DIFFERENT'}  verdict ${r.head.bridged?.verdict}  bridged ${r.head.bridged?.bridgedTokens}  blocks ${r.head.bridged?.bytes.blocks} B  answer ${r.head.native?.answerSha256?.slice(0, 12)}\n`)
+  process.stdout.write(`${r.record}  ${r.targetTokens} tokens  ${r.differences.length === 0 ? 'same' : 'DIFFERENT'}  verdict ${r.head.bridged?.verdict}  bridged ${r.head.bridged?.bridgedTokens}  store ${r.head.store.blocks} blocks ${r.head.store.sha256.slice(0, 12)}  answer ${r.head.native?.answerSha256?.slice(0, 12)}\n`)
 }
 process.stdout.write(`${report.same}/${report.records} records: same numbers at ${revs.base.slice(0, 12)} and ${revs.head.slice(0, 12)}\n`)
 if (args.out !== undefined) {
