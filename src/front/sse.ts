@@ -64,15 +64,6 @@ function eventOf (raw: string): SseEvent | null {
   return null
 }
 
-/** One comment event's bytes (one line: line breaks in `text` become spaces). */
-export function sseComment (text: string): string {
-  return `: ${text.replace(/[\r\n]+/g, ' ')}\n\n`
-}
-
-/** One event's bytes for a JSON payload. */
-export function sseData (payload: unknown): string {
-  return `data: ${JSON.stringify(payload)}\n\n`
-}
-
-/** The stream's terminator. */
-export const SSE_DONE = 'data: [DONE]\n\n'
+// Writing events: the decoder's own writers (a comment event's text never holds a line break here:
+// eventOf joins a comment's lines with spaces).
+export { sseComment, sseEvent as sseData, SSE_DONE } from '../engines/decoder/sse.ts'
