@@ -42,7 +42,7 @@ describe('a capture fed by the prefill profile', () => {
     const hook = new PoolingHook(b.sidecar.kvPath)
     for (let k = 0; k < Math.floor(T / BS); k++) {
       for (let layer = 0; layer < 4; layer++) hook.feed(layer, k * BS, inputs[layer].subarray(k * BS * hidden, (k + 1) * BS * hidden), BS)
-      await expected.store.put(keys[k], cacheToBlockPayload(b.ckpt.config, hook.toModelCache(), k, BS, { storage: expected.storage }))
+      await expected.store.put(keys[k], cacheToBlockPayload(b.ckpt.config, hook.toModelCache(), k, BS, { storage: expected.storage }), { parentHash: k > 0 ? keys[k - 1] : null })
     }
 
     const bridged = await openStore(b, 'bridged')

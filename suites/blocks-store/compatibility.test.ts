@@ -3,7 +3,7 @@
 import { truncate, readFile, writeFile } from 'node:fs/promises'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { SafetensorsFile, writeSafetensors, type Tensor } from '../../src/formats/safetensors/index.ts'
-import { blockPath, type IncompatibleReason, type StoreEvent, type StoreLayout } from '../../src/decode/store/index.ts'
+import { blockContentDigest, blockPath, type IncompatibleReason, type StoreEvent, type StoreLayout } from '../../src/decode/store/index.ts'
 import { BLOCK, GEOMETRY_A, GEOMETRY_B, blockPayload, openStore, tempDir, tinyLayout, tokens } from './helpers.ts'
 
 let dir: string
@@ -69,6 +69,33 @@ describe('blocks that are not servable for what they are, not for the layout', (
     change(meta)
     await writeSafetensors(blockPath(dir, k), tensors, meta)
   }
+
+  // Blocks written before the geometry fingerprint left cache_signature (it is its own key, as oMLX's
+  // signature has no such field) carry it in both places.
+  function withGeometryInSignature (geometry: string) {
+    return (m: Record<string, string>): void => {
+      const sig = JSON.parse(m.cache_signature) as Record<string, unknown>
+      const keys = Object.keys({ ...sig, geometry_fingerprint: geometry }).sort()
+      m.cache_signature = JSON.stringify(Object.fromEntries(keys.map((key) => [key, key === 'geometry_fingerprint' ? geometry : sig[key]])))
+      m.content_sha256 = blockContentDigestOf(m)
+    }
+  }
+  let tensorsOf: Array<{ name: string } & Tensor> = []
+  const blockContentDigestOf = (m: Record<string, string>): string => blockContentDigest(m, tensorsOf)
+
+  it('serves an older block whose signature also holds its own geometry, refuses one holding another', async () => {
+    const k = await writeDefaultBlock()
+    const f = await SafetensorsFile.open(blockPath(dir, k))
+    tensorsOf = []
+    for (const name of f.tensors.keys()) tensorsOf.push({ name, ...(await f.read(name)) })
+    await f.close()
+    await rewrite(k, withGeometryInSignature(GEOMETRY_A))
+    expect(await (await openStore(dir)).store.has(k)).toBe(true)
+    await rewrite(k, withGeometryInSignature(GEOMETRY_B))
+    const { store } = await openStore(dir)
+    expect(store.stats.refused.signature).toBe(1)
+    expect(await store.has(k)).toBe(false)
+  })
 
   it('refuses an unreadable format version', async () => {
     const k = await writeDefaultBlock()

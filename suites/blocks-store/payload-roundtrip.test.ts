@@ -107,7 +107,7 @@ describe('block metadata carries oMLX\'s fields plus the geometry fingerprint', 
       expect(meta.layer_cache_types).toBe('["RotatingKVCache", "CacheList", "CacheList", "CacheList"]')
       expect(meta.cache_signature).toBe(
         '{"block_size":16,"cachelist_subtypes":{"1":["RotatingKVCache","PoolingCache:5","PoolingCache:5"],"2":["RotatingKVCache","PoolingCache:5"],' +
-        '"3":["RotatingKVCache","PoolingCache:5","PoolingCache:5"]},"geometry_fingerprint":"' + GEOMETRY_A + '","layer_cache_types":["RotatingKVCache","CacheList","CacheList","CacheList"],' +
+        '"3":["RotatingKVCache","PoolingCache:5","PoolingCache:5"]},"layer_cache_types":["RotatingKVCache","CacheList","CacheList","CacheList"],' +
         '"model_name":"/models/tiny-dsv4","num_layers":4,"payload_layout":"embedded"}')
       expect(JSON.parse(meta.layer_meta_states)).toEqual([
         ['0', '8', '16', '8'],

@@ -2,7 +2,7 @@
 // restoring them (harness/mlx/omlx_restore.py, omlx_exact_restore.py on MLX's CPU; made by
 // harness/mlx/make-fixtures.sh). No MLX needed here.
 //   - Format rules, checked on every block the decoder writes for a 1,100-token prompt: oMLX's
-//     metadata keys and signature, per-layer cache types and meta states, the tensor names, the
+//     metadata keys (parent_hash on every block but the first) and signature, per-layer cache types and meta states, the tensor names, the
 //     RotatingKVCache window of mlx-lm's 128 rows with zero-width values, and each PoolingCache's
 //     five parts (plus the delta's row range) with the previous window both halves, [1,1,4,2*dim].
 //   - Records: blocks computed with the mlx-cpu arithmetic restored into oMLX's model continue bit
@@ -58,10 +58,13 @@ describe('every block we write follows oMLX\'s DeepSeek-V4 layout', () => {
       // The window: mlx-lm's 128 rows, values zero-width because K = V.
       expect(shape('layer_0_state_0')).toEqual([1, 1, 128, cfg.headDim])
       expect(m.layer_0_state_1_zero_dim).toBe('1,1,128,0')
-      expect(m.layer_0_state_class_name).toBe('RotatingKVCache')
+      // oMLX stamps no class name on a (keys, values) state, only on N-tuple ones.
+      expect(m.layer_0_state_class_name).toBeUndefined()
+      expect(m.parent_hash, `block ${k} parent_hash`).toBe(k === 0 ? undefined : stored.storedBlocks[k - 1].hash)
       for (const layer of [1, 2, 3]) {
         expect(m[`layer_${layer}_sub_count`]).toBe(layer === 2 ? '2' : '3')
         expect(shape(`layer_${layer}_sub_0_state_0`)).toEqual([1, 1, 128, cfg.headDim])
+        expect(m[`layer_${layer}_sub_0_state_class_name`]).toBeUndefined()
         const ratio = layer === 2 ? 128 : 4
         for (const sub of layer === 2 ? [1] : [1, 2]) {
           const at = `layer_${layer}_sub_${sub}`

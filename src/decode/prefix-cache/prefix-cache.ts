@@ -358,7 +358,7 @@ export class DecoderPrefixCache {
     return { block: k, hash, written: false, failed: detail }
   }
 
-  private async storeBoundary (cache: ModelCache, k: number, hash: string): Promise<StoredBlock> {
+  private async storeBoundary (cache: ModelCache, k: number, hash: string, parentHash: string | null): Promise<StoredBlock> {
     // Write-back is best-effort: a store that cannot be read for presence or written to (full,
     // read-only, permissions, I/O errors) costs this block, never the answer.
     let present: boolean
@@ -380,7 +380,7 @@ export class DecoderPrefixCache {
       const payload = cacheToBlockPayload(this.cfg, cache, k, this.blockSize, { storage: this.storage })
       let put
       try {
-        put = await this.store.put(hash, payload)
+        put = await this.store.put(hash, payload, { parentHash })
       } catch (e) {
         return this.writeFailed(k, hash, e)
       }
@@ -423,7 +423,7 @@ export class DecoderPrefixCache {
       const result = engine.prefill(sliceTokens(tokens, pos, end), cache, { logits: end === n ? 'last' : 'none' })
       if (end === n) logits = result.logits
       pos = end
-      if (pos % bs === 0) storedBlocks.push(await this.storeBoundary(cache, pos / bs - 1, keys[pos / bs - 1]))
+      if (pos % bs === 0) storedBlocks.push(await this.storeBoundary(cache, pos / bs - 1, keys[pos / bs - 1], pos / bs >= 2 ? keys[pos / bs - 2] : null))
       if (pos < n) await onProgress?.(pos, n)
     }
     if (logits === undefined) throw new PdBridgeError('prefillAndStore: the prefill produced no logits')

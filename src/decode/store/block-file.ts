@@ -99,13 +99,15 @@ export async function readBlockFile (path: string): Promise<BlockContents> {
  * Write a block atomically: a temporary sibling (see TEMP_FILE_NAME), every byte written, fsync,
  * rename onto `<hash>.safetensors`, fsync the directory. Tensors go in oMLX's order. The content
  * digest (content-digest.ts) of exactly the metadata and bytes written is stamped as
- * `content_sha256`. Returns the path, the size and the digest.
+ * `content_sha256`. `parentHash` is the previous block's key (null for a chain's first block).
+ * Returns the path, the size and the digest.
  */
-export async function writeBlockFile (root: string, layout: StoreLayout, hash: string, payload: BlockPayload, createdAt: number): Promise<{ path: string, bytes: number, contentDigest: string }> {
+export async function writeBlockFile (root: string, layout: StoreLayout, hash: string, payload: BlockPayload, createdAt: number,
+  parentHash: string | null = null): Promise<{ path: string, bytes: number, contentDigest: string }> {
   const path = blockPath(root, hash)
   const encoded = encodeLayers(payload.layers)
   const formatVersion = holdsPoolingDelta(payload.layers) ? FORMAT_VERSION_POOLING_DELTA : FORMAT_VERSION_PLAIN
-  const stamped: Record<string, string> = { ...blockMetadata(layout, hash, layout.blockSize, formatVersion, payload.layerMetaStates, createdAt), ...encoded.metadata }
+  const stamped: Record<string, string> = { ...blockMetadata(layout, hash, layout.blockSize, formatVersion, payload.layerMetaStates, createdAt, parentHash), ...encoded.metadata }
   const contentDigest = blockContentDigest(stamped, encoded.tensors.map((t) => ({ name: t.name, ...t.tensor })))
   const metadata = { ...stamped, [META.contentSha256]: contentDigest }
   let writer: SafetensorsStreamWriter

@@ -104,7 +104,9 @@ export function rotatingState (s: RotatingSnapshot): { state: PlainState, meta: 
   // oMLX clamps _idx to the stored buffer length so the restored cache is in temporal order.
   const idx = Math.min(rows, s.maxSize)
   const meta = [s.keep ?? 0, s.maxSize, s.offset, idx].map(String)
-  return { state: plainState([s.keys, s.values], ROTATING), meta }
+  // A two-element state is oMLX's legacy (keys, values) form: it stamps no class name on it (the
+  // layer's type, or its CacheList meta state, names the class).
+  return { state: plainState([s.keys, s.values]), meta }
 }
 
 /** A PoolingCache's state. `pooled` may hold only rows [pooledStart, ...) of the cumulative pool. */

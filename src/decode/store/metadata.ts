@@ -23,6 +23,7 @@ export const DEFAULT_PAYLOAD_LAYOUT = 'embedded'
 export const META = {
   formatVersion: 'omlx_cache_format_version',
   blockHash: 'block_hash',
+  parentHash: 'parent_hash',
   tokenCount: 'token_count',
   numLayers: 'num_layers',
   modelName: 'model_name',
@@ -73,7 +74,6 @@ export function canonicalCacheTypes (types: readonly string[]): string[] {
 export function signatureObject (layout: StoreLayout): Record<string, JsonValue> {
   const sig: Record<string, JsonValue> = {
     block_size: layout.blockSize,
-    geometry_fingerprint: layout.geometryFingerprint,
     layer_cache_types: canonicalCacheTypes(layout.layerCacheTypes),
     model_name: layout.modelName,
     num_layers: layout.layerCacheTypes.length,
@@ -86,9 +86,16 @@ export function signatureObject (layout: StoreLayout): Record<string, JsonValue>
   return sig
 }
 
-/** `cache_signature`: compact JSON with sorted keys, as oMLX writes it, plus our geometry fingerprint. */
+/** `cache_signature`: compact JSON with sorted keys, exactly as oMLX writes it (our geometry fingerprint is its own key). */
 export function compatSignature (layout: StoreLayout): string {
   return pythonJsonDumps(signatureObject(layout), { compact: true, sortKeys: true })
+}
+
+// Blocks written before the fingerprint left the signature carry it there too; it was checked above.
+function withoutLegacyGeometry (sig: JsonValue | undefined, layout: StoreLayout): JsonValue | undefined {
+  if (sig === null || typeof sig !== 'object' || Array.isArray(sig) || sig.geometry_fingerprint !== layout.geometryFingerprint) return sig
+  const { geometry_fingerprint: _, ...rest } = sig
+  return rest
 }
 
 /** Check a layout before a store uses it. */
@@ -110,8 +117,10 @@ export function checkLayout (layout: StoreLayout): void {
  * Python's default json.dumps separators, as oMLX writes them.
  */
 export function blockMetadata (layout: StoreLayout, hashHex: string, tokenCount: number, formatVersion: string,
-  layerMetaStates: readonly JsonValue[], createdAt: number): Record<string, string> {
+  layerMetaStates: readonly JsonValue[], createdAt: number, parentHash: string | null = null): Record<string, string> {
   return {
+    // oMLX stamps the chain's previous key on every block but the first.
+    ...(parentHash === null ? {} : { [META.parentHash]: parentHash }),
     [META.formatVersion]: formatVersion,
     [META.blockHash]: hashHex,
     [META.tokenCount]: String(tokenCount),
@@ -230,7 +239,7 @@ export function incompatibility (info: BlockInfo, layout: StoreLayout, fileHash?
     const theirsGeometry = info.geometryFingerprint === undefined ? 'no geometry fingerprint' : `geometry ${info.geometryFingerprint}`
     return { reason: 'geometry', detail: `${theirsGeometry}, expected ${layout.geometryFingerprint}` }
   }
-  if (!jsonEqual(tryParseJson(info.signature), signatureObject(layout))) {
+  if (!jsonEqual(withoutLegacyGeometry(tryParseJson(info.signature), layout), signatureObject(layout))) {
     return { reason: 'signature', detail: `cache_signature ${info.signature} differs from ${compatSignature(layout)}` }
   }
   if (info.tokenCount !== layout.blockSize) return { reason: 'token-count', detail: `${info.tokenCount} tokens; only full ${layout.blockSize}-token blocks are served` }

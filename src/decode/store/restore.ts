@@ -94,7 +94,9 @@ function restoreCacheList (blocks: readonly ChainBlock[], layer: number, tokenCo
       }
       return pool
     }
-    if (sub.className === ROTATING) checkRotating(subMetas[j], tokenCount, subWhere)
+    // oMLX stamps no class name on a (keys, values) sub-state; the CacheList meta state names it.
+    const subClass = sub.className ?? (Array.isArray(meta) && Array.isArray(meta[0]) ? meta[0][j] : undefined)
+    if (subClass === ROTATING) checkRotating(subMetas[j], tokenCount, subWhere)
     return sub
   })
   return { kind: 'cache-list', subs }

@@ -421,9 +421,11 @@ export class BlockStore {
    * Store a full block under `hash` (its chained key). A compatible block already there is kept
    * (and marked used); an incompatible or unreadable file under the same name is moved to the
    * quarantine first, never deleted. The write is atomic; then the size limit is enforced, never
-   * evicting the block just written.
+   * evicting the block just written. `parentHash` (the previous block's key; null for the first
+   * block) is stamped as oMLX's `parent_hash`.
    */
-  async put (hash: string, payload: BlockPayload): Promise<PutResult> {
+  async put (hash: string, payload: BlockPayload, options: { parentHash?: string | null } = {}): Promise<PutResult> {
+    if (options.parentHash != null) this.checkHash(options.parentHash)
     this.checkHash(hash)
     this.checkPayload(hash, payload)
     const path = blockPath(this.root, hash)
@@ -452,7 +454,7 @@ export class BlockStore {
       }
       await this.quarantine(hash, path, why)
     }
-    const written = await this.writeTracked(hash, payload)
+    const written = await this.writeTracked(hash, payload, options.parentHash ?? null)
     this.refusals.delete(hash)
     const header = await readBlockHeader(written.path)
     this.index.add(this.entryFrom(hash, header, Date.now()))
@@ -462,12 +464,12 @@ export class BlockStore {
     return { written: true, path: written.path, bytes: written.bytes }
   }
 
-  private async writeTracked (hash: string, payload: BlockPayload): Promise<{ path: string, bytes: number }> {
+  private async writeTracked (hash: string, payload: BlockPayload, parentHash: string | null): Promise<{ path: string, bytes: number }> {
     // Register the temp-name prefix, so a scan in this process (another store instance too) leaves it alone.
     const marker = `${blockPath(this.root, hash)}.partial-${process.pid}-`
     inFlight.set(marker, (inFlight.get(marker) ?? 0) + 1)
     try {
-      return await writeBlockFile(this.root, this.layout, hash, payload, Date.now() / 1000)
+      return await writeBlockFile(this.root, this.layout, hash, payload, Date.now() / 1000, parentHash)
     } finally {
       const left = (inFlight.get(marker) ?? 1) - 1
       if (left > 0) inFlight.set(marker, left)

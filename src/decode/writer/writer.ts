@@ -176,7 +176,7 @@ export class BlockWriter {
       const digest = payloadDigest(payload)
       this.timings.build += performance.now() - t
       t = performance.now()
-      const put = await store.put(hash, payload)
+      const put = await store.put(hash, payload, { parentHash: k > 0 ? this.keys[k - 1] : null })
       this.timings.write += performance.now() - t
       this.firstBlockAt ??= performance.now()
       const block: WrittenBlock = { block: k, hash, boundary: (k + 1) * bs, written: put.written, bytes: put.bytes }
