@@ -38,8 +38,13 @@ PY
 rm -rf "$site"; mkdir -p "$site"
 git --git-dir="$MLX_LM_GIT" archive "$MLX_LM_REV" mlx_lm | tar -x -C "$site"
 mlx_lm_commit="$(git --git-dir="$MLX_LM_GIT" rev-parse "$MLX_LM_REV")"
-mkdir -p "$site/omlx/patches/deepseek_v4"
-cp -r "$omlx/omlx/." "$site/omlx/"
+# only the manifest's files: whatever else lies in .omlx/omlx is not part of this reference
+"$PYTHON" - "$here/omlx-files.json" "$omlx" "$site" <<'PY'
+import json, os, shutil, sys
+for f in json.load(open(sys.argv[1]))["files"]:
+    os.makedirs(os.path.dirname(os.path.join(sys.argv[3], f["path"])), exist_ok=True)
+    shutil.copyfile(os.path.join(sys.argv[2], f["path"]), os.path.join(sys.argv[3], f["path"]))
+PY
 cp -r "$here/stubs/omlx/." "$site/omlx/"
 printf '{"mlx_lm": {"version": "%s", "commit": "%s"}}\n' \
   "$(sed -n 's/^__version__ = "\(.*\)"/\1/p' "$site/mlx_lm/_version.py")" "$mlx_lm_commit" > "$site/sources.json"

@@ -2,7 +2,7 @@
 # The exact commands that made harness/fixtures/mlx/: oMLX's DeepSeek-V4 model on MLX's CPU backend
 # (harness/mlx/omlx_reference.py) over our checkpoints, then the summary of how our profiles compare
 # (harness/mlx/summarize.ts). Needs MLX's Python bindings in harness/mlx/.work/python and
-# harness/mlx/gather.sh run once; Node for the checkpoints and the summary.
+# harness/mlx/gather.sh and gather-cache.sh run once; Node for the checkpoints and the summary.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -31,4 +31,6 @@ python3 "$here/omlx_restore.py" --ckpt "$tmp/tiny" --blocks "$tmp/blocks" --deco
 python3 "$here/omlx_restore.py" --ckpt "$tmp/tiny" --blocks "$tmp/blocks" --decode 12 --zero-first-row random --out "$out/restore-proof-noisy-first-row.json"
 # Blocks computed with the mlx-cpu arithmetic restored bit for bit.
 OUT="$out/exact-restore-proof.json" bash "$here/make-exact-restore-proof.sh"
+# oMLX's own prefix cache: blocks it writes, and ours restored through it (needs gather-cache.sh run once).
+bash "$here/make-prefix-cache-proof.sh"
 (cd "$root" && npx tsx harness/mlx/summarize.ts --tiny "$tmp/tiny" --flash "$tmp/flash" --hf-saved "$fx/hf-saved" --fixtures "$out" --out "$out/summary.json")
