@@ -7,10 +7,13 @@
 //     write as zeros (our engine keeps window-1 rows; no query reads that slot, and oMLX's prefix cache
 //     restores our block to 13/13 bit-identical logits). The f32 blocks are two engines' f32 arithmetic:
 //     tolerance-based, every tensor's identical fraction and ulp histogram printed.
+//   - `verify-blocks` (compareBlockDirs) of our store against oMLX's lists exactly those differences.
 //   - A one-channel shift of a ratio-4 previous window, planted in our cache before the block is
 //     written, is caught.
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { compareBlockDirs } from '../../src/decode/store/index.ts'
 import { checkpointDigest } from '../../src/model/checkpoint/index.ts'
 import {
   compareBlocks, describe as describeComparison, identical, isWindow, omlxBlocks, readBlock, readProof,
@@ -44,6 +47,24 @@ describe('our blocks against the blocks oMLX\'s own prefix cache wrote', () => {
     expect(identical(cmp, true), 'every bit every query reads').toBe(true)
     // The only bits that differ: the windows' oldest row (zeros in ours, the row oMLX still holds).
     for (const t of cmp.tensors) if (!isWindow(t.name)) expect(t.all.identical, t.name).toBe(t.all.elements)
+  })
+
+  it('verify-blocks against oMLX\'s store names exactly those differences: its missing digest, our fingerprint, each window\'s oldest row', async () => {
+    const c = PROOF.cases['tiny-t301-mxq']
+    const root = model.scratch('mlx-cpu-verify')
+    await writeMlxCpuBlock(FX, model.ckpt.config, root, c)
+    const report = await compareBlockDirs(root, join(FX, 'mlx/omlx-blocks/tiny-t301-mxq'))
+    expect(report.total).toBe(1)
+    const diffs = report.blocks[0].differences
+    console.log(`verify-blocks ours vs oMLX's: ${report.identical}/${report.total} identical\n  ${diffs.join('\n  ')}`)
+    const d = model.ckpt.config.headDim
+    const expected = [
+      /^B: no content_sha256 \(a block oMLX wrote/,
+      /^metadata geometry_fingerprint: only in A /,
+      ...['layer_0_state_0', 'layer_1_sub_0_state_0', 'layer_2_sub_0_state_0', 'layer_3_sub_0_state_0'].map((n) => new RegExp(`^tensor ${n}: ${d} of ${128 * d} values differ; first at element 0: A 0, B `)),
+    ]
+    expect(diffs).toHaveLength(expected.length)
+    for (const [i, re] of expected.entries()) expect(diffs[i]).toMatch(re)
   })
 
   it('f32: metadata identical but created_at; tensors within 1e-5 of oMLX\'s (two engines\' f32, histograms printed)', async () => {

@@ -120,7 +120,7 @@ export async function compareBlockFiles (pathA: string, pathB: string, hash: str
       // Each block against its own digest: two blocks can only be the same block if both are intact.
       const stamped = f.metadata[META.contentSha256]
       const computed = blockContentDigest(f.metadata, [...(data.get(f) ?? [])].map(([name, t]) => ({ name, ...t })))
-      if (stamped === undefined) diffs.push(`${side}: no ${META.contentSha256} (written before block digests): its content cannot be verified`)
+      if (stamped === undefined) diffs.push(`${side}: no ${META.contentSha256} (a block oMLX wrote, or one of ours from before block digests): its content cannot be verified`)
       else if (stamped !== computed) diffs.push(`${side}: content hashes to ${computed}, but ${META.contentSha256} says ${stamped}: changed after it was written`)
     }
     const planA = tryPlan(a)
