@@ -12,9 +12,9 @@
 // digest of MLX's own freqs for the exponents the model uses (harness/mlx/probes/probe_cache_path.py).
 import { createHash } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
-import { compressorPool, compressorProject, type MlxCpuLayerCache } from '../../src/capture/mlx-cpu/index.ts'
+import { compressorPool, compressorProject, mlxCpuLayerCache, type MlxCpuLayerCache } from '../../src/capture/mlx-cpu/index.ts'
 import { roundBf16 } from '../../src/numerics/bf16.ts'
-import { bf16, deepseekV4RopeFreqs, fma32, mlxCos, mlxExp, mlxSin } from '../../src/numerics/mlx-cpu/index.ts'
+import { bf16, deepseekV4RopeFreqs, fma32, mlxCos, mlxExp, mlxSin, MLX_CPU, type RoundingPoints } from '../../src/numerics/mlx-cpu/index.ts'
 import { compareLayer, layerCache, loadCase, runAll, showComparisons, tableLine } from './capture-mlx-cpu-compare.ts'
 
 const SLOW = 300_000
@@ -103,7 +103,7 @@ describe('a one-channel shift of the ratio-4 overlap\'s lane A fails the compari
     expect(cw.ratio).toBe(4)
     const clean = compareLayer(c.fx, ours)
     expect(clean.every((x) => x.bitIdentical)).toBe(true)
-    const proj = compressorProject(cw, c.fx.f32(`oneshot.layers.${layer}.attn_input`), c.T)
+    const proj = compressorProject(cw, c.fx.f32(`oneshot.layers.${layer}.attn_input`), c.T, c.cfg)
     const shifted = compressorPool(cw, c.cfg, { kv: shiftLaneA(proj.kv, cw.width, cw.dim), gate: proj.gate }, c.T)
     const mutated: MlxCpuLayerCache = { ...ours, pools: [shifted, ...ours.pools.slice(1)] }
     const cs = compareLayer(c.fx, mutated)
@@ -113,3 +113,28 @@ describe('a one-channel shift of the ratio-4 overlap\'s lane A fails the compari
     expect(failing).toEqual(['buf_kv', 'pooled', 'prev_win_kv'].map((p) => `oneshot.layers.${layer}.pool0.${p}`))
   }, SLOW)
 })
+
+describe('the rounding points are data: the kernels round where the entry says', () => {
+  it('MLX_CPU reproduces MLX; one rule changed to float32 (each in turn) leaves the arrays it governs no longer MLX\'s', async () => {
+    const c = await loadCase('tiny-t301-mxq', 'tiny-mxq-cache-weights', 'tiny')
+    expect(c.cfg.rounding).toBe(MLX_CPU)
+    const layer = 1
+    const clean = compareLayer(c.fx, layerCache(c, layer))
+    expect(clean.every((x) => x.bitIdentical)).toBe(true)
+    const variants: Array<[string, RoundingPoints]> = [
+      ['rope.product', { ...MLX_CPU, rope: { ...MLX_CPU.rope, product: 'f32' } }],
+      ['rmsNorm.weighted', { ...MLX_CPU, rmsNorm: { ...MLX_CPU.rmsNorm, weighted: 'f32' } }],
+      ['quantizedMatmul.sum', { ...MLX_CPU, quantizedMatmul: { ...MLX_CPU.quantizedMatmul, sum: 'f32' } }],
+      ['pooling.sum', { ...MLX_CPU, pooling: { ...MLX_CPU.pooling, sum: 'f32' } }],
+    ]
+    for (const [rule, points] of variants) {
+      const cfg = { ...c.cfg, rounding: points }
+      const ours = mlxCpuLayerCache(c.weights, cfg, layer, c.fx.f32(`oneshot.layers.${layer}.attn_input`), c.T)
+      const cs = compareLayer(c.fx, ours)
+      const failing = cs.filter((x) => !x.bitIdentical).map((x) => x.name)
+      console.log(`${rule} as float32: ${failing.length}/${cs.length} arrays of layer ${layer} differ from MLX`)
+      expect(failing.length, rule).toBeGreaterThan(0)
+    }
+  }, SLOW)
+})
+

@@ -2,6 +2,7 @@
 // model_args maps transformers' config.json onto them the same way).
 import type { DeepseekV4Config } from '../../model/config/types.ts'
 import type { MlxYarn } from '../../numerics/mlx-cpu/rope.ts'
+import { MLX_CPU, type RoundingPoints } from '../../numerics/mlx-cpu/rounding-points.ts'
 
 export interface MlxCpuCacheConfig {
   hiddenSize: number
@@ -20,10 +21,12 @@ export interface MlxCpuCacheConfig {
   compressRopeTheta: number
   /** rope_scaling: YaRN of the compressed layers, or null. */
   compressYarn: MlxYarn | null
+  /** Where the backend rounds (src/numerics/mlx-cpu/rounding-points.ts): MLX's CPU unless told otherwise. */
+  rounding: RoundingPoints
 }
 
 /** oMLX's view of a parsed DeepSeek-V4 config. */
-export function mlxCpuCacheConfig (cfg: DeepseekV4Config): MlxCpuCacheConfig {
+export function mlxCpuCacheConfig (cfg: DeepseekV4Config, rounding: RoundingPoints = MLX_CPU): MlxCpuCacheConfig {
   if (cfg.rope.main.ropeType !== 'default') {
     throw new Error('mlx-cpu cache path: oMLX applies YaRN only to the compressed layers\' rope')
   }
@@ -41,5 +44,6 @@ export function mlxCpuCacheConfig (cfg: DeepseekV4Config): MlxCpuCacheConfig {
     compressYarn: c.ropeType === 'yarn' && c.originalMaxPositionEmbeddings !== null
       ? { factor: c.factor, originalMaxPositionEmbeddings: c.originalMaxPositionEmbeddings, betaFast: c.betaFast, betaSlow: c.betaSlow }
       : null,
+    rounding,
   }
 }

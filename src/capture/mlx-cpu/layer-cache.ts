@@ -43,8 +43,8 @@ export interface CompressorProjection {
   gate: Float32Array
 }
 
-export function compressorProject (w: MlxCompressorWeights, attnInput: Float32Array, T: number): CompressorProjection {
-  return { kv: affineMatmul(attnInput, T, w.wkv), gate: affineMatmul(attnInput, T, w.wgate) }
+export function compressorProject (w: MlxCompressorWeights, attnInput: Float32Array, T: number, cfg: Pick<MlxCpuCacheConfig, 'rounding'>): CompressorProjection {
+  return { kv: affineMatmul(attnInput, T, w.wkv, cfg.rounding), gate: affineMatmul(attnInput, T, w.wgate, cfg.rounding) }
 }
 
 function rows (a: Float32Array, from: number, to: number, width: number): Float32Array | null {
@@ -72,11 +72,11 @@ export function compressorPool (w: MlxCompressorWeights, cfg: MlxCpuCacheConfig,
   }
   if (windows === 0) return state
   const pooled = overlap
-    ? overlapCompress(p.kv, p.gate, w.ape, windows, ratio, dim)
-    : simpleCompress(p.kv, p.gate, w.ape, windows, ratio, dim)
-  const normed = mlxRmsNormRows(pooled, dim, w.norm, cfg.rmsNormEps)
+    ? overlapCompress(p.kv, p.gate, w.ape, windows, ratio, dim, cfg.rounding)
+    : simpleCompress(p.kv, p.gate, w.ape, windows, ratio, dim, cfg.rounding)
+  const normed = mlxRmsNormRows(pooled, dim, w.norm, cfg.rmsNormEps, cfg.rounding)
   const inv = ropeInvFreqs(deepseekV4RopeFreqs(cfg.ropeDim, cfg.compressRopeTheta, cfg.compressYarn, ratio, dim))
-  for (let i = 0; i < windows; i++) mlxRopeRow(normed, i * dim, inv, i)
+  for (let i = 0; i < windows; i++) mlxRopeRow(normed, i * dim, inv, i, cfg.rounding)
   state.pooled = normed
   return state
 }
@@ -99,17 +99,17 @@ export function mlxCpuLayerCache (weights: MlxCpuCacheWeights, cfg: MlxCpuCacheC
   if (attnInput.length !== T * cfg.hiddenSize) throw new Error(`mlx-cpu cache path: attention input of ${attnInput.length} values, expected ${T} x ${cfg.hiddenSize}`)
   const ratio = cfg.compressRatios[layer]
   const d = cfg.headDim
-  const kv = mlxRmsNormRows(mxfp8Matmul(attnInput, T, lw.wkv), d, lw.kvNorm, cfg.rmsNormEps)
+  const kv = mlxRmsNormRows(mxfp8Matmul(attnInput, T, lw.wkv, cfg.rounding), d, lw.kvNorm, cfg.rmsNormEps, cfg.rounding)
   const inv = windowInvFreqs(cfg, ratio)
   const windowRows = Math.min(T, cfg.slidingWindow)
   const window = kv.slice((T - windowRows) * d)
   // Rope is per row, so only the rows the window keeps need it.
-  for (let r = 0; r < windowRows; r++) mlxRopeRow(window, r * d, inv, T - windowRows + r)
+  for (let r = 0; r < windowRows; r++) mlxRopeRow(window, r * d, inv, T - windowRows + r, cfg.rounding)
   const pools: MlxCpuPoolState[] = []
   for (const cw of [lw.compressor, lw.indexerCompressor]) {
     if (cw === null) continue
     if (cw.ratio !== ratio) throw new Error(`mlx-cpu cache path: layer ${layer} compressor of ratio ${cw.ratio}, the config says ${ratio}`)
-    pools.push(compressorPool(cw, cfg, compressorProject(cw, attnInput, T), T))
+    pools.push(compressorPool(cw, cfg, compressorProject(cw, attnInput, T, cfg), T))
   }
   return { layer, window, windowRows, pools }
 }

@@ -14,4 +14,5 @@ export {
   type AffineQuantized, type MxQuantized,
 } from './quantize.ts'
 export { mlxRmsNormRow, mlxRmsNormRows } from './rms-norm.ts'
+export { MLX_CPU, rounder, type RoundTo, type RoundingPoints } from './rounding-points.ts'
 export { deepseekV4RopeFreqs, mlxRopeRow, ropeInvFreqs, type MlxYarn } from './rope.ts'

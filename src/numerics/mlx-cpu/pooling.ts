@@ -3,12 +3,11 @@
 // model's dtypes: softmax over the window axis, then bf16 products summed sequentially in bf16.
 // mx.softmax over an axis other than the last is composed of ordinary ops (ops.cpp:4109-4118):
 // max, exp(x − max), a sequential f32 sum, a true divide, then a cast back to the input dtype.
-import { bf16 as bf16Imported } from './bf16-round.ts'
 import { mlxExp as mlxExpImported } from './cephes.ts'
+import { MLX_CPU, rounder, type RoundingPoints } from './rounding-points.ts'
 
 // Hot loops call local bindings: test runners rewrite imported names as property reads.
 const fround = Math.fround
-const bf16 = bf16Imported
 const mlxExp = mlxExpImported
 
 /** Softmax over `rows` f32 values in place (one column of the window axis). */
@@ -31,8 +30,12 @@ function softmaxColumn (v: Float64Array, rows: number): void {
  * inside) and its weights are rounded to bf16. Returns [windows, dim] bf16.
  */
 export function overlapCompress (kv: Float32Array, gate: Float32Array, ape: Float32Array,
-  windows: number, ratio: number, dim: number): Float32Array {
+  windows: number, ratio: number, dim: number, points: RoundingPoints = MLX_CPU): Float32Array {
   const width = 2 * dim
+  const gated = rounder(points.pooling.overlapGate)
+  const weight = rounder(points.pooling.weights)
+  const product = rounder(points.pooling.product)
+  const add = rounder(points.pooling.sum)
   const out = new Float32Array(windows * dim)
   const g = new Float64Array(2 * ratio)
   const k = new Float64Array(2 * ratio)
@@ -45,15 +48,15 @@ export function overlapCompress (kv: Float32Array, gate: Float32Array, ape: Floa
         } else {
           const a = ((w - 1) * ratio + r) * width + c
           k[r] = kv[a]
-          g[r] = bf16(gate[a] + ape[r * width + c])
+          g[r] = gated(gate[a] + ape[r * width + c])
         }
         const b = (w * ratio + r) * width + dim + c
         k[ratio + r] = kv[b]
-        g[ratio + r] = bf16(gate[b] + ape[r * width + dim + c])
+        g[ratio + r] = gated(gate[b] + ape[r * width + dim + c])
       }
       softmaxColumn(g, 2 * ratio)
       let sum = 0
-      for (let r = 0; r < 2 * ratio; r++) sum = bf16(sum + bf16(k[r] * bf16(g[r])))
+      for (let r = 0; r < 2 * ratio; r++) sum = add(sum + product(k[r] * weight(g[r])))
       out[w * dim + c] = sum
     }
   }
@@ -65,15 +68,19 @@ export function overlapCompress (kv: Float32Array, gate: Float32Array, ape: Floa
  * to f32 and the bias added in f32; softmax in f32; weights cast to bf16. Returns [windows, dim] bf16.
  */
 export function simpleCompress (kv: Float32Array, gate: Float32Array, ape: Float32Array,
-  windows: number, ratio: number, dim: number): Float32Array {
+  windows: number, ratio: number, dim: number, points: RoundingPoints = MLX_CPU): Float32Array {
   const out = new Float32Array(windows * dim)
   const g = new Float64Array(ratio)
+  const gated = rounder(points.pooling.simpleGate)
+  const weight = rounder(points.pooling.weights)
+  const product = rounder(points.pooling.product)
+  const add = rounder(points.pooling.sum)
   for (let w = 0; w < windows; w++) {
     for (let c = 0; c < dim; c++) {
-      for (let r = 0; r < ratio; r++) g[r] = fround(gate[(w * ratio + r) * dim + c] + ape[r * dim + c])
+      for (let r = 0; r < ratio; r++) g[r] = gated(gate[(w * ratio + r) * dim + c] + ape[r * dim + c])
       softmaxColumn(g, ratio)
       let sum = 0
-      for (let r = 0; r < ratio; r++) sum = bf16(sum + bf16(kv[(w * ratio + r) * dim + c] * bf16(g[r])))
+      for (let r = 0; r < ratio; r++) sum = add(sum + product(kv[(w * ratio + r) * dim + c] * weight(g[r])))
       out[w * dim + c] = sum
     }
   }

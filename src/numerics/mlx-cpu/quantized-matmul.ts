@@ -3,10 +3,7 @@
 // there is no float accumulator at all, every product and every partial sum is rounded to bf16.
 // A plain reference loop; a native kernel would be wanted for real model widths.
 import { E4M3_VALUES } from '../e4m3.ts'
-import { bf16 as bf16Imported } from './bf16-round.ts'
-
-// Hot loops call local bindings: test runners rewrite imported names as property reads.
-const bf16 = bf16Imported
+import { MLX_CPU, rounder, type RoundingPoints } from './rounding-points.ts'
 
 /**
  * MLX's e4m3 decode (unary_ops.h:154, FromFP8): fp16 bits (c & 127) << 7 times 256. It equals
@@ -53,8 +50,11 @@ export interface AffineWeight {
  * gsum = bf16(gsum + bf16(x·w)) over the 32 k; sum = bf16(sum + bf16(scale·gsum)).
  * x: [m, k] bf16 values; returns [m, n] bf16 values.
  */
-export function mxfp8Matmul (x: Float32Array, m: number, w: Mxfp8Weight): Float32Array {
+export function mxfp8Matmul (x: Float32Array, m: number, w: Mxfp8Weight, points: RoundingPoints = MLX_CPU): Float32Array {
   const { n, k, codes, scales } = w
+  const product = rounder(points.quantizedMatmul.product)
+  const add = rounder(points.quantizedMatmul.sum)
+  const scaled = rounder(points.quantizedMatmul.scaled)
   const groups = k / 32
   const out = new Float32Array(m * n)
   for (let r = 0; r < m; r++) {
@@ -64,8 +64,8 @@ export function mxfp8Matmul (x: Float32Array, m: number, w: Mxfp8Weight): Float3
       let sum = 0
       for (let g = 0; g < groups; g++) {
         let gsum = 0
-        for (let i = g * 32; i < g * 32 + 32; i++) gsum = bf16(gsum + bf16(x[xo + i] * MLX_E4M3_VALUES[codes[wo + i]]))
-        sum = bf16(sum + bf16(mxScale(scales[j * groups + g]) * gsum))
+        for (let i = g * 32; i < g * 32 + 32; i++) gsum = add(gsum + product(x[xo + i] * MLX_E4M3_VALUES[codes[wo + i]]))
+        sum = add(sum + scaled(mxScale(scales[j * groups + g]) * gsum))
       }
       out[r * n + j] = sum
     }
@@ -77,14 +77,15 @@ export function mxfp8Matmul (x: Float32Array, m: number, w: Mxfp8Weight): Float3
  * The affine weight as `_qmm_t` forms it before the product: bf16(bf16(scale·q) + bias), [n, k].
  * It does not depend on x, so it is formed once.
  */
-export function affineDequantized (w: AffineWeight): Float32Array {
+export function affineDequantized (w: AffineWeight, points: RoundingPoints = MLX_CPU): Float32Array {
   const { n, k, groupSize, codes, scales, biases } = w
+  const round = rounder(points.quantizedMatmul.dequantized)
   const groups = k / groupSize
   const out = new Float32Array(n * k)
   for (let j = 0; j < n; j++) {
     for (let i = 0; i < k; i++) {
       const g = j * groups + Math.floor(i / groupSize)
-      out[j * k + i] = bf16(bf16(scales[g] * codes[j * k + i]) + biases[g])
+      out[j * k + i] = round(round(scales[g] * codes[j * k + i]) + biases[g])
     }
   }
   return out
@@ -95,15 +96,17 @@ export function affineDequantized (w: AffineWeight): Float32Array {
  * order (one running bf16 sum, no group sums), w = bf16(bf16(scale·q) + bias).
  * x: [m, k] bf16 values; returns [m, n] bf16 values.
  */
-export function affineMatmul (x: Float32Array, m: number, w: AffineWeight, dequantized = affineDequantized(w)): Float32Array {
+export function affineMatmul (x: Float32Array, m: number, w: AffineWeight, points: RoundingPoints = MLX_CPU, dequantized = affineDequantized(w, points)): Float32Array {
   const { n, k } = w
+  const product = rounder(points.quantizedMatmul.product)
+  const add = rounder(points.quantizedMatmul.sum)
   const out = new Float32Array(m * n)
   for (let r = 0; r < m; r++) {
     const xo = r * k
     for (let j = 0; j < n; j++) {
       const wo = j * k
       let sum = 0
-      for (let i = 0; i < k; i++) sum = bf16(sum + bf16(x[xo + i] * dequantized[wo + i]))
+      for (let i = 0; i < k; i++) sum = add(sum + product(x[xo + i] * dequantized[wo + i]))
       out[r * n + j] = sum
     }
   }

@@ -1,12 +1,11 @@
 // mx.fast.rope(traditional=True, freqs=…) on MLX's CPU (the fallback graph, fast.cpp:434-518) and
 // the freqs DeepseekV4RoPE passes it, computed the way the model computes them: float32 mx ops.
-import { bf16 as bf16Imported } from './bf16-round.ts'
 import { mlxCos as mlxCosImported, mlxSin as mlxSinImported } from './cephes.ts'
 import { mlxPowF32 } from './pow.ts'
+import { MLX_CPU, rounder, type RoundingPoints } from './rounding-points.ts'
 
 // Hot loops call local bindings: test runners rewrite imported names as property reads.
 const fround = Math.fround
-const bf16 = bf16Imported
 const mlxCos = mlxCosImported
 const mlxSin = mlxSinImported
 
@@ -63,18 +62,21 @@ export function ropeInvFreqs (freqs: Float32Array): Float32Array {
 /**
  * One row of D bf16 values rotated in place as position `position` (traditional: pairs 2i, 2i+1):
  * θ = f32(f32(position) · inv); c, s = Cephes cos/sin rounded to bf16;
- * even = bf16(bf16(x1·c) − bf16(x2·s)), odd = bf16(bf16(x1·s) + bf16(x2·c)).
+ * even = bf16(bf16(x1·c) − bf16(x2·s)), odd = bf16(bf16(x1·s) + bf16(x2·c)) (the roundings are `points.rope`'s).
  */
-export function mlxRopeRow (x: Float32Array, xo: number, invFreqs: Float32Array, position: number): void {
+export function mlxRopeRow (x: Float32Array, xo: number, invFreqs: Float32Array, position: number, points: RoundingPoints = MLX_CPU): void {
+  const table = rounder(points.rope.tables)
+  const product = rounder(points.rope.product)
+  const result = rounder(points.rope.result)
   // positions = (arange(T) + offset) · 1.0 in float32.
   const pos = fround(fround(position) * 1)
   for (let i = 0; i < invFreqs.length; i++) {
     const theta = fround(pos * invFreqs[i])
-    const c = bf16(mlxCos(theta))
-    const s = bf16(mlxSin(theta))
+    const c = table(mlxCos(theta))
+    const s = table(mlxSin(theta))
     const x1 = x[xo + 2 * i]
     const x2 = x[xo + 2 * i + 1]
-    x[xo + 2 * i] = bf16(bf16(x1 * c) - bf16(x2 * s))
-    x[xo + 2 * i + 1] = bf16(bf16(x1 * s) + bf16(x2 * c))
+    x[xo + 2 * i] = result(product(x1 * c) - product(x2 * s))
+    x[xo + 2 * i + 1] = result(product(x1 * s) + product(x2 * c))
   }
 }
