@@ -4,7 +4,8 @@
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
-import { loadCheckpoint, type LoadedCheckpoint } from '../../src/model/checkpoint/index.ts'
+import { afterAll, beforeAll } from 'vitest'
+import { checkpointDigest, loadCheckpoint, type LoadedCheckpoint } from '../../src/model/checkpoint/index.ts'
 import { DeepseekV4Engine, type ModelCache } from '../../src/model/engine/index.ts'
 import { DecoderPrefixCache, type PrefixCacheEvent } from '../../src/decode/prefix-cache/index.ts'
 import { SafetensorsFile, writeSafetensors, type Tensor } from '../../src/formats/safetensors/index.ts'
@@ -46,6 +47,20 @@ export async function tinyModel (): Promise<TinyModel> {
 }
 
 /** `n` deterministic token ids in [0, 512) (the tiny vocabulary), different per seed. */
+/**
+ * The tiny model for a whole test file, with its checkpoint digest (records made by harness runs name
+ * the checkpoint they ran): set up before the file's tests, cleaned up after.
+ */
+export function tinyModelForFile (): { model: TinyModel, digest: string } {
+  const held = { model: undefined as unknown as TinyModel, digest: '' }
+  beforeAll(async () => {
+    held.model = await tinyModel()
+    held.digest = await checkpointDigest(held.model.dir)
+  })
+  afterAll(async () => await held.model.cleanup())
+  return held
+}
+
 export { seededTokens as prompt } from '../support/prompts.ts'
 
 /** A prefix cache on `root` for the tiny model under `profile`, collecting its events. */

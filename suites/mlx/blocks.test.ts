@@ -9,19 +9,12 @@
 //     for bit (13/13 logits steps); our f32 blocks continue within 1e-5 with equal greedy tokens;
 //     noise in the window slot no query reads changes no logit.
 import { readFileSync } from 'node:fs'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { blockPath } from '../../src/decode/store/index.ts'
 import { SafetensorsFile } from '../../src/formats/safetensors/index.ts'
-import { checkpointDigest } from '../../src/model/checkpoint/index.ts'
-import { BS, openPrefixCache, prompt, tinyModel, type TinyModel } from '../blocks/helpers.ts'
+import { BS, openPrefixCache, prompt, tinyModelForFile } from '../blocks/helpers.ts'
 
-let model: TinyModel
-let digest = ''
-beforeAll(async () => {
-  model = await tinyModel()
-  digest = await checkpointDigest(model.dir)
-})
-afterAll(async () => await model.cleanup())
+const held = tinyModelForFile()
 
 function record (name: string): Record<string, unknown> {
   return JSON.parse(readFileSync(new URL(`../../harness/fixtures/mlx/${name}`, import.meta.url), 'utf8')) as Record<string, unknown>
@@ -29,11 +22,11 @@ function record (name: string): Record<string, unknown> {
 
 describe('every block we write follows oMLX\'s DeepSeek-V4 layout', () => {
   it('metadata, signature, cache types, meta states and tensor shapes, block by block', async () => {
-    const { pc } = await openPrefixCache(model, model.scratch('omlx-layout'), 'f32')
+    const { pc } = await openPrefixCache(held.model, held.model.scratch('omlx-layout'), 'f32')
     const tokens = prompt(1100, 81)
-    const stored = await pc.prefillAndStore(model.engine('f32'), tokens)
+    const stored = await pc.prefillAndStore(held.model.engine('f32'), tokens)
     expect(stored.storedBlocks).toHaveLength(4)
-    const cfg = model.ckpt.config
+    const cfg = held.model.ckpt.config
     for (const [k, b] of stored.storedBlocks.entries()) {
       const f = await SafetensorsFile.open(blockPath(pc.store.root, b.hash))
       const m = f.metadata
@@ -90,7 +83,7 @@ describe('every block we write follows oMLX\'s DeepSeek-V4 layout', () => {
 describe('oMLX\'s model restores our blocks (records of harness/mlx on MLX 0.32.2)', () => {
   it('mlx-cpu blocks: 13/13 logits steps bit-identical to the model\'s own state, greedy equal', () => {
     const r = record('exact-restore-proof.json')
-    expect(r.checkpoint_sha256, 're-run harness/mlx/make-fixtures.sh').toBe(digest)
+    expect(r.checkpoint_sha256, 're-run harness/mlx/make-fixtures.sh').toBe(held.digest)
     expect(r).toMatchObject({ logits_steps: 13, logits_steps_bit_identical: 13, logits_max_abs_diff: 0, greedy_equal: true, dtype: 'bfloat16', quantized: true })
     console.log(`exact restore: ${r.logits_steps_bit_identical}/${r.logits_steps} logits steps bit-identical, ${r.cache_arrays_compared} cache arrays compared`)
   })
@@ -98,7 +91,7 @@ describe('oMLX\'s model restores our blocks (records of harness/mlx on MLX 0.32.
   it('our f32 blocks (4 of 256): greedy 12/12 equal, logits within 1e-5; noise in the unread window slot changes no bit', () => {
     const r = record('restore-proof.json')
     const noisy = record('restore-proof-noisy-first-row.json')
-    expect(r.checkpoint_sha256).toBe(digest)
+    expect(r.checkpoint_sha256).toBe(held.digest)
     expect(r).toMatchObject({ restored_blocks: 4, greedy_equal: true, first_window_row: 'as-written' })
     expect(r.logits_rel_error_max as number).toBeLessThanOrEqual(1e-5)
     expect(noisy).toMatchObject({ first_window_row: 'random', greedy_equal: true })

@@ -12,31 +12,24 @@
 //     written, is caught.
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { compareBlockDirs } from '../../src/decode/store/index.ts'
-import { checkpointDigest } from '../../src/model/checkpoint/index.ts'
 import {
   compareBlocks, describe as describeComparison, identical, isWindow, omlxBlocks, readBlock, readProof,
   writeF32Blocks, writeMlxCpuBlock, type Comparison,
 } from '../../harness/mlx/compare-blocks.ts'
-import { tinyModel, type TinyModel } from '../blocks/helpers.ts'
+import { tinyModelForFile } from '../blocks/helpers.ts'
 
 const FX = fileURLToPath(new URL('../../harness/fixtures/', import.meta.url))
 const PROOF = readProof(FX)
 
-let model: TinyModel
-let digest = ''
-beforeAll(async () => {
-  model = await tinyModel()
-  digest = await checkpointDigest(model.dir)
-})
-afterAll(async () => await model.cleanup())
+const held = tinyModelForFile()
 
 describe('our blocks against the blocks oMLX\'s own prefix cache wrote', () => {
   it('mlx-cpu (bf16 + quantized): metadata identical but created_at; every tensor bit-identical but the unread window row', async () => {
     const c = PROOF.cases['tiny-t301-mxq']
-    expect(c.checkpoint, 're-run harness/mlx/make-prefix-cache-proof.sh').toBe(digest)
-    const ours = await writeMlxCpuBlock(FX, model.ckpt.config, model.scratch('mlx-cpu'), c)
+    expect(c.checkpoint, 're-run harness/mlx/make-prefix-cache-proof.sh').toBe(held.digest)
+    const ours = await writeMlxCpuBlock(FX, held.model.ckpt.config, held.model.scratch('mlx-cpu'), c)
     const theirs = await omlxBlocks(FX, 'tiny-t301-mxq')
     expect([...theirs.keys()]).toEqual([ours.hash])
     const cmp = compareBlocks(await readBlock(ours.path), theirs.get(ours.hash)!)
@@ -51,13 +44,13 @@ describe('our blocks against the blocks oMLX\'s own prefix cache wrote', () => {
 
   it('verify-blocks against oMLX\'s store names exactly those differences: its missing digest, our fingerprint, each window\'s oldest row', async () => {
     const c = PROOF.cases['tiny-t301-mxq']
-    const root = model.scratch('mlx-cpu-verify')
-    await writeMlxCpuBlock(FX, model.ckpt.config, root, c)
+    const root = held.model.scratch('mlx-cpu-verify')
+    await writeMlxCpuBlock(FX, held.model.ckpt.config, root, c)
     const report = await compareBlockDirs(root, join(FX, 'mlx/omlx-blocks/tiny-t301-mxq'))
     expect(report.total).toBe(1)
     const diffs = report.blocks[0].differences
     console.log(`verify-blocks ours vs oMLX's: ${report.identical}/${report.total} identical\n  ${diffs.join('\n  ')}`)
-    const d = model.ckpt.config.headDim
+    const d = held.model.ckpt.config.headDim
     const expected = [
       /^B: no content_sha256 \(a block oMLX wrote/,
       /^metadata geometry_fingerprint: only in A /,
@@ -69,8 +62,8 @@ describe('our blocks against the blocks oMLX\'s own prefix cache wrote', () => {
 
   it('f32: metadata identical but created_at; tensors within 1e-5 of oMLX\'s (two engines\' f32, histograms printed)', async () => {
     const c = PROOF.cases['tiny-t777-f32']
-    expect(c.checkpoint).toBe(digest)
-    const ours = await writeF32Blocks(FX, model.engine('f32'), model.scratch('f32'), c)
+    expect(c.checkpoint).toBe(held.digest)
+    const ours = await writeF32Blocks(FX, held.model.engine('f32'), held.model.scratch('f32'), c)
     const theirs = await omlxBlocks(FX, 'tiny-t777-f32')
     expect(ours.map((b) => b.hash).sort()).toEqual([...theirs.keys()].sort())
     const cmps: Comparison[] = []
@@ -86,7 +79,7 @@ describe('our blocks against the blocks oMLX\'s own prefix cache wrote', () => {
 
   it('a one-channel shift of a ratio-4 previous window in our cache is caught', async () => {
     const c = PROOF.cases['tiny-t301-mxq']
-    const ours = await writeMlxCpuBlock(FX, model.ckpt.config, model.scratch('mlx-cpu-shifted'), c, (cache) => {
+    const ours = await writeMlxCpuBlock(FX, held.model.ckpt.config, held.model.scratch('mlx-cpu-shifted'), c, (cache) => {
       const state = cache.layers[1].compressor!
       const w = state.prevWindowKv!
       const width = state.width
@@ -107,7 +100,7 @@ describe('oMLX\'s prefix-cache path restores our blocks (record of harness/mlx/m
     const mxq = PROOF.cases['tiny-t301-mxq']
     const f32 = PROOF.cases['tiny-t777-f32']
     for (const c of [mxq, f32]) {
-      expect(c.checkpoint).toBe(digest)
+      expect(c.checkpoint).toBe(held.digest)
       expect(c.stores.omlx).toMatchObject({ restored: true, blocks: c.boundary / c.block_size, tokens_restored: c.boundary, logits_bit_identical_steps: c.stores.omlx.logits_steps, greedy_equal: true })
     }
     expect(mxq.stores['mlx-cpu']).toMatchObject({ restored: true, blocks: 1, tokens_restored: 256, logits_steps: 13, logits_bit_identical_steps: 13, logits_max_abs: 0, greedy_equal: true })
