@@ -157,7 +157,7 @@ export function identical (c: Comparison, exceptUnreadWindowRow = false): boolea
 }
 
 /** One line for the blocks, then one per tensor whose bits differ. */
-export function describe (label: string, cs: readonly Comparison[]): string[] {
+export function describeComparisons (label: string, cs: readonly Comparison[]): string[] {
   const t = cs.flatMap((c) => c.tensors)
   const all = combine(t.map((x) => x.all))
   const read = combine(t.map((x) => x.readRows))

@@ -112,7 +112,7 @@ def managers(model, store, block_size, model_name):
                                expected_block_size_tokens=block_size)
     paged.set_paged_ssd_cache_manager(ssd)
     prefix.set_paged_ssd_cache_manager(ssd)
-    return paged, ssd, prefix
+    return ssd, prefix
 
 
 def step(model, cache, ids):
@@ -144,21 +144,22 @@ def native(model, sched, tokens, block_size, decode, store, model_name):
         eval_tree(snapshots[start + block_size])
     final, mcc = sched._extract_cache_states(cache)
     eval_tree(final)
-    paged, ssd, prefix = managers(model, store, block_size, model_name)
+    ssd, prefix = managers(model, store, block_size, model_name)
     table = prefix.store_cache("native", tokens[:boundary], final, model_cache_config=mcc, boundary_snapshots=snapshots)
     if table is None or len(table.block_ids) != boundary // block_size:
         sys.exit(f"oMLX stored {0 if table is None else len(table.block_ids)} blocks, expected {boundary // block_size}")
-    ssd.close() if hasattr(ssd, "close") else None
+    ssd.close()  # flushes the writer thread: every block is on disk before anything reads the store
     logits, greedy = continue_from(model, cache, tokens[boundary:], decode)
     return boundary, logits, greedy
 
 
 def restored(model, tokens, block_size, decode, store, model_name):
-    paged, ssd, prefix = managers(model, store, block_size, model_name)
+    ssd, prefix = managers(model, store, block_size, model_name)
     table, remaining = prefix.fetch_cache("restore", list(tokens))
+    cache = prefix.reconstruct_cache(table) if table is not None else None
+    ssd.close()
     if table is None:
         return {"restored": False, "why": "fetch_cache found no cached prefix"}
-    cache = prefix.reconstruct_cache(table)
     if cache is None:
         return {"restored": False, "why": "reconstruct_cache returned None", "blocks_found": len(table.block_ids)}
     logits, greedy = continue_from(model, cache, list(remaining), decode)

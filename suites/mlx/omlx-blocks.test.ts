@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { compareBlockDirs } from '../../src/decode/store/index.ts'
 import {
-  compareBlocks, describe as describeComparison, identical, isWindow, omlxBlocks, readBlock, readProof,
+  compareBlocks, describeComparisons, identical, isWindow, omlxBlocks, readBlock, readProof,
   writeF32Blocks, writeMlxCpuBlock, type Comparison,
 } from '../../harness/mlx/compare-blocks.ts'
 import { tinyModelForFile } from '../blocks/helpers.ts'
@@ -33,7 +33,7 @@ describe('our blocks against the blocks oMLX\'s own prefix cache wrote', () => {
     const theirs = await omlxBlocks(FX, 'tiny-t301-mxq')
     expect([...theirs.keys()]).toEqual([ours.hash])
     const cmp = compareBlocks(await readBlock(ours.path), theirs.get(ours.hash)!)
-    console.log(describeComparison('mlx-cpu block vs oMLX', [cmp]).join('\n'))
+    console.log(describeComparisons('mlx-cpu block vs oMLX', [cmp]).join('\n'))
     expect(cmp.metadata).toEqual([])
     expect(cmp.structure).toEqual([])
     expect(cmp.exact.filter((e) => !e.identical)).toEqual([])
@@ -68,7 +68,7 @@ describe('our blocks against the blocks oMLX\'s own prefix cache wrote', () => {
     expect(ours.map((b) => b.hash).sort()).toEqual([...theirs.keys()].sort())
     const cmps: Comparison[] = []
     for (const b of ours) cmps.push(compareBlocks(await readBlock(b.path), theirs.get(b.hash)!))
-    console.log(describeComparison('f32 blocks vs oMLX', cmps).join('\n'))
+    console.log(describeComparisons('f32 blocks vs oMLX', cmps).join('\n'))
     for (const cmp of cmps) {
       expect(cmp.metadata).toEqual([])
       expect(cmp.structure).toEqual([])
