@@ -1,7 +1,8 @@
 # pdb_kernels: the addon (bindings, threads, dispatch; no ISA flags) and the vector kernels, compiled
 # once per ISA into static libraries (docs/kernels.md, "Portable build and ISA dispatch"):
 #   pdb_kernels_portable  -DPDB_ISA_PORTABLE, no ISA flags (every target_arch; the only one off x86)
-#   pdb_kernels_avx2      -DPDB_ISA_AVX2 -mavx2 -mf16c (target_arch x64 only)
+#   pdb_kernels_avx2      -DPDB_ISA_AVX2 -mavx2 -mf16c -mfma (target_arch x64 only)
+#   pdb_kernels_avx512    -DPDB_ISA_AVX512, the avx2 flags and -mavx512f -mavx512dq -mavx512bw -mavx512vl (x64 only)
 # Both use the same numerics flags: -O3 -ffp-contract=off -fno-fast-math; no fast-math mode and no host-specific -march, ever (docs/kernels.md).
 {
   "variables": {
@@ -24,7 +25,7 @@
       "defines": ["NAPI_VERSION=8", "NODE_ADDON_API_DISABLE_CPP_EXCEPTIONS"],
       "dependencies": ["pdb_kernels_portable"],
       "conditions": [
-        ["target_arch=='x64'", { "dependencies": ["pdb_kernels_avx2"] }]
+        ["target_arch=='x64'", { "dependencies": ["pdb_kernels_avx2", "pdb_kernels_avx512"] }]
       ],
       "cflags!": ["-fno-exceptions"],
       "cflags_cc!": ["-fno-exceptions", "-O2"],
@@ -56,10 +57,22 @@
           "defines": ["PDB_ISA_AVX2"],
           "cflags!": ["-fno-exceptions"],
           "cflags_cc!": ["-fno-exceptions", "-O2"],
-          "cflags": ["-fPIC", "<@(pdb_flags)", "-mavx2", "-mf16c"],
+          "cflags": ["-fPIC", "<@(pdb_flags)", "-mavx2", "-mf16c", "-mfma"],
           "cflags_cc": ["<@(pdb_cc_flags)"],
           "xcode_settings": { "GCC_OPTIMIZATION_LEVEL": "3", "CLANG_CXX_LANGUAGE_STANDARD": "c++17", "GCC_ENABLE_CPP_EXCEPTIONS": "YES",
-                            "OTHER_CFLAGS": ["-ffp-contract=off", "-fno-fast-math", "-mavx2", "-mf16c"], "OTHER_CPLUSPLUSFLAGS": ["-ffp-contract=off", "-fno-fast-math", "-mavx2", "-mf16c"] }
+                            "OTHER_CFLAGS": ["-ffp-contract=off", "-fno-fast-math", "-mavx2", "-mf16c", "-mfma"], "OTHER_CPLUSPLUSFLAGS": ["-ffp-contract=off", "-fno-fast-math", "-mavx2", "-mf16c", "-mfma"] }
+        },
+        {
+          "target_name": "pdb_kernels_avx512",
+          "type": "static_library",
+          "sources": ["<@(pdb_isa_sources)"],
+          "defines": ["PDB_ISA_AVX512"],
+          "cflags!": ["-fno-exceptions"],
+          "cflags_cc!": ["-fno-exceptions", "-O2"],
+          "cflags": ["-fPIC", "<@(pdb_flags)", "-mavx2", "-mf16c", "-mfma", "-mavx512f", "-mavx512dq", "-mavx512bw", "-mavx512vl"],
+          "cflags_cc": ["<@(pdb_cc_flags)"],
+          "xcode_settings": { "GCC_OPTIMIZATION_LEVEL": "3", "CLANG_CXX_LANGUAGE_STANDARD": "c++17", "GCC_ENABLE_CPP_EXCEPTIONS": "YES",
+                            "OTHER_CFLAGS": ["-ffp-contract=off", "-fno-fast-math", "-mavx2", "-mf16c", "-mfma", "-mavx512f", "-mavx512dq", "-mavx512bw", "-mavx512vl"], "OTHER_CPLUSPLUSFLAGS": ["-ffp-contract=off", "-fno-fast-math", "-mavx2", "-mf16c", "-mfma", "-mavx512f", "-mavx512dq", "-mavx512bw", "-mavx512vl"] }
         }
       ]
     }]

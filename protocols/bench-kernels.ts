@@ -15,10 +15,11 @@ import {
 import { loadNativeKernels } from '../src/kernels/native.ts'
 import { PdBridgeError } from '../src/errors.ts'
 import { helpAndExit, readOptions } from './bench-cli.ts'
+import { startOpenBlas } from './openblas/sgemm.ts'
 import { f32ToBf16 } from '../src/numerics/bf16.ts'
 import { benchConfig, extraInt, parseBenchOptions } from '../verify/results/bench-options.ts'
 import { prepareBench } from '../verify/results/bench-setup.ts'
-import { MICRO_RECORD_SCHEMA, microRunId, writeMicroRecord, type KernelRow, type MicroRecord } from '../verify/results/micro-record.ts'
+import { MICRO_RECORD_SCHEMA, microRunId, OPENBLAS_ROW_NAME, writeMicroRecord, type KernelRow, type MicroRecord } from '../verify/results/micro-record.ts'
 import { bestCopyGbps, bestOfPeaks, gflopsPeakFor, measureMachinePeaks, nativeInfo } from '../verify/results/peaks.ts'
 import { formatBytes } from '../verify/results/tables.ts'
 
@@ -34,6 +35,10 @@ Kernel speed next to this machine's measured peaks, one micro-benchmark record i
   --time-ms N            tinybench time per case (default 400, or $PDB_BENCH_TIME_MS)
   --note TEXT            kept in the record (default $PDB_BENCH_NOTE)
   --micro DIR            where the record goes (default results/micro)
+
+Every matmul shape is also timed with OpenBLAS's sgemm through numpy, in a child process on the
+same threads, right after our rows at that shape ($PDB_OPENBLAS_PYTHON, default /usr/bin/python3;
+without numpy the record says why and has no OpenBLAS rows).
   -h, --help             this text (nothing is measured or written)
 `)
 const { options, TIME_MS } = readOptions('bench-kernels', () => {
@@ -60,6 +65,7 @@ interface Measured {
   rate: number
   /** GB/s rows: a copy moving the same bytes on the same threads, measured right after the kernel. */
   copyPeak?: number
+  method?: 'tinybench-p50' | 'timed-median'
 }
 
 function filled (n: number, seed: number, scale = 1): Float32Array {
@@ -99,6 +105,11 @@ async function main (): Promise<void> {
   const startPeaks = measureMachinePeaks()
   const rows: Measured[] = []
 
+  const openblas = await startOpenBlas(threads)
+  const openblasSettings: Record<string, string> = 'error' in openblas
+    ? { openblas: `not measured: ${openblas.error}` }
+    : { openblas: openblas.info.openblas ?? `not OpenBLAS: ${openblas.info.blas.join(', ')}`, numpy: openblas.info.numpy }
+  console.log(`OpenBLAS reference: ${openblasSettings.openblas}`)
   const matmulShapes: Array<[number, number, number]> = []
   for (const m of [1, 128]) {
     for (const [k, n] of [[256, 256], [1024, 1024], [4096, 256], [4096, 512], [4096, 1024], [4096, 4096]]) matmulShapes.push([m, k, n])
@@ -110,9 +121,12 @@ async function main (): Promise<void> {
     const out = new Float32Array(m * n)
     const flops = 2 * m * n * k
     const used = threadsFor(m * n * k)
+    const fma = { order: 'lanes8-fma' } as const
     for (const [kernel, fn, weightBytes] of [
       ['matmulF32', () => { matmulF32(x, m, k, w, n, out) }, 4],
       ['matmulBf16', () => { matmulBf16(x, m, k, wb, n, out) }, 2],
+      ['matmulF32 lanes8-fma', () => { matmulF32(x, m, k, w, n, out, fma) }, 4],
+      ['matmulBf16 lanes8-fma', () => { matmulBf16(x, m, k, wb, n, out, fma) }, 2],
     ] as const) {
       const t = await measure(kernel, fn)
       const seconds = t.p50Ms / 1000
@@ -120,7 +134,15 @@ async function main (): Promise<void> {
       const gflops = flops / seconds / 1e9
       rows.push({ kernel, shape: `m=${m} k=${k} n=${n}`, threads: used, ...t, flops, bytes, gflops, gbps: bytes / seconds / 1e9, unit: 'GFLOP/s', rate: gflops })
     }
+    if (!('error' in openblas)) { // the same shape through OpenBLAS, right after ours, on the configured threads
+      const t = await openblas.time(m, k, n, TIME_MS)
+      const seconds = t.p50Ms / 1000
+      const bytes = 4 * (m * k + n * k + m * n)
+      const gflops = flops / seconds / 1e9
+      rows.push({ kernel: OPENBLAS_ROW_NAME, shape: `m=${m} k=${k} n=${n}`, threads, ...t, flops, bytes, gflops, gbps: bytes / seconds / 1e9, unit: 'GFLOP/s', rate: gflops, method: 'timed-median' })
+    }
   }
+  if (!('error' in openblas)) openblas.close()
 
   { // The TypeScript reference at one small shape, for scale.
     const [m, k, n] = [1, 1024, 1024]
@@ -259,12 +281,12 @@ async function main (): Promise<void> {
       peakOf,
       percentOfPeak: 100 * r.rate / peak,
       samples: r.samples,
-      method: 'tinybench-p50',
+      method: r.method ?? 'tinybench-p50',
       kernel: { p50Ms: r.p50Ms, meanMs: r.meanMs, flops: r.flops, bytes: r.bytes, gflops: r.gflops, gbps: r.gbps },
     }
   })
 
-  console.log(`\npeak ${loadNativeKernels().isa} mul+add (no FMA), best of ${peaks.bestOf} (start and end): ${peaks.gflops1Thread.toFixed(1)} GFLOP/s on 1 thread, ${peaks.gflopsAllThreads.toFixed(1)} GFLOP/s on ${threads}`)
+  console.log(`\npeak ${loadNativeKernels().isa} mul+add (8 lanes, no FMA), best of ${peaks.bestOf} (start and end): ${peaks.gflops1Thread.toFixed(1)} GFLOP/s on 1 thread, ${peaks.gflopsAllThreads.toFixed(1)} GFLOP/s on ${threads}`)
   console.log(`streaming copy of ${formatBytes(peaks.copyBytes)}, best of ${peaks.bestOf}: ${peaks.copyGbps1Thread.toFixed(1)} GB/s on 1 thread, ${peaks.copyGbpsAllThreads.toFixed(1)} GB/s on ${threads}`)
   console.log('GFLOP/s rows: the mul+add peak for the threads used; GB/s rows: a copy moving the same bytes on the same threads\n')
   console.table(out.map((r) => ({
@@ -276,7 +298,15 @@ async function main (): Promise<void> {
     'GB/s moved': Number(r.kernel.gbps.toFixed(1)),
     peak: `${r.peak.toFixed(1)} ${r.unit}`,
     '% peak': Number(r.percentOfPeak.toFixed(1)),
+    'vs OpenBLAS': vsOpenBlas(r, out) ?? '',
   })))
+
+  for (const shape of ['m=128 k=4096 n=4096', 'm=1 k=4096 n=4096']) {
+    const pick = (name: string) => out.find((r) => r.name === name && r.shape === shape)
+    const summary = ['matmulF32', 'matmulF32 lanes8-fma', 'matmulBf16', 'matmulBf16 lanes8-fma']
+      .map((name) => `${name} ${vsOpenBlas(pick(name), out) ?? 'n/a'}`)
+    console.log(`${shape} vs OpenBLAS sgemm: ${summary.join(', ')}`)
+  }
 
   const record: MicroRecord = {
     schema: MICRO_RECORD_SCHEMA,
@@ -287,11 +317,18 @@ async function main (): Promise<void> {
     load: { before: loadBefore, after: loadAfter },
     note: options.note,
     native: nativeInfo(),
-    settings: { timePerTaskMs: TIME_MS, warmupMs: WARMUP_MS, rateFrom: 'p50 latency of tinybench samples' },
+    settings: { timePerTaskMs: TIME_MS, warmupMs: WARMUP_MS, rateFrom: 'p50 latency of tinybench samples (OpenBLAS rows: the median of timed calls in the child)', ...openblasSettings },
     peaks,
     rows: out,
   }
   console.log(`\nwrote ${await writeMicroRecord(options.microDir, record)}`)
+}
+
+/** A matmul row's rate over the OpenBLAS row of the same shape in `rows` (as `1.07x`), if there is one. */
+function vsOpenBlas (row: KernelRow | undefined, rows: KernelRow[]): string | undefined {
+  if (row === undefined || !row.name.startsWith('matmul')) return undefined
+  const blas = rows.find((r) => r.name === OPENBLAS_ROW_NAME && r.shape === row.shape)
+  return blas === undefined ? undefined : `${(row.rate / blas.rate).toFixed(2)}x`
 }
 
 await main()

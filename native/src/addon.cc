@@ -23,10 +23,10 @@ size_t saturating_mul (size_t a, size_t b) {
   return __builtin_mul_overflow(a, b, &p) ? SIZE_MAX : p;
 }
 
-// matmulF32 / matmulBf16 (x, m, k, w, n, out, roundBf16, blocks128)
+// matmulF32 / matmulBf16 (x, m, k, w, n, out, roundBf16, order): order is a MatmulOrder code (matmul.h)
 template <class Code>
 Napi::Value matmul_entry (const Napi::CallbackInfo& info, napi_typedarray_type w_type, const char* w_type_name,
-                          void (*kernel)(const float*, size_t, size_t, const Code*, size_t, float*, bool, bool, int)) {
+                          void (*kernel)(const float*, size_t, size_t, const Code*, size_t, float*, bool, pdb::MatmulOrder, int)) {
   Napi::Env env = info.Env();
   size_t m = 0, k = 0, n = 0;
   const auto x = pdb::typed_array<float>(info, 0, napi_float32_array, "x", "Float32Array");
@@ -39,9 +39,14 @@ Napi::Value matmul_entry (const Napi::CallbackInfo& info, napi_typedarray_type w
       !pdb::check_length(env, "w", w.length, n, k, "n x k") ||
       !pdb::check_length(env, "out", y.length, m, n, "m x n")) return env.Undefined();
   const bool round_bf16 = info.Length() > 6 && info[6].ToBoolean().Value();
-  const bool blocks128 = info.Length() > 7 && info[7].ToBoolean().Value();
+  size_t code = 0;
+  if (info.Length() > 7 && !pdb::size_arg(info, 7, "order", &code)) return env.Undefined();
+  if (code > size_t(pdb::MatmulOrder::kLanes8Fma)) {
+    Napi::RangeError::New(env, "order must be a matmul order code (0 lanes8, 1 blocks128, 2 lanes8-fma)").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
   const size_t work = saturating_mul(saturating_mul(m, n), k);
-  kernel(x.data, m, k, w.data, n, y.data, round_bf16, blocks128, pdb::threads_for(work));
+  kernel(x.data, m, k, w.data, n, y.data, round_bf16, pdb::MatmulOrder(int(code)), pdb::threads_for(work));
   return info[5];
 }
 
@@ -124,7 +129,7 @@ Napi::Value MeasureStreamGbps (const Napi::CallbackInfo& info) {
 }  // namespace
 
 static Napi::Object Init (Napi::Env env, Napi::Object exports) {
-  // The kernel ISA, once per load (isa.h): PD_KERNELS_ISA=avx2|portable forces one.
+  // The kernel ISA, once per load (isa.h): PD_KERNELS_ISA=avx512|avx2|portable forces one.
   const char* requested = std::getenv("PD_KERNELS_ISA");
   std::string isa_error;
   if (!pdb::select_kernel_isa(requested == nullptr ? "" : requested, &isa_error)) {
@@ -132,9 +137,10 @@ static Napi::Object Init (Napi::Env env, Napi::Object exports) {
     return exports;
   }
   Napi::Array isas = Napi::Array::New(env);
+  if (pdb::avx512_usable()) isas.Set(isas.Length(), Napi::String::New(env, "avx512"));
   if (pdb::avx2_usable()) isas.Set(isas.Length(), Napi::String::New(env, "avx2"));
   isas.Set(isas.Length(), Napi::String::New(env, "portable"));
-  exports.Set("abiVersion", Napi::Number::New(env, 5));
+  exports.Set("abiVersion", Napi::Number::New(env, 6));
   exports.Set("isa", Napi::String::New(env, pdb::kernels().name));
   exports.Set("isas", isas);
   exports.Set("minParallelWork", Napi::Number::New(env, double(pdb::kMinParallelWork)));

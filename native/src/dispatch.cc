@@ -20,6 +20,7 @@ const KernelTable* g_active = nullptr;
 
 const KernelTable& automatic () {
 #if defined(PDB_HAVE_AVX2)
+  if (avx512_usable()) return avx512::kKernelTable;
   if (avx2_usable()) return avx2::kKernelTable;
 #endif
   return portable::kKernelTable;
@@ -30,7 +31,17 @@ const KernelTable& automatic () {
 bool avx2_usable () {
 #if defined(PDB_HAVE_AVX2) && (defined(__x86_64__) || defined(__i386__))
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") && __builtin_cpu_supports("fma");
+#else
+  return false;
+#endif
+}
+
+bool avx512_usable () {
+#if defined(PDB_HAVE_AVX2) && (defined(__x86_64__) || defined(__i386__))
+  // libgcc's CPU model also checks that the OS saves the 512-bit state (XCR0).
+  return avx2_usable() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
 #else
   return false;
 #endif
@@ -51,13 +62,25 @@ bool select_kernel_isa (const std::string& request, std::string* error) {
       g_active = &avx2::kKernelTable;
       return true;
     }
-    *error = "PD_KERNELS_ISA=avx2, but this CPU lacks AVX2 or F16C (use PD_KERNELS_ISA=portable, or leave it unset)";
+    *error = "PD_KERNELS_ISA=avx2, but this CPU lacks AVX2, F16C or FMA (use PD_KERNELS_ISA=portable, or leave it unset)";
 #else
     *error = "PD_KERNELS_ISA=avx2, but this build has no AVX2 kernels (not an x86 build; use portable, or leave it unset)";
 #endif
     return false;
   }
-  *error = "PD_KERNELS_ISA=" + request + " is not a kernel ISA (expected avx2 or portable, or unset)";
+  if (request == "avx512") {
+#if defined(PDB_HAVE_AVX2)
+    if (avx512_usable()) {
+      g_active = &avx512::kKernelTable;
+      return true;
+    }
+    *error = "PD_KERNELS_ISA=avx512, but this CPU lacks AVX-512 F/DQ/BW/VL (or AVX2, F16C, FMA) (use avx2 or portable, or leave it unset)";
+#else
+    *error = "PD_KERNELS_ISA=avx512, but this build has no AVX-512 kernels (not an x86 build; use portable, or leave it unset)";
+#endif
+    return false;
+  }
+  *error = "PD_KERNELS_ISA=" + request + " is not a kernel ISA (expected avx512, avx2 or portable, or unset)";
   return false;
 }
 
@@ -67,13 +90,13 @@ const KernelTable& kernels () {
 }
 
 void matmul_f32 (const float* x, size_t m, size_t k, const float* w, size_t n, float* y,
-                 bool round_bf16, bool blocks128, int threads) {
-  kernels().matmul_f32(x, m, k, w, n, y, round_bf16, blocks128, threads);
+                 bool round_bf16, MatmulOrder order, int threads) {
+  kernels().matmul_f32(x, m, k, w, n, y, round_bf16, order, threads);
 }
 
 void matmul_bf16 (const float* x, size_t m, size_t k, const uint16_t* w, size_t n, float* y,
-                  bool round_bf16, bool blocks128, int threads) {
-  kernels().matmul_bf16(x, m, k, w, n, y, round_bf16, blocks128, threads);
+                  bool round_bf16, MatmulOrder order, int threads) {
+  kernels().matmul_bf16(x, m, k, w, n, y, round_bf16, order, threads);
 }
 
 void rms_norm (const float* x, size_t rows, size_t d, const float* weight, float eps, float* y, int threads) {

@@ -15,6 +15,7 @@ namespace PDB_ISA_NS {
 enum class DotOrder {
   kLanes8,     // the whole length in 8 lanes, the lane tree, then the k % 8 tail
   kBlocks128,  // each block of 128 (and the last, shorter one) in the kLanes8 order, block sums added in order
+  kLanes8Fma,  // kLanes8 with each lane step and tail step one fused multiply-add (one rounding)
 };
 
 constexpr size_t kOrderBlock = 128;
@@ -23,7 +24,7 @@ namespace tile_detail {
 
 // Lanes over [i0, i0 + len8) of MR x NR dot products, reduced to one float each (tree, then the
 // scalar tail up to i0 + len).
-template <class W, int MR, int NR>
+template <class W, int MR, int NR, bool Fused = false>
 inline void lanes_part (const float* x, size_t k, const typename W::Code* w, size_t i0, size_t len,
                         float part[MR][NR]) {
   const size_t len8 = len - len % 8;
@@ -35,13 +36,19 @@ inline void lanes_part (const float* x, size_t k, const typename W::Code* w, siz
     for (int r = 0; r < MR; r++) xv[r] = f8_load(x + r * k + i);
     for (int c = 0; c < NR; c++) {
       const F8 wv = W::load8(w + c * k + i);
-      for (int r = 0; r < MR; r++) acc[r][c] = acc[r][c] + xv[r] * wv;
+      for (int r = 0; r < MR; r++) {
+        if constexpr (Fused) acc[r][c] = f8_fma(xv[r], wv, acc[r][c]);
+        else acc[r][c] = acc[r][c] + xv[r] * wv;
+      }
     }
   }
   for (int r = 0; r < MR; r++) {
     for (int c = 0; c < NR; c++) {
       float s = lane_tree(acc[r][c]);
-      for (size_t i = i0 + len8; i < i0 + len; i++) s = s + x[r * k + i] * W::load1(w + c * k + i);
+      for (size_t i = i0 + len8; i < i0 + len; i++) {
+        if constexpr (Fused) s = fma1(x[r * k + i], W::load1(w + c * k + i), s);
+        else s = s + x[r * k + i] * W::load1(w + c * k + i);
+      }
       part[r][c] = s;
     }
   }
@@ -56,6 +63,8 @@ void dot_tile (const float* x, size_t k, const typename W::Code* w, float* y, si
   float s[MR][NR];
   if constexpr (order == DotOrder::kLanes8) {
     tile_detail::lanes_part<W, MR, NR>(x, k, w, 0, k, s);
+  } else if constexpr (order == DotOrder::kLanes8Fma) {
+    tile_detail::lanes_part<W, MR, NR, true>(x, k, w, 0, k, s);
   } else {
     for (int r = 0; r < MR; r++)
       for (int c = 0; c < NR; c++) s[r][c] = 0.0f;

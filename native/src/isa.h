@@ -1,10 +1,11 @@
 // Which kernel variant runs (docs/kernels.md, "Portable build and ISA dispatch"). The vector kernels
 // are compiled once per ISA (simd8.h); each variant fills a KernelTable, and the functions of
 // matmul.h, rmsnorm.h, ... (dispatch.cc) call the table chosen once, at addon load:
-//   PD_KERNELS_ISA=avx2      AVX2 (refused when the CPU lacks AVX2 or F16C, or the build has no AVX2 variant)
+//   PD_KERNELS_ISA=avx512    AVX-512 matmul tiles, AVX2 elsewhere (refused when the CPU lacks AVX-512 F/DQ/BW/VL)
+//   PD_KERNELS_ISA=avx2      AVX2 (refused when the CPU lacks AVX2, F16C or FMA, or the build has no AVX2 variant)
 //   PD_KERNELS_ISA=portable  the plain C++ variant
-//   unset or empty           AVX2 when compiled in and __builtin_cpu_supports("avx2") && ("f16c"), else portable
-// Both variants give the same bits.
+//   unset or empty           the first of avx512, avx2 this CPU runs, else portable
+// Every variant gives the same bits.
 #pragma once
 
 #include <cstddef>
@@ -13,14 +14,15 @@
 
 #include "attention.h"
 #include "fmath_array.h"
+#include "matmul.h"
 #include "pool.h"
 
 namespace pdb {
 
 struct KernelTable {
   const char* name;  // "avx2" or "portable"
-  void (*matmul_f32)(const float*, size_t, size_t, const float*, size_t, float*, bool, bool, int);
-  void (*matmul_bf16)(const float*, size_t, size_t, const uint16_t*, size_t, float*, bool, bool, int);
+  void (*matmul_f32)(const float*, size_t, size_t, const float*, size_t, float*, bool, MatmulOrder, int);
+  void (*matmul_bf16)(const float*, size_t, size_t, const uint16_t*, size_t, float*, bool, MatmulOrder, int);
   void (*rms_norm)(const float*, size_t, size_t, const float*, float, float*, int);
   void (*fmath_array)(FmathFn, const float*, size_t, float*, int);
   void (*attention_mqa)(const float*, size_t, size_t, size_t, const float*, size_t, const int32_t*, const int32_t*,
@@ -37,10 +39,13 @@ struct KernelTable {
 namespace portable { extern const KernelTable kKernelTable; }
 #if defined(PDB_HAVE_AVX2)
 namespace avx2 { extern const KernelTable kKernelTable; }
+namespace avx512 { extern const KernelTable kKernelTable; }
 #endif
 
-// True when the AVX2 variant is compiled in and this CPU runs it (AVX2 and F16C).
+// True when the AVX2 variant is compiled in and this CPU runs it (AVX2, F16C and FMA).
 bool avx2_usable ();
+// True when the AVX-512 variant is compiled in and this CPU runs it (avx2_usable, AVX-512 F/DQ/BW/VL).
+bool avx512_usable ();
 
 // Choose the variant for `request` ("" = automatic, "avx2", "portable"). False, with `error` set and
 // the choice unchanged, when the request is unknown or cannot run here.

@@ -8,6 +8,7 @@
 
 #include "attention.h"
 #include "fmath_array.h"
+#include "matmul.h"
 #include "pool.h"
 #include "simd8.h"
 
@@ -15,9 +16,9 @@ namespace pdb {
 namespace PDB_ISA_NS {
 
 void matmul_f32 (const float* x, size_t m, size_t k, const float* w, size_t n, float* y,
-                 bool round_bf16, bool blocks128, int threads);
+                 bool round_bf16, MatmulOrder order, int threads);
 void matmul_bf16 (const float* x, size_t m, size_t k, const uint16_t* w, size_t n, float* y,
-                  bool round_bf16, bool blocks128, int threads);
+                  bool round_bf16, MatmulOrder order, int threads);
 void rms_norm (const float* x, size_t rows, size_t d, const float* weight, float eps, float* y, int threads);
 void fmath_array (FmathFn fn, const float* x, size_t n, float* y, int threads);
 void attention_mqa (const float* q, size_t t_count, size_t heads, size_t dim, const float* kv, size_t n,

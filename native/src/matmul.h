@@ -6,13 +6,20 @@
 
 namespace pdb {
 
-// Every y[i, j] is the dot product of x row i and W row j in the order of kernel_order.h
-// (`blocks128`: each 128-long block in that order, block sums added in order; dot_tile.h), then
+// The accumulation order of every dot product (docs/kernels.md, "Accumulation order"); the values
+// are the addon's order codes (src/kernels/native.ts, MATMUL_ORDER_CODES).
+enum class MatmulOrder : int {
+  kLanes8 = 0,     // kernel_order.h: 8 lanes, the lane tree, the k % 8 tail
+  kBlocks128 = 1,  // each 128-long block in that order, block sums added in order
+  kLanes8Fma = 2,  // kLanes8 with every lane and tail step one fused multiply-add
+};
+
+// Every y[i, j] is the dot product of x row i and W row j in `order` (dot_tile.h), then
 // finish_output (optional bf16 rounding, canonical NaN). Work is split between threads by output
 // column ranges only. The caller guarantees the buffer sizes.
 void matmul_f32 (const float* x, size_t m, size_t k, const float* w, size_t n, float* y,
-                 bool round_bf16, bool blocks128, int threads);
+                 bool round_bf16, MatmulOrder order, int threads);
 void matmul_bf16 (const float* x, size_t m, size_t k, const uint16_t* w, size_t n, float* y,
-                  bool round_bf16, bool blocks128, int threads);
+                  bool round_bf16, MatmulOrder order, int threads);
 
 }  // namespace pdb

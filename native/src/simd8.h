@@ -1,11 +1,15 @@
 // The 8-lane float32 type every vector kernel is written against, in two implementations that give
 // the same bits (docs/kernels.md, "Portable build and ISA dispatch"):
 //
-//   PDB_ISA_AVX2      one __m256 / __m256i, AVX2 intrinsics (translation units built with -mavx2 -mf16c)
+//   PDB_ISA_AVX2      one __m256 / __m256i, AVX2 intrinsics (translation units built with -mavx2 -mf16c -mfma)
+//   PDB_ISA_AVX512    the same __m256 code, in translation units also built with -mavx512f -mavx512dq
+//                     -mavx512bw -mavx512vl, whose matmul adds 512-bit tiles (matmul_zmm.h)
 //   PDB_ISA_PORTABLE  an array of 8 floats / uint32s, element-wise plain C++ (any CPU, any compiler)
 //
 // Every operation is element-wise and rounds once per lane exactly as the AVX2 instruction does
-// (IEEE float32, round to nearest even, no fused multiply-add: -ffp-contract=off). The few
+// (IEEE float32, round to nearest even; -ffp-contract=off, so `a * b + c` is never fused behind our
+// back). The one fused operation is explicit: f8_fma / fma1 (vfmadd, or std::fmaf, one rounding),
+// used only by the lanes8-fma order. The few
 // non-arithmetic instructions keep their x86 meaning in the portable form too: min/max return the
 // second operand unless the first is strictly smaller/larger (so a NaN in either picks the second),
 // truncation of NaN or out-of-range values gives INT32_MIN, compares give all-ones lanes.
@@ -18,22 +22,31 @@
 #pragma once
 
 #include <cfloat>
+#include <math.h>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 
-#if defined(PDB_ISA_AVX2) && defined(PDB_ISA_PORTABLE)
-#error "define one of PDB_ISA_AVX2 and PDB_ISA_PORTABLE"
+#if (defined(PDB_ISA_AVX2) + defined(PDB_ISA_AVX512) + defined(PDB_ISA_PORTABLE)) != 1
+#error "define one of PDB_ISA_AVX2, PDB_ISA_AVX512 and PDB_ISA_PORTABLE"
 #elif defined(PDB_ISA_AVX2)
-#if !defined(__AVX2__)
-#error "PDB_ISA_AVX2 translation units are compiled with -mavx2 -mf16c"
+#if !defined(__AVX2__) || !defined(__FMA__)
+#error "PDB_ISA_AVX2 translation units are compiled with -mavx2 -mf16c -mfma"
 #endif
 #include <immintrin.h>
 #define PDB_ISA_NS avx2
+#define PDB_X86_VECTORS 1
+#elif defined(PDB_ISA_AVX512)
+#if !defined(__AVX2__) || !defined(__FMA__) || !defined(__AVX512F__) || !defined(__AVX512DQ__)
+#error "PDB_ISA_AVX512 translation units are compiled with -mavx2 -mf16c -mfma -mavx512f -mavx512dq -mavx512bw -mavx512vl"
+#endif
+#include <immintrin.h>
+#define PDB_ISA_NS avx512
+#define PDB_X86_VECTORS 1
 #elif defined(PDB_ISA_PORTABLE)
 #define PDB_ISA_NS portable
 #else
-#error "compile the kernels with -DPDB_ISA_AVX2 or -DPDB_ISA_PORTABLE (native/binding.gyp does)"
+#error "compile the kernels with -DPDB_ISA_AVX2, -DPDB_ISA_AVX512 or -DPDB_ISA_PORTABLE (native/binding.gyp does)"
 #endif
 
 // float expressions evaluated in float (SSE2 on x86-64, any AArch64): no wider intermediates.
@@ -58,7 +71,7 @@ inline float bits_float (uint32_t b) {
   return f;
 }
 
-#if defined(PDB_ISA_AVX2)
+#if defined(PDB_X86_VECTORS)
 
 struct F8 { __m256 v; };   // 8 float32 lanes
 struct I8 { __m256i v; };  // 8 32-bit integer lanes (wrapping arithmetic)
@@ -72,6 +85,11 @@ PDB_INLINE F8 operator+ (F8 a, F8 b) { return { _mm256_add_ps(a.v, b.v) }; }
 PDB_INLINE F8 operator- (F8 a, F8 b) { return { _mm256_sub_ps(a.v, b.v) }; }
 PDB_INLINE F8 operator* (F8 a, F8 b) { return { _mm256_mul_ps(a.v, b.v) }; }
 PDB_INLINE F8 operator/ (F8 a, F8 b) { return { _mm256_div_ps(a.v, b.v) }; }
+// a * b + c with one rounding (vfmadd231ps): only the lanes8-fma order uses it.
+PDB_INLINE F8 f8_fma (F8 a, F8 b, F8 c) { return { _mm256_fmadd_ps(a.v, b.v, c.v) }; }
+PDB_INLINE float fma1 (float a, float b, float c) {
+  return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(a), _mm_set_ss(b), _mm_set_ss(c)));
+}
 PDB_INLINE F8 f8_min (F8 a, F8 b) { return { _mm256_min_ps(a.v, b.v) }; }
 PDB_INLINE F8 f8_max (F8 a, F8 b) { return { _mm256_max_ps(a.v, b.v) }; }
 PDB_INLINE F8 f8_xor (F8 a, F8 b) { return { _mm256_xor_ps(a.v, b.v) }; }
@@ -146,6 +164,9 @@ PDB_INLINE F8 operator+ (F8 a, F8 b) { F8 r; PDB_LANES r.v[l] = a.v[l] + b.v[l];
 PDB_INLINE F8 operator- (F8 a, F8 b) { F8 r; PDB_LANES r.v[l] = a.v[l] - b.v[l]; return r; }
 PDB_INLINE F8 operator* (F8 a, F8 b) { F8 r; PDB_LANES r.v[l] = a.v[l] * b.v[l]; return r; }
 PDB_INLINE F8 operator/ (F8 a, F8 b) { F8 r; PDB_LANES r.v[l] = a.v[l] / b.v[l]; return r; }
+// a * b + c with one rounding: C's fmaf is correctly rounded (in hardware or in libm).
+PDB_INLINE float fma1 (float a, float b, float c) { return ::fmaf(a, b, c); }
+PDB_INLINE F8 f8_fma (F8 a, F8 b, F8 c) { F8 r; PDB_LANES r.v[l] = fma1(a.v[l], b.v[l], c.v[l]); return r; }
 // minps / maxps: the second operand unless the first is strictly smaller / larger.
 PDB_INLINE F8 f8_min (F8 a, F8 b) { F8 r; PDB_LANES r.v[l] = a.v[l] < b.v[l] ? a.v[l] : b.v[l]; return r; }
 PDB_INLINE F8 f8_max (F8 a, F8 b) { F8 r; PDB_LANES r.v[l] = a.v[l] > b.v[l] ? a.v[l] : b.v[l]; return r; }

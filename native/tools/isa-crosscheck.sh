@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds native/tools/isa_driver.cc three ways and compares the SHA-256 of every output buffer:
-#   x86-64 AVX2 (-DPDB_ISA_AVX2 -mavx2 -mf16c), x86-64 portable, aarch64 portable (run under qemu-user).
+# Builds native/tools/isa_driver.cc four ways and compares the SHA-256 of every output buffer:
+#   x86-64 AVX-512 (-DPDB_ISA_AVX512 ..., run only where the CPU has it), x86-64 AVX2
+#   (-DPDB_ISA_AVX2 -mavx2 -mf16c -mfma), x86-64 portable, aarch64 portable (run under qemu-user).
 # Needs g++, and for the arm64 leg g++-aarch64-linux-gnu and qemu-user (Debian:
 # apt-get install -y g++-aarch64-linux-gnu qemu-user); without them only the x86 legs run.
 # The aarch64 leg also compiles every addon source (napi.h from node-addon-api) to arm64 objects, so
@@ -24,8 +25,13 @@ build () {  # name compiler [flags...]
   "$cxx" "${FLAGS[@]}" "$@" "${files[@]}" -o "$WORK/driver-$name"
   legs+=("$name")
 }
-build x86-avx2 g++ -DPDB_ISA_AVX2 -DPDB_HAVE_AVX2 -mavx2 -mf16c
+build x86-avx2 g++ -DPDB_ISA_AVX2 -DPDB_HAVE_AVX2 -mavx2 -mf16c -mfma
 build x86-portable g++ -DPDB_ISA_PORTABLE
+if grep -q avx512bw /proc/cpuinfo 2> /dev/null; then
+  build x86-avx512 g++ -DPDB_ISA_AVX512 -DPDB_HAVE_AVX2 -mavx2 -mf16c -mfma -mavx512f -mavx512dq -mavx512bw -mavx512vl
+else
+  echo "isa-crosscheck: this CPU has no AVX-512: the x86-avx512 leg is skipped"
+fi
 
 run_leg () {  # name [runner...]
   local name=$1
@@ -37,6 +43,7 @@ run_leg () {  # name [runner...]
 }
 run_leg x86-avx2
 run_leg x86-portable
+if [[ " ${legs[*]} " == *" x86-avx512 "* ]]; then run_leg x86-avx512; fi
 
 if command -v aarch64-linux-gnu-g++ > /dev/null && command -v qemu-aarch64 > /dev/null; then
   build arm64-portable aarch64-linux-gnu-g++ -DPDB_ISA_PORTABLE

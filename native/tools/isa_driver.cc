@@ -93,7 +93,8 @@ std::string dims (std::initializer_list<size_t> v) {
 void run_all (int threads) {
   const std::string t = "t" + std::to_string(threads);
   struct Mm { size_t m, k, n, every; };
-  for (const Mm c : { Mm{5, 300, 19, 11}, Mm{1, 9, 7, 0}, Mm{2, 131, 9, 5}, Mm{64, 512, 64, 0} }) {
+  for (const Mm c : { Mm{5, 300, 19, 11}, Mm{1, 9, 7, 0}, Mm{2, 131, 9, 5}, Mm{64, 512, 64, 0}, Mm{9, 203, 23, 13},
+                      Mm{17, 1100, 37, 0} }) {
     const auto x = data(c.m * c.k, 2.0f, c.every, c.k);
     const auto w = data(c.n * c.k, 1.0f, c.every, c.k);
     const auto wb = data(c.n * c.k, 1.0f, c.every, c.k);
@@ -104,12 +105,14 @@ void run_all (int threads) {
       codes[i] = c.every > 0 && (i / c.k) % 3 == 1 && i % 17 == 0 ? uint16_t(rnd() * 65536.0) : uint16_t(b >> 16);
     }
     std::vector<float> y(c.m * c.n);
-    for (bool blocks : { false, true }) {
+    const std::pair<pdb::MatmulOrder, const char*> orders[] = {
+      {pdb::MatmulOrder::kLanes8, ".lanes8"}, {pdb::MatmulOrder::kBlocks128, ".blocks128"}, {pdb::MatmulOrder::kLanes8Fma, ".lanes8-fma"} };
+    for (const auto& [order, order_name] : orders) {
       for (bool bf : { false, true }) {
-        const std::string tag = t + "." + dims({c.m, c.k, c.n}) + (blocks ? ".blocks128" : ".lanes8") + (bf ? ".bf16out" : "");
-        isa::matmul_f32(x.data(), c.m, c.k, w.data(), c.n, y.data(), bf, blocks, threads);
+        const std::string tag = t + "." + dims({c.m, c.k, c.n}) + order_name + (bf ? ".bf16out" : "");
+        isa::matmul_f32(x.data(), c.m, c.k, w.data(), c.n, y.data(), bf, order, threads);
         record("matmulF32." + tag, y.data(), y.size());
-        isa::matmul_bf16(x.data(), c.m, c.k, codes.data(), c.n, y.data(), bf, blocks, threads);
+        isa::matmul_bf16(x.data(), c.m, c.k, codes.data(), c.n, y.data(), bf, order, threads);
         record("matmulBf16." + tag, y.data(), y.size());
       }
     }

@@ -11,7 +11,7 @@ import * as hcPostRef from './hc-post.ts'
 import { checkHcPost } from './hc-post.ts'
 import * as indexerRef from './indexer.ts'
 import { checkIndexer } from './indexer.ts'
-import { loadNativeKernels } from './native.ts'
+import { loadNativeKernels, MATMUL_ORDER_CODES } from './native.ts'
 import * as poolRef from './pool.ts'
 import { checkPool, poolFlagBits } from './pool.ts'
 import type { PoolOptions } from './pool.ts'
@@ -28,7 +28,9 @@ export type { PoolOptions } from './pool.ts'
 export type { RopeRowsOptions } from './rope-rows.ts'
 export type { FmathName } from './fmath.ts'
 export type { TopkOptions } from './topk.ts'
-export { dotInKernelOrder, dotBlocks128, KERNEL_LANES, ORDER_BLOCK } from './order.ts'
+export { ACCUMULATION_ORDERS } from './validate.ts'
+export { dotInKernelOrder, dotBlocks128, dotLanes8Fma, KERNEL_LANES, ORDER_BLOCK } from './order.ts'
+export { fmaF32 } from './fma.ts'
 export { CANONICAL_NAN_BITS } from './output.ts'
 export { loadNativeKernels, DEFAULT_ADDON_PATH } from './native.ts'
 export { expF32, logF32, log1pF32, sigmoidF32, softplusF32, siluF32, sqrtsoftplusF32, FMATH_FUNCTIONS } from './fmath.ts'
@@ -37,12 +39,12 @@ export { topkIndices } from './topk.ts'
 /**
  * y[m, n] = x[m, k] · W[n, k]^T (W an nn.Linear weight, row-major [out, in], float32), native.
  * Bit-identical to reference.matmulF32 for every input, whatever m, n or the thread count.
- * opts.order picks the accumulation order ('lanes8', the default, or 'blocks128').
+ * opts.order picks the accumulation order ('lanes8', the default, 'blocks128' or 'lanes8-fma').
  * Writes into `out` when given (length m * n, not overlapping x or w) and returns it.
  */
 export function matmulF32 (x: Float32Array, m: number, k: number, w: Float32Array, n: number, out?: Float32Array, opts?: MatmulOptions): Float32Array {
   const a = checkMatmul('matmulF32', x, m, k, w, n, out, opts, 'Float32Array')
-  return loadNativeKernels().matmulF32(a.x, a.m, a.k, a.w, a.n, a.out, a.roundBf16, a.order === 'blocks128')
+  return loadNativeKernels().matmulF32(a.x, a.m, a.k, a.w, a.n, a.out, a.roundBf16, MATMUL_ORDER_CODES[a.order])
 }
 
 /**
@@ -51,7 +53,7 @@ export function matmulF32 (x: Float32Array, m: number, k: number, w: Float32Arra
  */
 export function matmulBf16 (x: Float32Array, m: number, k: number, w: Uint16Array, n: number, out?: Float32Array, opts?: MatmulOptions): Float32Array {
   const a = checkMatmul('matmulBf16', x, m, k, w, n, out, opts, 'Uint16Array')
-  return loadNativeKernels().matmulBf16(a.x, a.m, a.k, a.w, a.n, a.out, a.roundBf16, a.order === 'blocks128')
+  return loadNativeKernels().matmulBf16(a.x, a.m, a.k, a.w, a.n, a.out, a.roundBf16, MATMUL_ORDER_CODES[a.order])
 }
 
 /**

@@ -4,24 +4,27 @@ import { fileURLToPath } from 'node:url'
 import { PdBridgeError } from '../errors.ts'
 
 /** The ABI version this TypeScript expects from native/src/addon.cc; a mismatch means a stale build. */
-export const EXPECTED_ABI_VERSION = 5
+export const EXPECTED_ABI_VERSION = 6
 
 /** Where `npm run build:native` writes the addon. */
 export const DEFAULT_ADDON_PATH = fileURLToPath(new URL('../../native/build/Release/pdb_kernels.node', import.meta.url))
 
 /** The kernel variants the addon can be built with (docs/kernels.md, "Portable build and ISA dispatch"). */
-export type KernelIsa = 'avx2' | 'portable'
+export type KernelIsa = 'avx512' | 'avx2' | 'portable'
+
+/** The addon's code for each accumulation order (native/src/matmul.h, MatmulOrder). */
+export const MATMUL_ORDER_CODES = { lanes8: 0, blocks128: 1, 'lanes8-fma': 2 } as const
 
 /** The raw functions the addon exports (arguments already validated by src/kernels/index.ts). */
 export interface NativeKernels {
   abiVersion: number
-  /** The variant this process runs: chosen at load (AVX2 where the CPU has it) or by PD_KERNELS_ISA. */
+  /** The variant this process runs: chosen at load (the widest the CPU runs) or by PD_KERNELS_ISA. */
   isa: KernelIsa
   /** The variants this build and CPU can run. */
   isas: KernelIsa[]
   minParallelWork: number
-  matmulF32 (x: Float32Array, m: number, k: number, w: Float32Array, n: number, out: Float32Array, roundBf16: boolean, blocks128?: boolean): Float32Array
-  matmulBf16 (x: Float32Array, m: number, k: number, w: Uint16Array, n: number, out: Float32Array, roundBf16: boolean, blocks128?: boolean): Float32Array
+  matmulF32 (x: Float32Array, m: number, k: number, w: Float32Array, n: number, out: Float32Array, roundBf16: boolean, order?: number): Float32Array
+  matmulBf16 (x: Float32Array, m: number, k: number, w: Uint16Array, n: number, out: Float32Array, roundBf16: boolean, order?: number): Float32Array
   rmsNorm (x: Float32Array, rows: number, d: number, weight: Float32Array, eps: number, out: Float32Array): Float32Array
   /** code: FMATH_CODES[name] (src/kernels/fmath.ts). */
   fmathArray (code: number, x: Float32Array, out: Float32Array): Float32Array

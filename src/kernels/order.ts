@@ -1,5 +1,6 @@
-// The one accumulation order of every kernel dot product, written out with Math.fround.
-// native/src/kernel_order.h implements the same steps with AVX2; docs/kernels.md draws them.
+// The one accumulation order of every kernel dot product, written out with Math.fround, and its FMA
+// form. native/src/kernel_order.h and dot_tile.h implement the same steps; docs/kernels.md draws them.
+import { fmaF32 } from './fma.ts'
 
 /** Number of partial sums (lanes) a dot product keeps: one AVX2 register of float32. */
 export const KERNEL_LANES = 8
@@ -47,5 +48,30 @@ export function dotBlocks128 (x: ArrayLike<number>, xOff: number, w: ArrayLike<n
   for (let b0 = 0; b0 < k; b0 += ORDER_BLOCK) {
     s = fround(s + dotInKernelOrder(x, xOff + b0, w, wOff + b0, Math.min(ORDER_BLOCK, k - b0)))
   }
+  return s
+}
+
+/**
+ * The same dot product in the 'lanes8-fma' order: the lanes8 order with every lane step and every
+ * tail step one fused multiply-add, l = fma(x[i], w[i], l), rounded once (fmaF32); the lane tree
+ * is the same seven rounded adds.
+ */
+export function dotLanes8Fma (x: ArrayLike<number>, xOff: number, w: ArrayLike<number>, wOff: number, k: number): number {
+  const k8 = k - (k % KERNEL_LANES)
+  let l0 = 0; let l1 = 0; let l2 = 0; let l3 = 0; let l4 = 0; let l5 = 0; let l6 = 0; let l7 = 0
+  for (let i = 0; i < k8; i += KERNEL_LANES) {
+    const xi = xOff + i
+    const wi = wOff + i
+    l0 = fmaF32(x[xi], w[wi], l0)
+    l1 = fmaF32(x[xi + 1], w[wi + 1], l1)
+    l2 = fmaF32(x[xi + 2], w[wi + 2], l2)
+    l3 = fmaF32(x[xi + 3], w[wi + 3], l3)
+    l4 = fmaF32(x[xi + 4], w[wi + 4], l4)
+    l5 = fmaF32(x[xi + 5], w[wi + 5], l5)
+    l6 = fmaF32(x[xi + 6], w[wi + 6], l6)
+    l7 = fmaF32(x[xi + 7], w[wi + 7], l7)
+  }
+  let s = fround(fround(fround(l0 + l4) + fround(l2 + l6)) + fround(fround(l1 + l5) + fround(l3 + l7)))
+  for (let i = k8; i < k; i++) s = fmaF32(x[xOff + i], w[wOff + i], s)
   return s
 }

@@ -1,7 +1,7 @@
 // The TypeScript references: every operation rounded to float32 with Math.fround, in exactly the
 // order the native kernels use. They define the kernels' results; the native code must match bit for bit.
 import { bf16ToF32 } from '../numerics/bf16.ts'
-import { dotBlocks128, dotInKernelOrder } from './order.ts'
+import { dotBlocks128, dotInKernelOrder, dotLanes8Fma } from './order.ts'
 import { bitsView, storeOutput } from './output.ts'
 import { checkMatmul, checkRmsNorm } from './validate.ts'
 import type { AccumulationOrder } from './validate.ts'
@@ -15,14 +15,16 @@ export interface MatmulOptions {
   /** Round every output element to the nearest bf16 value (RNE) after the dot product. */
   roundBf16?: boolean
   /**
-   * The accumulation order of each dot product: 'lanes8' (default; dotInKernelOrder) or
-   * 'blocks128' (dotBlocks128: 128-long blocks in the lanes8 order, block sums added in order).
+   * The accumulation order of each dot product: 'lanes8' (default; dotInKernelOrder),
+   * 'blocks128' (dotBlocks128: 128-long blocks in the lanes8 order, block sums added in order) or
+   * 'lanes8-fma' (dotLanes8Fma: the lanes8 order with fused multiply-adds).
    */
   order?: AccumulationOrder
 }
 
 function dotFor (order: AccumulationOrder): typeof dotInKernelOrder {
-  return order === 'blocks128' ? dotBlocks128 : dotInKernelOrder
+  if (order === 'blocks128') return dotBlocks128
+  return order === 'lanes8-fma' ? dotLanes8Fma : dotInKernelOrder
 }
 
 /**

@@ -91,8 +91,11 @@ export function checkFlags<F extends string> (kernel: string, opts: unknown, fla
   return result
 }
 
-/** The two accumulation orders of a dot product (docs/kernels.md, "Accumulation order"). */
-export type AccumulationOrder = 'lanes8' | 'blocks128'
+/** The accumulation orders of a dot product (docs/kernels.md, "Accumulation order"). */
+export type AccumulationOrder = 'lanes8' | 'blocks128' | 'lanes8-fma'
+
+/** Every accumulation order, in documentation order. */
+export const ACCUMULATION_ORDERS: readonly AccumulationOrder[] = ['lanes8', 'blocks128', 'lanes8-fma']
 
 /** Checked matmul options. */
 export interface MatmulFlags {
@@ -100,7 +103,7 @@ export interface MatmulFlags {
   order: AccumulationOrder
 }
 
-/** The options bag of a matmul: `roundBf16` (a boolean) and `order` ('lanes8' or 'blocks128'). */
+/** The options bag of a matmul: `roundBf16` (a boolean) and `order` (one of ACCUMULATION_ORDERS). */
 export function checkMatmulOptions (kernel: string, opts: unknown): MatmulFlags {
   if (opts === undefined) return { roundBf16: false, order: 'lanes8' }
   if (opts === null || typeof opts !== 'object') throw new NumericsError(`${kernel}: opts must be an object, got ${describe(opts)}`)
@@ -109,10 +112,10 @@ export function checkMatmulOptions (kernel: string, opts: unknown): MatmulFlags 
     throw new NumericsError(`${kernel}: opts.roundBf16 must be a boolean, got ${describe(round)}`)
   }
   const order = (opts as { order?: unknown }).order
-  if (order !== undefined && order !== 'lanes8' && order !== 'blocks128') {
-    throw new NumericsError(`${kernel}: opts.order must be 'lanes8' or 'blocks128', got ${typeof order === 'string' ? JSON.stringify(order) : describe(order)}`)
+  if (order !== undefined && !(ACCUMULATION_ORDERS as readonly unknown[]).includes(order)) {
+    throw new NumericsError(`${kernel}: opts.order must be 'lanes8', 'blocks128' or 'lanes8-fma', got ${typeof order === 'string' ? JSON.stringify(order) : describe(order)}`)
   }
-  return { roundBf16: round === true, order: order ?? 'lanes8' }
+  return { roundBf16: round === true, order: (order as AccumulationOrder | undefined) ?? 'lanes8' }
 }
 
 /** Checked matmul arguments, with the output allocated when absent. */

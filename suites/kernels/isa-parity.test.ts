@@ -1,10 +1,10 @@
-// The two kernel ISAs of native/ (docs/kernels.md, "Portable build and ISA dispatch") give the same
+// The kernel ISAs of native/ (docs/kernels.md, "Portable build and ISA dispatch") give the same
 // bits: every entry point of the addon runs on the same seeded inputs (special values included:
-// NaN of both signs, +-Inf, subnormals, -0, extremes, bf16 ties) in one child process with
-// PD_KERNELS_ISA=avx2 and one with PD_KERNELS_ISA=portable; the SHA-256 of every output buffer and
-// a few elements of each must agree. Also: the ISA the addon reports, the refusal of an unknown
-// (or, on a CPU without AVX2, an unusable) ISA, and that the ISA-compiled objects share no weak
-// symbol (an AVX2-compiled inline function must never stand in for the portable one).
+// NaN of both signs, +-Inf, subnormals, -0, extremes, bf16 ties) in one child process per ISA
+// (PD_KERNELS_ISA=avx512, avx2, portable: those this CPU runs); the SHA-256 of every output buffer
+// and a few elements of each must agree with portable's. Also: the ISA the addon reports, the
+// refusal of an unknown (or, on this CPU, an unusable) ISA, and that the ISA-compiled objects share
+// no weak symbol (an AVX2-compiled inline function must never stand in for the portable one).
 import { execFileSync, spawnSync } from 'node:child_process'
 import { existsSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
@@ -64,18 +64,20 @@ function record (name, out) {
 for (const threads of [1, 2]) {
   k.setThreads(threads)
   const t = 't' + threads
-  // matmul, both weight formats, both orders, with and without bf16 output.
-  for (const [m, kk, n, every] of [[5, 300, 19, 11], [1, 9, 7, 0], [2, 131, 9, 5], [64, 512, 64, 0]]) {
+  // matmul, both weight formats, every order (0 lanes8, 1 blocks128, 2 lanes8-fma), with and without
+  // bf16 output. m >= 8 with k >= 64 takes avx512's 512-bit tiles: odd m, a k % 8 tail, n off the
+  // 6-row tile and the 8-column thread grain, and k over two 512-long copies.
+  for (const [m, kk, n, every] of [[5, 300, 19, 11], [1, 9, 7, 0], [2, 131, 9, 5], [64, 512, 64, 0], [9, 203, 23, 13], [17, 1100, 37, 0]]) {
     const x = data(m * kk, 2, every, kk)
     const w = data(n * kk, 1, every, kk)
     // bf16 codes: the top halves of such values, and in every third row random codes (NaN, Inf, subnormal).
     const codes = Uint16Array.from(new Uint32Array(data(n * kk, 1, every, kk).buffer), (b, i) =>
       every > 0 && Math.floor(i / kk) % 3 === 1 && i % 17 === 0 ? Math.floor(rnd() * 65536) : b >>> 16)
-    for (const blocks of [false, true]) {
+    for (const [order, orderName] of [[0, 'lanes8'], [1, 'blocks128'], [2, 'lanes8-fma']]) {
       for (const bf of [false, true]) {
-        const tag = t + '.' + m + 'x' + kk + 'x' + n + (blocks ? '.blocks128' : '.lanes8') + (bf ? '.bf16out' : '')
-        record('matmulF32.' + tag, k.matmulF32(x, m, kk, w, n, new Float32Array(m * n), bf, blocks))
-        record('matmulBf16.' + tag, k.matmulBf16(x, m, kk, codes, n, new Float32Array(m * n), bf, blocks))
+        const tag = t + '.' + m + 'x' + kk + 'x' + n + '.' + orderName + (bf ? '.bf16out' : '')
+        record('matmulF32.' + tag, k.matmulF32(x, m, kk, w, n, new Float32Array(m * n), bf, order))
+        record('matmulBf16.' + tag, k.matmulBf16(x, m, kk, codes, n, new Float32Array(m * n), bf, order))
       }
     }
   }
@@ -171,13 +173,15 @@ const usable = (JSON.parse(execFileSync(process.execPath, ['-e', 'process.stdout
   { env: { ...process.env, PDB_ISA_ADDON: DEFAULT_ADDON_PATH, PD_KERNELS_ISA: 'portable' }, encoding: 'utf8' })) as IsaExports['isas'])
 
 describe('kernel ISA dispatch', () => {
-  it('reports the ISA it runs: PD_KERNELS_ISA forces one, unset picks avx2 when the CPU has it', () => {
+  it('reports the ISA it runs: PD_KERNELS_ISA forces one, unset picks the widest the CPU runs', () => {
     expect(usable).toContain('portable')
-    expect(loadIn('portable')).toMatchObject({ status: 0, stdout: 'portable' })
+    expect(usable.at(-1)).toBe('portable')
+    // The widest first: avx512 needs everything avx2 needs.
+    if (usable.includes('avx512')) expect(usable).toContain('avx2')
+    for (const isa of usable) expect(loadIn(isa)).toMatchObject({ status: 0, stdout: isa })
     const auto = loadIn('')
     expect(auto.status).toBe(0)
-    expect(auto.stdout).toBe(usable.includes('avx2') ? 'avx2' : 'portable')
-    if (usable.includes('avx2')) expect(loadIn('avx2')).toMatchObject({ status: 0, stdout: 'avx2' })
+    expect(auto.stdout).toBe(usable[0])
   })
 
   it('this process (and so every kernel suite run with it) uses the ISA PD_KERNELS_ISA asks for', () => {
@@ -188,21 +192,27 @@ describe('kernel ISA dispatch', () => {
     console.log(`isa-parity: the kernel suites in this run use the ${k.isa} kernels (PD_KERNELS_ISA=${want ?? ''})`)
   })
 
-  it('refuses an unknown ISA, and avx2 where it cannot run, with a clear error at load', () => {
+  it('refuses an unknown ISA, and avx512 or avx2 where it cannot run, with a clear error at load', () => {
     const bad = loadIn('sse9')
     expect(bad.status).not.toBe(0)
-    expect(bad.stderr).toContain('PD_KERNELS_ISA=sse9 is not a kernel ISA (expected avx2 or portable, or unset)')
+    expect(bad.stderr).toContain('PD_KERNELS_ISA=sse9 is not a kernel ISA (expected avx512, avx2 or portable, or unset)')
     if (!usable.includes('avx2')) {
       const avx2 = loadIn('avx2')
       expect(avx2.status).not.toBe(0)
-      expect(avx2.stderr).toMatch(/PD_KERNELS_ISA=avx2, but this (CPU lacks AVX2 or F16C|build has no AVX2 kernels)/)
+      expect(avx2.stderr).toMatch(/PD_KERNELS_ISA=avx2, but this (CPU lacks AVX2, F16C or FMA|build has no AVX2 kernels)/)
+    }
+    if (!usable.includes('avx512')) {
+      const avx512 = loadIn('avx512')
+      expect(avx512.status).not.toBe(0)
+      expect(avx512.stderr).toMatch(/PD_KERNELS_ISA=avx512, but this (CPU lacks AVX-512|build has no AVX-512 kernels)/)
     }
   })
 
-  it.skipIf(!usable.includes('avx2'))('avx2 and portable give byte-identical outputs on every entry point', () => {
-    const a = runChild('avx2')
+  const vectorIsas = usable.filter((isa) => isa !== 'portable')
+  it.skipIf(vectorIsas.length === 0).each(vectorIsas)('%s and portable give byte-identical outputs on every entry point', (isa) => {
+    const a = runChild(isa)
     const p = runChild('portable')
-    expect(a.isa).toBe('avx2')
+    expect(a.isa).toBe(isa)
     expect(p.isa).toBe('portable')
     const names = Object.keys(a.results)
     expect(Object.keys(p.results)).toEqual(names)
@@ -226,8 +236,10 @@ describe('kernel ISA dispatch', () => {
     expect(a.results['fmathArray.t1.0.edges'].finite).toBeGreaterThan(10)
     expect(a.results['matmulF32.t1.5x300x19.lanes8'].nan).toBeGreaterThan(0)
     expect(a.results['matmulF32.t1.1x9x7.lanes8'].nan).toBe(0)
+    expect(a.results['matmulF32.t2.9x203x23.lanes8-fma'].nan).toBeGreaterThan(0)
+    expect(a.results['matmulF32.t2.17x1100x37.lanes8-fma'].finite).toBe(17 * 37)
     const rows = [...kernels].map(([kernel, s]) => `  ${kernel.padEnd(15)} ${String(s.cases).padStart(3)} cases ${String(s.elements).padStart(8)} elements (${s.nan} NaN)  identical`)
-    console.log(`isa-parity: avx2 vs portable, ${names.length} output buffers, SHA-256 equal on all\n${rows.join('\n')}`)
+    console.log(`isa-parity: ${isa} vs portable, ${names.length} output buffers, SHA-256 equal on all\n${rows.join('\n')}`)
   }, 120_000)
 
   it('the run is deterministic: the same ISA twice gives the same hashes', () => {
@@ -241,7 +253,7 @@ describe('kernel ISA dispatch', () => {
   const objRoot = join(DEFAULT_ADDON_PATH, '..', 'obj.target')
   const hasNm = spawnSync('nm', ['--version']).status === 0
   it.skipIf(!hasNm || !existsSync(join(objRoot, 'pdb_kernels_portable')))('ISA objects share no symbols', () => {
-    for (const isa of ['avx2', 'portable']) {
+    for (const isa of ['avx512', 'avx2', 'portable']) {
       const dir = join(objRoot, `pdb_kernels_${isa}`, 'src')
       if (!existsSync(dir)) continue
       const objects = readdirSync(dir).filter((f) => f.endsWith('.o')).map((f) => join(dir, f))

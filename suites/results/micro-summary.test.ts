@@ -1,6 +1,7 @@
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { readMicroRecords } from '../../verify/results/micro-record.ts'
+import { OPENBLAS_ROW_NAME, parseMicroRecord, readMicroRecords } from '../../verify/results/micro-record.ts'
+import { microTables } from '../../verify/results/micro-tables.ts'
 import { summarizeMicro } from '../../verify/results/micro-summary.ts'
 import { readRunRecords } from '../../verify/results/record.ts'
 import { summarize } from '../../verify/results/summary.ts'
@@ -50,5 +51,28 @@ describe('environments with micro records', () => {
     expect(envs[0].micro.kernels.every((e) => e.record.environment.id === 'env-a1b2c3')).toBe(true)
     expect(envs[1].micro.kernels.map((e) => e.row.peak)).toEqual([500])
     expect(envs[0].commits).toEqual(['1111111', '3333333'])
+  })
+})
+
+describe('the kernels table: matmul rows next to OpenBLAS measured in the same record', () => {
+  it('gives rate / OpenBLAS rate at the same shape of the same record, and nothing across records', async () => {
+    const [newer] = (await readMicroRecords(join(FIXTURES, 'micro'))).filter((r) => r.runId === 'a-kernels-newer')
+    const withBlas = structuredClone(newer)
+    const mm = withBlas.rows.find((r) => r.name === 'matmulF32')!
+    withBlas.rows.push({ ...structuredClone(mm), name: OPENBLAS_ROW_NAME, rate: 50, percentOfPeak: 100 * 50 / mm.peak, method: 'timed-median' })
+    const record = parseMicroRecord(withBlas, 'in-memory')
+    const kernels = microTables(summarizeMicro([record])).find((t) => t.kind === 'kernels')!
+    const col = kernels.headers.indexOf('vs OpenBLAS (same record)')
+    const cell = (name: string) => kernels.rows.find((r) => r[0] === name)![col]
+    expect(cell('matmulF32')).toBe('0.80×') // 40 / 50 GFLOP/s
+    expect(cell(OPENBLAS_ROW_NAME)).toBe('—')
+    expect(cell('softmaxPool')).toBe('—')
+    // The same matmul row with OpenBLAS only in ANOTHER record: no ratio.
+    const other = structuredClone(withBlas)
+    other.runId = 'blas-only'
+    other.startedAt = '2026-11-01T00:00:00.000Z'
+    other.rows = other.rows.filter((r) => r.name === OPENBLAS_ROW_NAME)
+    const apart = microTables(summarizeMicro([newer, parseMicroRecord(other, 'in-memory')])).find((t) => t.kind === 'kernels')!
+    expect(apart.rows.find((r) => r[0] === 'matmulF32')![col]).toBe('—')
   })
 })

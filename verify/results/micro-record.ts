@@ -35,7 +35,7 @@ export const machinePeaksSchema = z.object({
   /** Kernel threads configured: the "all threads" peaks are on this many. */
   threads: z.number().int().positive(),
   bestOf: z.number().int().positive(),
-  /** mul+add of the running kernel variant (AVX2 or portable; no FMA, the kernels' instruction mix) GFLOP/s on 1 thread and on `threads`. */
+  /** mul+add of the running kernel variant (8 lanes, no FMA: the lanes8 order's instruction mix) GFLOP/s on 1 thread and on `threads`. */
   gflops1Thread: positive,
   gflopsAllThreads: positive,
   /** Streaming copy (bytes read + written) of `copyBytes`, GB/s, on 1 thread and on `threads`. */
@@ -62,7 +62,10 @@ const rowBase = {
   method: z.enum(MICRO_METHODS),
 }
 
-/** A kernel row: one native (or reference) call at one shape. */
+/** The name of the kernel rows that time OpenBLAS's sgemm (through numpy) at a matmul row's shape. */
+export const OPENBLAS_ROW_NAME = 'openblas sgemm (numpy)'
+
+/** A kernel row: one native (or reference) call at one shape, or OpenBLAS's sgemm at one shape. */
 export const kernelRowSchema = z.object({
   suite: z.literal('kernels'),
   ...rowBase,
@@ -142,7 +145,7 @@ export const microRecordSchema = z.object({
     /** Work size (multiply-adds or elements) from which a call uses threads. */
     parallelThreshold: z.number().int().nonnegative(),
     /** The kernel variant that ran (absent in records made before the portable build). */
-    isa: z.enum(['avx2', 'portable']).optional(),
+    isa: z.enum(['avx512', 'avx2', 'portable']).optional(),
     /** The effective compiler flags of the kernels that ran (empty when their makefile is not there). */
     flags: z.array(z.string()),
   }).strict(),

@@ -2,7 +2,7 @@
 // the same cells). Every rate sits next to the peak its own record measured; nothing is compared
 // across records or environments.
 import type { MicroEntry, MicroSummary } from './micro-summary.ts'
-import type { HookRow, KernelRow, MicroRecord } from './micro-record.ts'
+import { OPENBLAS_ROW_NAME, type HookRow, type KernelRow, type MicroRecord } from './micro-record.ts'
 import { formatBytes, NOT_RUN, type Table } from './tables.ts'
 
 /** Table kinds, so the HTML can tell them apart. */
@@ -41,6 +41,13 @@ function measured (e: MicroEntry<KernelRow | HookRow>): string[] {
 
 const MEASURED = ['rate', 'peak', '% of peak', 'peak is', 'method', 'record', 'older records']
 
+/** A matmul row's rate over OpenBLAS's at the same shape in the SAME record (measured side by side), else blank. */
+function vsOpenBlas (e: MicroEntry<KernelRow>): string {
+  if (!e.row.name.startsWith('matmul')) return NOT_RUN
+  const blas = e.record.rows.find((r) => r.name === OPENBLAS_ROW_NAME && r.shape === e.row.shape)
+  return blas === undefined ? NOT_RUN : `${(e.row.rate / blas.rate).toFixed(2)}×`
+}
+
 /** The micro tables of one environment, in report order: peaks, kernels, hook (each only when it has rows). */
 export function microTables (micro: MicroSummary): MicroTable[] {
   const tables: MicroTable[] = []
@@ -61,8 +68,11 @@ export function microTables (micro: MicroSummary): MicroTable[] {
     tables.push({
       kind: 'kernels',
       title: 'Kernels',
-      headers: ['kernel', 'shape', 'threads', ...MEASURED],
-      rows: micro.kernels.map((e) => [e.row.name, e.row.shape, String(e.row.threads), ...measured(e)]),
+      headers: ['kernel', 'shape', 'threads', ...MEASURED.slice(0, 3), 'vs OpenBLAS (same record)', ...MEASURED.slice(3)],
+      rows: micro.kernels.map((e) => {
+        const m = measured(e)
+        return [e.row.name, e.row.shape, String(e.row.threads), ...m.slice(0, 3), vsOpenBlas(e), ...m.slice(3)]
+      }),
     })
   }
   if (micro.hook.length > 0) {

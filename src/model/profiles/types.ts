@@ -33,9 +33,10 @@ export type VectorFormat = 'f32' | 'bf16'
 
 /**
  * The accumulation order of every matmul dot product (docs/kernels.md): 'lanes8' is the 8-lane
- * order; 'blocks128' reduces each 128-long block in that order and adds the block sums in order.
+ * order; 'blocks128' reduces each 128-long block in that order and adds the block sums in order;
+ * 'lanes8-fma' is the 8-lane order with fused multiply-adds.
  */
-export type MatmulOrder = 'lanes8' | 'blocks128'
+export type MatmulOrder = 'lanes8' | 'blocks128' | 'lanes8-fma'
 
 /** The DeepSeek reference's quantisation round trips on cached activations, each a switch. */
 export interface ReferenceQuant {

@@ -1,7 +1,7 @@
 // prepareWeights: a checkpoint's weights as one numerics profile holds them. Each tensor is
 // prepared on first use and kept, so only what the engine asks for is ever converted.
 import { CheckpointError, ConfigError, NumericsError } from '../../errors.ts'
-import { matmulBf16, matmulF32 } from '../../kernels/index.ts'
+import { ACCUMULATION_ORDERS, matmulBf16, matmulF32 } from '../../kernels/index.ts'
 import { roundBf16 } from '../../numerics/bf16.ts'
 import type { WeightStore } from '../checkpoint/index.ts'
 import type { DeepseekV4Config } from '../config.ts'
@@ -19,8 +19,8 @@ function checkProfile (profile: NumericsProfile): void {
       throw new ConfigError(`profile ${profile.name}: weights.${group}`, `unknown weight format ${JSON.stringify(format)}; known: ${WEIGHT_FORMATS.join(', ')}`)
     }
   }
-  if (profile.matmulOrder !== 'lanes8' && profile.matmulOrder !== 'blocks128') {
-    throw new ConfigError(`profile ${profile.name}: matmulOrder`, `must be 'lanes8' or 'blocks128', got ${JSON.stringify(profile.matmulOrder)}`)
+  if (!(ACCUMULATION_ORDERS as readonly string[]).includes(profile.matmulOrder)) {
+    throw new ConfigError(`profile ${profile.name}: matmulOrder`, `must be one of ${ACCUMULATION_ORDERS.join(', ')}, got ${JSON.stringify(profile.matmulOrder)}`)
   }
   if (profile.vectors !== 'f32' && profile.vectors !== 'bf16') {
     throw new ConfigError(`profile ${profile.name}: vectors`, `must be 'f32' or 'bf16', got ${JSON.stringify(profile.vectors)}`)
