@@ -1,6 +1,7 @@
 // The stack's small parts in process: ready lines, log records, state paths, the children's
 // environment, event lines, the doctor's checklist and clock rule, the progress display, the
 // demo's prompt, answer comparison and table.
+import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
@@ -165,6 +166,16 @@ describe('the demo prompt', () => {
     expect(a.tokens.length).toBeLessThan(700 + 40)
     expect(a.messages[1].content).toContain(`The code word is ${a.codeWord}.`)
     expect(a.codeWord).toMatch(/^[a-z]+-\d{4}$/)
+  })
+
+  it('is the prompt the former one-sentence-at-a-time shrink gave (digests recorded from it at cb04681)', () => {
+    // [target, seed, tokens, SHA-256 of the ids joined by commas, first 16 hex digits]
+    const former: Array<[number, number, number, string]> = [[700, 42, 702, '4a539aa6f7f7145e'], [1500, 7, 1517, '4e9f3a826326a46e'],
+      [3000, 1, 3008, 'bfc967c40d2752ab'], [333, 99, 366, 'b5ef4b779f048889'], [8192, 5, 8224, '5e006d2573aa858c']]
+    for (const [target, seed, length, digest] of former) {
+      const p = buildDemoPrompt(tokenizer, target, seed)
+      expect([p.tokens.length, createHash('sha256').update(p.tokens.join(',')).digest('hex').slice(0, 16)], `${target} tokens, seed ${seed}`).toEqual([length, digest])
+    }
   })
 
   it('differs in its first block for different seeds (a fresh seed cannot hit an old block)', () => {

@@ -62,11 +62,18 @@ export function buildDemoPrompt (tokenizer: Tokenizer, targetTokens: number, see
     for (let i = 0; i < more; i++) sentences.push(sentence(rng))
     total = count(messagesFor(sentences, fact, Math.floor(sentences.length / 2)))
   }
-  while (sentences.length > 0) {
-    const fewer = messagesFor(sentences.slice(0, -1), fact, Math.floor((sentences.length - 1) / 2))
-    if (count(fewer) < targetTokens) break
-    sentences.pop()
+  // The fewest sentences that still reach the target: the token count only grows with the number
+  // of sentences, so bisect (one count per step; popping one sentence a time re-encoded the whole
+  // prompt per sentence: 24 s at 32K tokens, hours at 1M).
+  const withFirst = (n: number): ChatMessage[] => messagesFor(sentences.slice(0, n), fact, Math.floor(n / 2))
+  let lo = 0 // withFirst(lo - 1) is below the target, or lo is 0
+  let hi = sentences.length // withFirst(hi) reaches it
+  while (lo < hi) {
+    const mid = Math.floor((lo + hi) / 2)
+    if (count(withFirst(mid)) >= targetTokens) hi = mid
+    else lo = mid + 1
   }
-  const messages = messagesFor(sentences, fact, Math.floor(sentences.length / 2))
+  sentences.length = hi
+  const messages = withFirst(hi)
   return { seed, messages, tokens: tokenizer.encode(renderChat(messages, true)), codeWord }
 }
