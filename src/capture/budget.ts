@@ -8,9 +8,11 @@
 // If that peak passes the budget, the capture seals at the largest n that fits: n is never below
 // the furthest position already reached, so every layer can still reach it, and the cut makes
 // the round final. Sizes are in-memory float32 bytes of the caches (payload.ts counts the values)
-// plus the boundary snapshots a layer holds until it is written (boundary.ts).
+// plus the boundary snapshots a layer holds until it is written (boundary.ts). A streaming layer
+// (`spilled`) holds only its resident state between feeds, plus the pooled rows of the feed under
+// way, which go to the spill when the feed returns; its snapshots go there the moment they are taken.
 import { layerSnapshotValues } from './boundary.ts'
-import { layerStateValues, type LayerGeometry } from './payload.ts'
+import { layerPooledValues, layerResidentValues, layerStateValues, type LayerGeometry } from './payload.ts'
 
 /** Bytes a held float32 cache value takes in memory. */
 export const HELD_BYTES_PER_VALUE = 4
@@ -19,10 +21,14 @@ export const HELD_BYTES_PER_VALUE = 4
  * The live layers of a capture: geometry and position (and the snapshot interval when the layer
  * keeps boundary snapshots), or null once written and released.
  */
-export type LiveLayer = { geometry: LayerGeometry, position: number, blockSize?: number } | null
+export type LiveLayer = { geometry: LayerGeometry, position: number, blockSize?: number, spilled?: boolean } | null
 
-/** Float values a live layer holds at n tokens: its cache plus its boundary snapshots. */
+/**
+ * Float values a live layer holds at n tokens: its cache plus its boundary snapshots; a streaming
+ * layer its resident state plus the pooled rows made since its position.
+ */
 function valuesAt (l: NonNullable<LiveLayer>, n: number): number {
+  if (l.spilled === true) return layerResidentValues(l.geometry, n) + layerPooledValues(l.geometry, n) - layerPooledValues(l.geometry, l.position)
   return layerStateValues(l.geometry, n) + layerSnapshotValues(l.geometry, n, l.blockSize)
 }
 

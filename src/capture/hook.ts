@@ -15,6 +15,11 @@ import type { KvPathModel } from './kv-path.ts'
 export interface PoolingHookOptions {
   /** Record a boundary snapshot of every layer at each multiple of this many tokens (none when absent). */
   blockSize?: number
+  /**
+   * Hand each boundary snapshot here the moment it is taken instead of keeping it (a streaming
+   * capture writes it out at once); `boundaries()` then stays empty.
+   */
+  onBoundary?: (layer: number, snapshot: BoundarySnapshot) => void
 }
 
 /** Per-layer cache state built from attention inputs. */
@@ -24,11 +29,13 @@ export class PoolingHook {
   private readonly snapshots: BoundarySnapshot[][]
   /** The snapshot interval, or undefined when the hook records none. */
   readonly blockSize: number | undefined
+  private readonly onBoundary: PoolingHookOptions['onBoundary']
 
   constructor (private readonly kv: KvPathModel, options: PoolingHookOptions = {}) {
     const bs = options.blockSize
     if (bs !== undefined && (!Number.isSafeInteger(bs) || bs < 1)) throw new PdBridgeError(`capture hook: blockSize must be a positive integer, got ${String(bs)}`)
     this.blockSize = bs
+    this.onBoundary = options.onBoundary
     this.states = kv.layers.map((attention) => attention.makeCache())
     this.positions = kv.layers.map(() => 0)
     this.snapshots = kv.layers.map(() => [])
@@ -74,7 +81,11 @@ export class PoolingHook {
       this.kv.layers[layer].updateCache(x, stop - at, at, state)
       at = stop
       this.positions[layer] = at
-      if (bs !== undefined && at % bs === 0) this.snapshots[layer].push(takeBoundarySnapshot(state, at))
+      if (bs !== undefined && at % bs === 0) {
+        const snapshot = takeBoundarySnapshot(state, at)
+        if (this.onBoundary === undefined) this.snapshots[layer].push(snapshot)
+        else this.onBoundary(layer, snapshot)
+      }
     }
   }
 

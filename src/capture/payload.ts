@@ -32,6 +32,16 @@ export function layerStateValues (g: LayerGeometry, n: number): number {
   return values
 }
 
+/** Float values of a layer's cache after n tokens without its pooled rows: what a streaming capture keeps in memory. */
+export function layerResidentValues (g: LayerGeometry, n: number): number {
+  return layerStateValues(g, n) - layerPooledValues(g, n)
+}
+
+/** Float values of a layer's pooled rows after n tokens (floor(n / r) entries of d per pool). */
+export function layerPooledValues (g: LayerGeometry, n: number): number {
+  return g.pools.reduce((a, p) => a + Math.floor(n / p.ratio) * p.dim, 0)
+}
+
 /** The payload minimum for T tokens at `bytesPerValue` (2 for bf16 activations, 4 for f32). */
 export interface PayloadMinimum {
   tokens: number

@@ -5,17 +5,24 @@
 // and finish() records `partial`. Any error inside the hook is kept: finish() then seals `failed`,
 // never `done`. Every layer file also carries the layer's boundary snapshots at each multiple of the
 // sidecar's block size up to T' (boundary.ts): what the decoder's blocks need besides pooled rows.
+// A streaming session (`spill`) moves snapshots and pooled rows out of memory as they are computed
+// (spill.ts) and streams each layer file from there: the same files, memory bounded by the windows,
+// buffers and carries instead of by the prompt.
 import { join } from 'node:path'
 import { PdBridgeError } from '../errors.ts'
 import { boundariesUpTo, boundarySnapshotValues } from './boundary.ts'
-import { heldBytes as heldBytesOf, sealPoint, type LiveLayer } from './budget.ts'
+import { HELD_BYTES_PER_VALUE, heldBytes as heldBytesOf, sealPoint, type LiveLayer } from './budget.ts'
 import { PoolingHook } from './hook.ts'
-import { encodeLayerFile, writeFileAtomicSync } from '../wire/layer-file.ts'
+import { LayerSpill, removeSpillDir } from './spill.ts'
+import { boundaryTensors } from '../wire/boundary.ts'
+import { encodeLayerFile, layerFileMetadata, writeFileAtomicSync } from '../wire/layer-file.ts'
+import { poolTensorNames } from '../model/engine/cache-layout.ts'
+import type { LayerCache } from '../model/engine/cache.ts'
 import {
   CaptureManifestError, layerFileName, readManifest, sha256Hex, tokenIdsSha256, writeManifestAtomic, type CaptureLayerEntry, type CaptureManifest,
 } from '../wire/manifest.ts'
 import { finishManifest, startCapture } from './manifest-updates.ts'
-import { decoderBytesPerValue, layerGeometries, payloadMinimum, type LayerGeometry, type PayloadMinimum } from './payload.ts'
+import { decoderBytesPerValue, layerGeometries, layerResidentValues, payloadMinimum, type LayerGeometry, type PayloadMinimum } from './payload.ts'
 import type { Sidecar } from './sidecar.ts'
 
 /** What a capture session starts from. */
@@ -34,6 +41,12 @@ export interface CaptureSessionOptions {
   tokens?: ArrayLike<number>
   /** Most bytes of cache the session may hold in memory at once (float32 values); none when absent. */
   memoryBudgetBytes?: number
+  /**
+   * Stream the capture: boundary snapshots and pooled rows go to `<dir>/.spill/` the moment they are
+   * computed, and each layer file is streamed from there when the layer lands (the same bytes as a
+   * staged session's). Memory then holds the windows, buffers and carries only.
+   */
+  spill?: boolean
 }
 
 /** Payload and memory figures of a session. */
@@ -58,6 +71,18 @@ export interface CaptureReport {
   /** The most cache bytes held in memory at once. */
   peakHeldBytes: number
   memoryBudgetBytes: number | null
+  /** Whether the session streamed (spilled) its snapshots and pooled rows. */
+  spill: boolean
+  /** Bytes that went through the spill files (float32 values, as computed). */
+  spilledBytes: number
+}
+
+/** A layer cache's pools by name (the main compressor, then a CSA layer's indexer). */
+function pools (state: LayerCache): Array<['compressor' | 'indexer', NonNullable<LayerCache['compressor']>]> {
+  const out: Array<['compressor' | 'indexer', NonNullable<LayerCache['compressor']>]> = []
+  if (state.compressor !== null) out.push(['compressor', state.compressor])
+  if (state.indexer !== null) out.push(['indexer', state.indexer])
+  return out
 }
 
 function describe (err: unknown): string {
@@ -80,6 +105,9 @@ export class CaptureSession {
   private closed = false
   private hookMs = 0
   private writeMs = 0
+  /** One per layer in a streaming session (null once the layer is written), else null. */
+  private readonly spills: Array<LayerSpill | null> | null
+  private spilledBytes = 0
 
   private constructor (
     private readonly sidecar: Sidecar,
@@ -88,8 +116,22 @@ export class CaptureSession {
     readonly requestId: string,
     readonly tokenCount: number,
     private readonly budget: number | undefined,
+    spill: boolean,
   ) {
-    this.hook = new PoolingHook(sidecar.kvPath, { blockSize: sidecar.json.blockSize })
+    this.spills = spill ? sidecar.json.layers.map((_, i) => LayerSpill.open(dir, i)) : null
+    const onBoundary = this.spills === null
+      ? undefined
+      : (layer: number, snapshot: Parameters<typeof boundaryTensors>[1]) => {
+          const sp = this.spillOf(layer)
+          for (const [name, t] of boundaryTensors(layer, snapshot)) sp.addTensor(name, t)
+        }
+    this.hook = new PoolingHook(sidecar.kvPath, { blockSize: sidecar.json.blockSize, onBoundary })
+    if (this.spills !== null) {
+      // A layer file always has its pools' compressed_kv, [0, dim] before the first entry.
+      this.spills.forEach((sp, i) => {
+        for (const [name, pool] of pools(this.hook.layerCache(i))) sp?.appendRows(poolTensorNames(`layers.${i}.${name}`).compressedKv, new Float32Array(0), pool.dim)
+      })
+    }
     this.geometries = layerGeometries(sidecar.json)
     this.written = sidecar.json.layers.map(() => false)
     this.sealed = tokenCount
@@ -115,7 +157,7 @@ export class CaptureSession {
       requestId: opts.requestId, tokenCount, sidecarFingerprint: sidecar.fingerprint, profile: sidecar.profile.name,
       numLayers: sidecar.numLayers, memoryBudgetBytes, tokensSha256,
     })
-    return new CaptureSession(sidecar, dir, opts.requestId, tokenCount, memoryBudgetBytes)
+    return new CaptureSession(sidecar, dir, opts.requestId, tokenCount, memoryBudgetBytes, opts.spill === true)
   }
 
   /** T' : tokenCount until the budget seals a shorter prefix. The engine may stop feeding past it. */
@@ -123,9 +165,16 @@ export class CaptureSession {
     return this.sealed
   }
 
-  /** Cache bytes held in memory now (layers not yet written). */
+  /** Cache bytes held in memory now (layers not yet written; streaming: what has not gone to the spill). */
   get heldBytes (): number {
-    return heldBytesOf(this.liveLayers())
+    if (this.spills === null) return heldBytesOf(this.liveLayers())
+    let values = 0
+    this.geometries.forEach((g, i) => {
+      if (this.written[i]) return
+      values += layerResidentValues(g, this.hook.position(i))
+      for (const [, pool] of pools(this.hook.layerCache(i))) values += pool.entries.heldView().length
+    })
+    return values * HELD_BYTES_PER_VALUE
   }
 
   /** The most cache bytes held at once so far. */
@@ -182,6 +231,7 @@ export class CaptureSession {
     if (reach > startPos) this.hook.feed(layer, startPos, rows, reach - startPos)
     this.frontier = Math.max(this.frontier, this.hook.position(layer))
     this.notePeak()
+    if (this.spills !== null) this.spillRows(layer)
     let ms = 0
     for (let i = 0; i < this.written.length; i++) {
       if (!this.written[i] && this.hook.position(i) === this.sealed) ms += this.writeLayer(i)
@@ -191,7 +241,25 @@ export class CaptureSession {
 
   private liveLayers (): LiveLayer[] {
     const blockSize = this.sidecar.json.blockSize
-    return this.geometries.map((geometry, i) => this.written[i] ? null : { geometry, position: this.hook.position(i), blockSize })
+    const spilled = this.spills !== null
+    return this.geometries.map((geometry, i) => this.written[i] ? null : { geometry, position: this.hook.position(i), blockSize, spilled })
+  }
+
+  private spillOf (layer: number): LayerSpill {
+    const sp = this.spills?.[layer]
+    if (sp === undefined || sp === null) throw new PdBridgeError(`capture ${this.requestId}: layer ${layer} has no open spill`)
+    return sp
+  }
+
+  // Move the pooled rows layer `layer` made in this feed to its spill file.
+  private spillRows (layer: number): void {
+    const sp = this.spillOf(layer)
+    for (const [name, pool] of pools(this.hook.layerCache(layer))) {
+      const rows = pool.entries.heldView()
+      if (rows.length === 0) continue
+      sp.appendRows(poolTensorNames(`layers.${layer}.${name}`).compressedKv, rows, pool.dim)
+      pool.entries.spillHeld()
+    }
   }
 
   private notePeak (): void {
@@ -201,6 +269,7 @@ export class CaptureSession {
 
   // Write layer i's file for the sealed prefix and release its cache; returns the milliseconds taken.
   private writeLayer (i: number): number {
+    if (this.spills !== null) return this.writeSpilledLayer(i)
     const t0 = performance.now()
     const snapshots = this.hook.boundaries(i)
     const state = this.hook.release(i)
@@ -213,6 +282,30 @@ export class CaptureSession {
     writeFileAtomicSync(join(this.dir, file), bytes)
     this.written[i] = true
     this.landed.push({ index: i, file, bytes: bytes.length, sha256: sha256Hex(bytes) })
+    this.chain = this.chain.then(() => this.listLanded())
+    const ms = performance.now() - t0
+    this.writeMs += ms
+    return ms
+  }
+
+  // The streaming writeLayer: resident tensors from memory, snapshots and pooled rows from the spill.
+  private writeSpilledLayer (i: number): number {
+    const t0 = performance.now()
+    const sp = this.spillOf(i)
+    this.spillRows(i)
+    const state = this.hook.release(i)
+    const hasSnapshots = boundariesUpTo(this.sealed, this.sidecar.json.blockSize).length > 0
+    const metadata = layerFileMetadata({
+      layer: i, layerType: this.sidecar.json.layers[i].layerType, tokens: this.sealed, fingerprint: this.sidecar.fingerprint, profile: this.sidecar.profile.name,
+      blockSize: hasSnapshots ? this.sidecar.json.blockSize : undefined,
+    })
+    const file = layerFileName(i)
+    const { bytes, sha256 } = sp.writeLayerFile(join(this.dir, file), state.tensors(`layers.${i}`, false), metadata, this.sidecar.profile.activations === 'bf16')
+    this.spilledBytes += sp.bytes
+    sp.remove()
+    ;(this.spills as Array<LayerSpill | null>)[i] = null
+    this.written[i] = true
+    this.landed.push({ index: i, file, bytes, sha256 })
     this.chain = this.chain.then(() => this.listLanded())
     const ms = performance.now() - t0
     this.writeMs += ms
@@ -271,6 +364,7 @@ export class CaptureSession {
       throw new PdBridgeError(`capture ${this.requestId} failed: ${why}`)
     }
     this.closed = true
+    if (this.spills !== null) removeSpillDir(this.dir)
     return finishManifest(this.dir, this.sealed === this.tokenCount ? 'done' : 'partial', { sealedLength: this.sealed, timings: { ...own, ...timings } })
   }
 
@@ -284,6 +378,7 @@ export class CaptureSession {
 
   private async sealFailed (why: string, timings: Record<string, number>): Promise<void> {
     this.closed = true
+    this.dropSpills()
     try {
       await finishManifest(this.dir, 'failed', { error: why, timings })
     }
@@ -291,6 +386,16 @@ export class CaptureSession {
       // Already sealed by someone else: leave it as it is.
       if (!(e instanceof CaptureManifestError && e.field === 'state')) throw e
     }
+  }
+
+  // A failed streaming capture keeps no spill: close every open one and remove the directory.
+  private dropSpills (): void {
+    if (this.spills === null) return
+    this.spills.forEach((sp, i) => {
+      sp?.remove()
+      ;(this.spills as Array<LayerSpill | null>)[i] = null
+    })
+    removeSpillDir(this.dir)
   }
 
   /** Payload per token against the theoretical minimum, and the memory peak. */
@@ -313,6 +418,8 @@ export class CaptureSession {
       overRequired: required > 0 ? payloadBytes / required : 0,
       peakHeldBytes: this.peak,
       memoryBudgetBytes: this.budget ?? null,
+      spill: this.spills !== null,
+      spilledBytes: this.spilledBytes,
     }
   }
 }

@@ -34,7 +34,7 @@ export interface LayerFileMeta {
 }
 
 /** The bf16 codes of `values` when every value is exactly a bf16 value (low 16 bits zero, NaN payloads included), else null. */
-function exactBf16 (values: Float32Array): Uint16Array | null {
+export function exactBf16 (values: Float32Array): Uint16Array | null {
   const bits = new Uint32Array(values.buffer, values.byteOffset, values.length)
   const codes = new Uint16Array(values.length)
   for (let i = 0; i < bits.length; i++) {
@@ -65,6 +65,11 @@ export function layerFileTensors (layer: number, state: LayerCache, bf16: boolea
  */
 export function encodeLayerFile (state: LayerCache, meta: LayerFileMeta, bf16: boolean, snapshots: readonly BoundarySnapshot[] = []): Uint8Array {
   if (snapshots.length > 0 && meta.blockSize === undefined) throw new PdBridgeError(`layer ${meta.layer}: boundary snapshots need the block size in the file's metadata`)
+  return serializeSafetensors(layerFileTensors(meta.layer, state, bf16, snapshots), layerFileMetadata(meta))
+}
+
+/** A layer file's string metadata (format tag first; `block_size` only when the file holds snapshots). */
+export function layerFileMetadata (meta: LayerFileMeta): Record<string, string> {
   const metadata: Record<string, string> = {
     format: LAYER_FILE_FORMAT,
     layer: String(meta.layer),
@@ -74,7 +79,7 @@ export function encodeLayerFile (state: LayerCache, meta: LayerFileMeta, bf16: b
     profile: meta.profile,
   }
   if (meta.blockSize !== undefined) metadata.block_size = String(meta.blockSize)
-  return serializeSafetensors(layerFileTensors(meta.layer, state, bf16, snapshots), metadata)
+  return metadata
 }
 
 /** A decoded layer file: its metadata and its tensors as dump tensors (BF16 widened exactly to F32). */
@@ -130,6 +135,14 @@ export function decodeLayerFile (bytes: Uint8Array, file: string): DecodedLayerF
  * (a name not ending in .safetensors), fsync, rename, then fsync the directory (best effort).
  */
 export function writeFileAtomicSync (path: string, bytes: Uint8Array): void {
+  writeFileAtomicSyncStreamed(path, (write) => write(bytes))
+}
+
+/**
+ * writeFileAtomicSync with the bytes made piece by piece: `fill(write)` passes them to `write` in
+ * file order (a streaming capture's layer file, far larger than what it holds in memory).
+ */
+export function writeFileAtomicSyncStreamed (path: string, fill: (write: (chunk: Uint8Array) => void) => void): void {
   const temp = `${path}.partial-${process.pid}-${randomBytes(6).toString('hex')}`
   let fd: number
   try {
@@ -139,13 +152,16 @@ export function writeFileAtomicSync (path: string, bytes: Uint8Array): void {
     throw new PdBridgeError(`${path}: cannot create the layer file: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`)
   }
   try {
-    let off = 0
-    while (off < bytes.length) off += writeSync(fd, bytes, off, bytes.length - off)
+    fill((bytes) => {
+      let off = 0
+      while (off < bytes.length) off += writeSync(fd, bytes, off, bytes.length - off)
+    })
     fsyncSync(fd)
   }
   catch (e) {
     closeSync(fd)
     rmSync(temp, { force: true })
+    if (e instanceof PdBridgeError) throw e
     throw new PdBridgeError(`${path}: writing the layer file failed: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`)
   }
   closeSync(fd)

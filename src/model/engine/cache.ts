@@ -15,39 +15,64 @@ export interface DumpI64 { dtype: 'I64', shape: number[], data: BigInt64Array }
 /** One tensor of a cache dump. */
 export type DumpTensor = DumpF32 | DumpI64
 
-/** Rows of width `width`, appended at the end, growing by doubling. */
+/**
+ * Rows of width `width`, appended at the end, growing by doubling. A streaming capture may move the
+ * rows held so far out of memory (`spillHeld`, after storing them itself): they still count, but
+ * reading one is an error. Engines never spill.
+ */
 export class RowStore {
   private data: Float32Array
   private rowCount = 0
+  private base = 0
 
   constructor (readonly width: number, capacityRows = 16) {
     this.data = new Float32Array(Math.max(1, capacityRows) * width)
   }
 
-  /** Number of rows held. */
+  /** Number of rows, spilled ones included. */
   get rows (): number {
     return this.rowCount
   }
 
+  /** Rows [0, spilledRows) have left memory. */
+  get spilledRows (): number {
+    return this.base
+  }
+
   /** Row r (a view; valid until the next append). */
   row (r: number): Float32Array {
-    return this.data.subarray(r * this.width, (r + 1) * this.width)
+    if (r < this.base) throw new PdBridgeError(`row store: row ${r} was spilled out of memory (rows below ${this.base} are gone)`)
+    const at = r - this.base
+    return this.data.subarray(at * this.width, (at + 1) * this.width)
   }
 
   /** All rows, [rows, width] (a view; valid until the next append). */
   view (): Float32Array {
+    if (this.base > 0) throw new PdBridgeError(`row store: rows below ${this.base} were spilled out of memory; only heldView() remains`)
     return this.data.subarray(0, this.rowCount * this.width)
+  }
+
+  /** The rows still in memory, [spilledRows, rows) (a view; valid until the next append or spill). */
+  heldView (): Float32Array {
+    return this.data.subarray(0, (this.rowCount - this.base) * this.width)
   }
 
   /** Append one row (copied) and return its index. */
   append (row: ArrayLike<number>): number {
-    if ((this.rowCount + 1) * this.width > this.data.length) {
+    if ((this.rowCount - this.base + 1) * this.width > this.data.length) {
       const grown = new Float32Array(this.data.length * 2)
       grown.set(this.data)
       this.data = grown
     }
-    this.data.set(row, this.rowCount * this.width)
+    this.data.set(row, (this.rowCount - this.base) * this.width)
     return this.rowCount++
+  }
+
+  /** Let the rows held now leave memory (the caller has stored heldView() elsewhere); their storage is released. */
+  spillHeld (): void {
+    if (this.base === this.rowCount) return
+    this.base = this.rowCount
+    this.data = new Float32Array(16 * this.width)
   }
 
   /** A deep copy. */
@@ -55,6 +80,7 @@ export class RowStore {
     const c = new RowStore(this.width, 1)
     c.data = this.data.slice()
     c.rowCount = this.rowCount
+    c.base = this.base
     return c
   }
 }
@@ -116,12 +142,12 @@ export class CompressorState {
     return c
   }
 
-  /** The dump tensors under `base` (e.g. `oneshot.layers.1.compressor`). */
-  tensors (base: string): Map<string, DumpTensor> {
+  /** The dump tensors under `base` (e.g. `oneshot.layers.1.compressor`); without `compressed_kv` when `pooled` is false. */
+  tensors (base: string, pooled = true): Map<string, DumpTensor> {
     const out = new Map<string, DumpTensor>()
     const w = this.width
     const names = poolTensorNames(base)
-    out.set(names.compressedKv, { dtype: 'F32', shape: [this.entryCount, this.dim], data: this.entries.view().slice() })
+    if (pooled) out.set(names.compressedKv, { dtype: 'F32', shape: [this.entryCount, this.dim], data: this.entries.view().slice() })
     out.set(names.entryCount, { dtype: 'I64', shape: [1], data: BigInt64Array.of(BigInt(this.entryCount)) })
     out.set(names.bufferKv, { dtype: 'F32', shape: [this.bufferLength, w], data: this.bufferKv.slice(0, this.bufferLength * w) })
     out.set(names.bufferGate, { dtype: 'F32', shape: [this.bufferLength, w], data: this.bufferGate.slice(0, this.bufferLength * w) })
@@ -183,12 +209,12 @@ export class LayerCache {
     return c
   }
 
-  /** The dump tensors of this layer under `base` (e.g. `oneshot.layers.1`). */
-  tensors (base: string): Map<string, DumpTensor> {
+  /** The dump tensors of this layer under `base` (e.g. `oneshot.layers.1`); without the pools' `compressed_kv` when `pooled` is false. */
+  tensors (base: string, pooled = true): Map<string, DumpTensor> {
     const out = new Map<string, DumpTensor>()
     out.set(`${base}.window`, { dtype: 'F32', shape: [this.windowLength, this.headDim], data: this.windowRows() })
     for (const [name, state] of [['compressor', this.compressor], ['indexer', this.indexer]] as const) {
-      if (state !== null) for (const [k, v] of state.tensors(`${base}.${name}`)) out.set(k, v)
+      if (state !== null) for (const [k, v] of state.tensors(`${base}.${name}`, pooled)) out.set(k, v)
     }
     return out
   }
