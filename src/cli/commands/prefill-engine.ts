@@ -21,8 +21,17 @@ interface Flags {
   maxQueue?: string
   maxTokens?: string
   memoryBudget?: string
+  spillCapture?: boolean
   maxChunk?: string
   maxBodyBytes?: string
+}
+
+/** PD_CAPTURE_SPILL: `1` or `true` streams every capture (--spill-capture); anything else set is an error. */
+function spillFromEnv (env: NodeJS.ProcessEnv = process.env): boolean {
+  const v = env.PD_CAPTURE_SPILL
+  if (v === undefined || v === '' || v === '0' || v === 'false') return false
+  if (v === '1' || v === 'true') return true
+  throw new ConfigError('PD_CAPTURE_SPILL', `must be 1, true, 0 or false, got ${JSON.stringify(v)}`)
 }
 
 /** The prefill-engine command. */
@@ -37,6 +46,7 @@ export const prefillEngineCommand = new Command('prefill-engine')
   .option('--max-queue <n>', 'requests that may wait behind the running one (default 16)')
   .option('--max-tokens <n>', "longest prompt accepted (default: the model's max_position_embeddings)")
   .option('--memory-budget <bytes>', 'default capture memory budget; past it the capture seals a prefix (default: none)')
+  .option('--spill-capture', 'stream each capture: boundary snapshots and pooled rows go to disk as computed, so capture memory does not grow with the prompt (same files); also PD_CAPTURE_SPILL=1')
   .option('--max-chunk <n>', 'tokens per engine call; status and health answer between calls (default 512)')
   .option('--max-body-bytes <n>', 'largest request body (default 1 MiB + 16 bytes per --max-tokens)')
   .action(async (flags: Flags) => {
@@ -54,6 +64,7 @@ export const prefillEngineCommand = new Command('prefill-engine')
       maxQueue: integerFlag('--max-queue', flags.maxQueue),
       maxTokens: integerFlag('--max-tokens', flags.maxTokens),
       memoryBudgetBytes: integerFlag('--memory-budget', flags.memoryBudget),
+      spillCapture: flags.spillCapture === true || spillFromEnv(),
       maxChunk: integerFlag('--max-chunk', flags.maxChunk),
       maxBodyBytes: integerFlag('--max-body-bytes', flags.maxBodyBytes),
       apiKey: apiKeyFromEnv(),

@@ -21,6 +21,12 @@ export interface PrefillEngineOptions {
   maxTokens?: number
   /** Default capture memory budget in bytes; a request may set its own. */
   memoryBudgetBytes?: number
+  /**
+   * Stream every capture (src/capture/spill.ts): boundary snapshots and pooled rows go to disk as
+   * they are computed, so capture memory does not grow with the prompt; the files are the same.
+   * Default false (staged in memory).
+   */
+  spillCapture?: boolean
   /** Tokens per engine call between event-loop turns; default 512. */
   maxChunk?: number
   /** Largest request body; default 1 MiB + 16 bytes per --max-tokens. */
@@ -42,6 +48,7 @@ export interface ResolvedOptions {
   maxQueue: number
   maxTokens?: number
   memoryBudgetBytes?: number
+  spillCapture: boolean
   maxChunk: number
   maxBodyBytes?: number
   log: (line: string) => void
@@ -73,6 +80,7 @@ export function resolveOptions (o: PrefillEngineOptions): ResolvedOptions {
     maxQueue: integer('--max-queue', o.maxQueue, 0) ?? 16,
     maxTokens: integer('--max-tokens', o.maxTokens, 1),
     memoryBudgetBytes: integer('--memory-budget', o.memoryBudgetBytes, 1),
+    spillCapture: o.spillCapture === true,
     maxChunk: integer('--max-chunk', o.maxChunk, 1) ?? 512,
     maxBodyBytes: integer('--max-body-bytes', o.maxBodyBytes, 2),
     log: o.log ?? ((line: string) => { process.stderr.write(line + '\n') }),

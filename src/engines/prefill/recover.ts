@@ -1,9 +1,11 @@
 // Start-up recovery: a capture whose manifest still says `running` when a new engine holds the
 // root's lock was left by a process that died mid-capture (killed, crashed, power cut). Nothing
-// will ever finish it, so it is sealed `failed` with the reason, and no reader waits on it.
+// will ever finish it, so it is sealed `failed` with the reason, and no reader waits on it; a
+// streaming capture's spill files (`.spill/`) go with it.
 import { readdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { finishManifest } from '../../capture/manifest-updates.ts'
+import { removeSpillDir } from '../../capture/spill.ts'
 import { isValidRequestId, readManifest } from '../../wire/manifest.ts'
 
 /** What recovery did under one root. */
@@ -27,6 +29,7 @@ export async function failOrphanedCaptures (root: string, error: string): Promis
     try {
       const m = await readManifest(dir)
       if (m.state !== 'running') continue
+      removeSpillDir(dir)
       await finishManifest(dir, 'failed', { error })
       report.markedFailed.push(entry.name)
     }

@@ -19,6 +19,8 @@ export interface CaptureSink {
   flush (): Promise<void>
   finish (timings?: Record<string, number>): Promise<CaptureManifest>
   fail (err: unknown): Promise<void>
+  /** The most cache bytes the capture held in memory at once (logged with prefill-end). */
+  readonly peakHeldBytes?: number
 }
 
 /**
@@ -102,7 +104,8 @@ export function makeCaptureRunner (deps: RunnerDeps): JobRunner {
     job.timings.total = ms(performance.now() - job.submittedAt)
     deps.log({
       event: 'prefill-end', request_id: job.requestId, state: job.state, token_count: tokenCount,
-      sealed_length: job.sealedLength, timings: job.timings, ...(job.error === undefined ? {} : { error: job.error }),
+      sealed_length: job.sealedLength, timings: job.timings,
+      ...(session?.peakHeldBytes === undefined ? {} : { capture_peak_held_bytes: session.peakHeldBytes }), ...(job.error === undefined ? {} : { error: job.error }),
     })
   }
 }

@@ -33,7 +33,7 @@ export interface CaptureBackend {
 }
 
 /** Opens the capture backend once the model is loaded (loads and checks the sidecar). */
-export type OpenCaptureBackend = (opts: { sidecarDir: string, captureRoot: string, config: DeepseekV4Config, modelDir: string, profile: string }) => Promise<CaptureBackend>
+export type OpenCaptureBackend = (opts: { sidecarDir: string, captureRoot: string, config: DeepseekV4Config, modelDir: string, profile: string, spill?: boolean }) => Promise<CaptureBackend>
 
 /** A running prefill engine. */
 export interface PrefillEngineServer {
@@ -134,7 +134,7 @@ export async function createPrefillEngine (options: PrefillEngineOptions, openBa
       throw new ConfigError('--max-tokens', `${o.maxTokens} is more than the model's max_position_embeddings (${config.maxPositionEmbeddings})`)
     }
     const maxTokens = o.maxTokens ?? config.maxPositionEmbeddings
-    const backend = await openBackend({ sidecarDir: o.sidecar, captureRoot: o.captureRoot, config, modelDir: o.model, profile: engine.profile.name })
+    const backend = await openBackend({ sidecarDir: o.sidecar, captureRoot: o.captureRoot, config, modelDir: o.model, profile: engine.profile.name, spill: o.spillCapture })
     return await serve({ o, log, lock, recovery, engine, backend, maxTokens, limits: {
       vocabSize: config.vocabSize, maxTokens, maxPositionEmbeddings: config.maxPositionEmbeddings, tokenizer: ckpt.tokenizer,
     } })
