@@ -15,6 +15,7 @@
 #   hook:T           GPU hook vs TypeScript hook on the attention inputs of a T-token transformers forward
 #   needle:L,L,...   the needle protocol through the GPU bridge (preset needle), depths 0, 0.5, 1
 #   bench:S,S,...    cold-bench, bridged vs decoder alone, one fresh seed per size (preset flash-attn)
+#   bridged:S,S,...  cold-bench's bridged leg alone (--bridged-only): sizes whose decoder-alone leg outlasts a call
 #
 # PD_TORCH_PYTHON (python3), PD_TORCH_DEVICE (cuda), PD_RUNG_PRESET (flash-attn, for hook and bench)
 # and PD_RUNG_BUDGET_S (560: the steps' total) change the defaults; a CPU trial of the script runs
@@ -146,9 +147,11 @@ for step in "${steps[@]}"; do
       timeout "$limit" node protocols/needle.mjs --preset needle --prefill-engine torch --torch-python "$python" --torch-device "$device" \
         --lengths "$arg" --depths 0,0.5,1 --no-generate --state-dir "$state" 2>&1 | grep -v '^{"progress' | tail -25
       ;;
-    bench)
+    bench|bridged)
+      # bridged: the bridged leg alone (records with native: null), for sizes whose decoder-alone leg outlasts a call
+      if [ "$name" = bench ]; then legs=--stop-unless-complete; else legs=--bridged-only; fi
       timeout "$limit" node protocols/cold-bench.mjs --preset "$preset" --prefill-engine torch --torch-python "$python" --torch-device "$device" \
-        --sizes "$arg" --repeats 1 --max-tokens 32 --no-generate --stop-unless-complete --state-dir "$state" 2>&1 | grep -v '^{"progress'
+        --sizes "$arg" --repeats 1 --max-tokens 32 --no-generate "$legs" --state-dir "$state" 2>&1 | grep -v '^{"progress'
       ;;
     *) log "unknown step $step"; exit 2 ;;
   esac
