@@ -46,6 +46,8 @@ ${prefillEngineUsage(25)}  --url URL              a deployment's bridged front d
   --leg-timeout-s N      per leg (default 1800)
   --stop-unless-complete stop at the first bridged leg whose verdict is not complete, before its
                          decoder-alone leg (no record for it): for runs whose alone legs are costly
+  --bridged-only         no decoder-alone leg at all (records with native: null): the long runs
+                         (docs/long-runs.md), where the alone leg would double hours of prefill
   --runs DIR             where run records go (default results/runs in this checkout)
   --micro DIR            micro-benchmark records for the report (default micro/ next to --runs)
   --out DIR              where RESULTS.md, report.html and the charts go (default results/ in this
@@ -61,7 +63,7 @@ helpAndExit(USAGE)
 checkArgv('cold-bench', argv, {
   sizes: 'string', repeats: 'string', seed: 'string', 'max-tokens': 'string', url: 'string', 'native-url': 'string',
   runs: 'string', micro: 'string', out: 'string', generate: 'negatable', preset: 'string', 'block-size': 'string',
-  'state-dir': 'string', 'leg-timeout-s': 'string', model: 'string', 'stop-unless-complete': 'boolean', ...PREFILL_ENGINE_FLAGS,
+  'state-dir': 'string', 'leg-timeout-s': 'string', model: 'string', 'stop-unless-complete': 'boolean', 'bridged-only': 'boolean', ...PREFILL_ENGINE_FLAGS,
 })
 
 function fail (message) {
@@ -96,12 +98,14 @@ const opts = {
   legTimeoutMs: int('leg-timeout-s', argv['leg-timeout-s'] ?? 1800, 1) * 1000,
   model: argv.model === undefined ? undefined : String(argv.model),
   stopUnlessComplete: argv['stop-unless-complete'] === true,
+  bridgedOnly: argv['bridged-only'] === true,
   torchFlags: prefillEngineFlags('cold-bench', argv, argv.url !== undefined),
 }
 // The report is regenerated from --runs alone; into the checkout's results/ only from the
 // checkout's own records, anywhere else only where --out says.
 const regenerate = opts.generate && (argv.out !== undefined || opts.runs === DEFAULT_RUNS)
 if ((opts.url === undefined) !== (opts.nativeUrl === undefined) && opts.url === undefined) fail('--native-url needs --url (the bridged front door) too')
+if (opts.bridgedOnly && opts.nativeUrl !== undefined) fail('--bridged-only runs no decoder-alone leg: leave out --native-url')
 
 // The stack and the generator are TypeScript; tsx lets this protocol import them as they are.
 register()
@@ -239,6 +243,31 @@ function bridgedLeg (leg) {
   }
 }
 
+// The capture's peak held bytes, from the embedded TypeScript engine's own `prefill-end` line for
+// this request in its log (the torch engine does not log it): what issue #20's streaming capture bounds.
+async function captureMemory (stack, requestId) {
+  if (typeof requestId !== 'string') return {}
+  const { logPathOf } = await import('../src/stack/embedded.ts')
+  let text
+  try {
+    text = await readFile(logPathOf(stack.paths, 'prefill-engine'), 'utf8')
+  } catch {
+    return {}
+  }
+  for (const line of text.split('\n').reverse()) {
+    if (!line.includes(requestId) || !line.includes('"prefill-end"')) continue
+    try {
+      const e = JSON.parse(line)
+      if (e.event === 'prefill-end' && e.request_id === requestId && Number.isSafeInteger(e.capture_peak_held_bytes)) {
+        return { capturePeakHeldBytes: e.capture_peak_held_bytes, captureSpill: process.env.PD_CAPTURE_SPILL === '1' || process.env.PD_CAPTURE_SPILL === 'true' }
+      }
+    } catch {
+      // Not a JSON line: another writer's output.
+    }
+  }
+  return {}
+}
+
 function nativeLeg (leg) {
   return { totalMs: leg.totalMs, ttftMs: leg.ttftMs, promptTokens: leg.usage.prompt_tokens, completionTokens: leg.usage.completion_tokens, finishReason: leg.finishReason, answerSha256: sha256(leg.text) }
 }
@@ -285,10 +314,12 @@ try {
       onEvent: (e) => { if (e.kind === 'ready') pids.set(e.name, e.pid) },
       onDeath: (message) => say(`a child died: ${message}`),
     })
-    say('starting a second decoder with an empty block store (the decoder-alone leg)')
-    const native = nativeDecoder = await startNativeLeg(stack, 'cold-bench')
     frontUrl = stack.urls.front
-    nativeUrl = native.url
+    if (!opts.bridgedOnly) {
+      say('starting a second decoder with an empty block store (the decoder-alone leg)')
+      const native = nativeDecoder = await startNativeLeg(stack, 'cold-bench')
+      nativeUrl = native.url
+    }
     modelName = stack.modelName
     tokenizer = await loadTokenizer(stack.checkpoint.dir)
     // The micro benchmarks derive the model name from preset and seed; it must be the stack's.
@@ -326,6 +357,7 @@ try {
       say(`[${i + 1}/${total}] ${size} tokens, repeat ${repeat + 1}/${opts.repeats}, seed ${seed}: bridged leg`)
       const b = await streamLeg('bridged', frontUrl, modelName, prompt.messages)
       const bridged = bridgedLeg(b)
+      if (stack !== undefined) Object.assign(bridged, await captureMemory(stack, b.bridge?.capture?.request_id))
       say(`[${i + 1}/${total}]   bridged: ${bridged.verdict} in ${(bridged.totalMs / 1000).toFixed(2)} s`)
       if (opts.stopUnlessComplete && !bridged.verdict.startsWith('complete')) {
         throw new Error(`run ${i + 1}: the bridged leg's verdict is "${bridged.verdict}", not complete (--stop-unless-complete: no decoder-alone leg, no record)`)

@@ -1,6 +1,7 @@
 // The parameter list: exact transformers names and shapes, dtypes by _keep_in_fp32_modules_strict.
 import { describe, it, expect } from 'vitest'
 import { expectedParameters, paramDtype, presetConfig, presetConfigJson } from '../../src/model/checkpoint/index.ts'
+import { LONG_PRESET_WINDOW } from '../../src/model/checkpoint/presets.ts'
 import { parseDeepseekV4Config } from '../../src/model/config.ts'
 
 const tiny = presetConfig('tiny')
@@ -149,5 +150,21 @@ describe('the small preset builds its config and parameter list', () => {
     const list = expectedParameters(cfg)
     expect(list.reduce((a, s) => a + s.shape.reduce((x, y) => x * y, 1), 0)).toBe(138_453_205)
     expect(list.find((s) => s.name === 'model.layers.0.self_attn.o_a_proj.weight')?.shape).toEqual([512, 512])
+  })
+})
+
+describe('the long preset serves a million positions on the tiny architecture', () => {
+  it('is tiny with the documented window, YaRN and a one-head indexer (docs/long-runs.md)', () => {
+    const cfg = presetConfig('long')
+    const tiny = presetConfig('tiny')
+    expect([cfg.hiddenSize, cfg.numHiddenLayers, cfg.headDim, cfg.vocabSize]).toEqual([tiny.hiddenSize, tiny.numHiddenLayers, tiny.headDim, tiny.vocabSize])
+    expect(cfg.layerTypes).toEqual(['sliding_attention', 'compressed_sparse_attention', 'heavily_compressed_attention', 'sliding_attention'])
+    expect([cfg.indexNHeads, cfg.indexHeadDim]).toEqual([1, 64])
+    expect(cfg.maxPositionEmbeddings).toBe(LONG_PRESET_WINDOW)
+    expect(LONG_PRESET_WINDOW).toBe(1_048_576)
+    expect([cfg.rope.compress.factor, cfg.rope.compress.originalMaxPositionEmbeddings]).toEqual([32, 32_768])
+    expect(cfg.rope.compress.factor * cfg.rope.compress.originalMaxPositionEmbeddings).toBe(cfg.maxPositionEmbeddings)
+    // It round-trips through the parser as transformers' config.json.
+    expect(parseDeepseekV4Config(presetConfigJson('long')).maxPositionEmbeddings).toBe(LONG_PRESET_WINDOW)
   })
 })

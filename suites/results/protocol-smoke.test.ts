@@ -31,6 +31,9 @@ describe('the cold-bench protocol, smoke run on the embedded stack', () => {
       expect(rec.bridged?.promptTokens).toBe(rec.native?.promptTokens)
       expect(rec.answersAgree).toBe(true)
       expect(Object.keys(rec.peakMemoryBytes).sort()).toEqual(['decoder', 'decoder-native', 'front', 'prefill-engine', 'protocol', 'share'])
+      // The capture's peak, from the engine's own prefill-end line; staged (no PD_CAPTURE_SPILL here).
+      expect(rec.bridged?.capturePeakHeldBytes).toBeGreaterThan(0)
+      expect(rec.bridged?.captureSpill).toBe(false)
       const md = await readFile(join(out, 'RESULTS.md'), 'utf8')
       expect(md).toContain(`| ${rec.bridged!.promptTokens} | 1 |`)
       expect((await readdir(out)).filter((f) => f.endsWith('.svg'))).toHaveLength(2)
@@ -42,6 +45,39 @@ describe('the cold-bench protocol, smoke run on the embedded stack', () => {
       // A micro benchmark of the same configuration on this machine files its record under the run's environment.
       const setup = await prepareBench({ preset: 'tiny', seed: 1, blockSize: 256, prefillProfile: 'decoder' }, join(dir, 'bench'))
       expect({ ...setup.environment, commit: '' }).toEqual({ ...rec.environment, commit: '' })
+    }
+    finally {
+      await rm(dir, { recursive: true, force: true })
+    }
+  }, 300_000)
+
+  // --bridged-only runs no decoder-alone leg: the record has native null and no decoder-native
+  // process; with PD_CAPTURE_SPILL=1 the engine streams, and the record says so with a smaller peak.
+  it('--bridged-only writes bridged-only records; PD_CAPTURE_SPILL=1 streams the capture', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'pd-cold-bench-bridged-'))
+    try {
+      const runs = join(dir, 'runs')
+      const run = async (env: Record<string, string>) => execa('node', ['protocols/cold-bench.mjs', '--sizes', '600', '--repeats', '1', '--max-tokens', '8', '--bridged-only', '--state-dir', join(dir, 'state'), '--runs', runs, '--no-generate'],
+        { cwd: ROOT, reject: false, timeout: 240_000, all: true, env })
+      const staged = await run({ PD_CAPTURE_SPILL: '0' })
+      expect(staged.exitCode, staged.all).toBe(0)
+      expect(staged.all).not.toMatch(/decoder-alone leg/)
+      const streamed = await run({ PD_CAPTURE_SPILL: '1' })
+      expect(streamed.exitCode, streamed.all).toBe(0)
+      const records = (await readRunRecords(runs)).sort((a, b) => a.startedAt.localeCompare(b.startedAt))
+      expect(records).toHaveLength(2)
+      for (const rec of records) {
+        expect(rec.native).toBeNull()
+        expect(rec.answersAgree).toBeNull()
+        expect(rec.bridged?.verdict).toBe('complete')
+        expect(Object.keys(rec.peakMemoryBytes)).not.toContain('decoder-native')
+      }
+      expect(records.map((r) => r.bridged?.captureSpill)).toEqual([false, true])
+      expect(records[1].bridged!.capturePeakHeldBytes!).toBeLessThan(records[0].bridged!.capturePeakHeldBytes!)
+      // The bridged-only flag refuses a decoder-alone URL.
+      const both = await execa('node', ['protocols/cold-bench.mjs', '--bridged-only', '--url', 'http://127.0.0.1:1', '--native-url', 'http://127.0.0.1:2', '--model', 'x'], { cwd: ROOT, reject: false, all: true })
+      expect(both.exitCode).not.toBe(0)
+      expect(both.all).toMatch(/--bridged-only runs no decoder-alone leg/)
     }
     finally {
       await rm(dir, { recursive: true, force: true })

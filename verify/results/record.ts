@@ -58,6 +58,13 @@ export const bridgedLegSchema = answerSchema.extend({
     bridgeTotal: ms.nullable(),
   }).strict(),
   bytes: z.object({ capture: bytes, fetched: bytes, blocks: bytes }).strict(),
+  /**
+   * The most cache bytes the capture held in memory at once, from the embedded prefill engine's
+   * `prefill-end` log line (absent where the protocol cannot read the engine's log).
+   */
+  capturePeakHeldBytes: bytes.optional(),
+  /** Whether the prefill engine streamed its captures (--spill-capture / PD_CAPTURE_SPILL), where known. */
+  captureSpill: z.boolean().optional(),
 }).strict()
 
 /** One run record. */

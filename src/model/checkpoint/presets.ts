@@ -188,7 +188,28 @@ function flashAttnJson (): Record<string, unknown> {
   }
 }
 
-const PRESETS = { tiny: tinyJson, small: smallJson, needle: needleJson, 'flash-schedule': flashScheduleJson, 'flash-attn': flashAttnJson } as const
+/** What the `long` preset serves: 2^20 positions, compress rope YaRN factor 32 over an original 32,768. */
+export const LONG_PRESET_WINDOW = 1_048_576
+
+/**
+ * `long`: the tiny architecture for million-token prompts (docs/long-runs.md). Its compress rope is
+ * YaRN factor 32 over an original 32,768, so it serves 1,048,576 positions, and its indexer is one
+ * head of 64, the one cost that grows with the square of the prompt (every CSA query scores every
+ * compressed entry before it): at 1M tokens tiny's 4 x 128 would be 2.6e14 flops, one head of 64
+ * (the rope dim it rotates) 3.2e13.
+ */
+function longJson (): Record<string, unknown> {
+  return {
+    ...tinyJson(),
+    layer_types: [SLIDING, CSA, HCA, SLIDING],
+    index_n_heads: 1,
+    index_head_dim: 64,
+    max_position_embeddings: LONG_PRESET_WINDOW,
+    rope_parameters: ropeParameters(0.5, 32, LONG_PRESET_WINDOW / 32),
+  }
+}
+
+const PRESETS = { tiny: tinyJson, small: smallJson, needle: needleJson, 'flash-schedule': flashScheduleJson, 'flash-attn': flashAttnJson, long: longJson } as const
 
 /** A preset's name. */
 export type PresetName = keyof typeof PRESETS
