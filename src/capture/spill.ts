@@ -97,11 +97,6 @@ export class LayerSpill {
     this.append(spilled, bytesOf(rows))
   }
 
-  /** The spilled tensors' names. */
-  names (): string[] {
-    return [...this.tensors.keys()]
-  }
-
   private append (spilled: Spilled, bytes: Uint8Array): void {
     const fd = this.openFd()
     let off = 0

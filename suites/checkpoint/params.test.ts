@@ -163,7 +163,7 @@ describe('the long preset serves a million positions on the tiny architecture', 
     expect(cfg.maxPositionEmbeddings).toBe(LONG_PRESET_WINDOW)
     expect(LONG_PRESET_WINDOW).toBe(1_048_576)
     expect([cfg.rope.compress.factor, cfg.rope.compress.originalMaxPositionEmbeddings]).toEqual([32, 32_768])
-    expect(cfg.rope.compress.factor * cfg.rope.compress.originalMaxPositionEmbeddings).toBe(cfg.maxPositionEmbeddings)
+    expect(cfg.rope.compress.factor * (cfg.rope.compress.originalMaxPositionEmbeddings ?? 0)).toBe(cfg.maxPositionEmbeddings)
     // It round-trips through the parser as transformers' config.json.
     expect(parseDeepseekV4Config(presetConfigJson('long')).maxPositionEmbeddings).toBe(LONG_PRESET_WINDOW)
   })
