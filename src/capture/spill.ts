@@ -12,7 +12,7 @@ import type { Dtype } from '../formats/safetensors/index.ts'
 import { referenceOrder } from '../formats/safetensors/order.ts'
 import { headerLengthPrefix, planLayout } from '../formats/safetensors/stream-writer.ts'
 import type { DumpTensor } from '../model/engine/cache.ts'
-import { exactBf16, writeFileAtomicSyncStreamed } from '../wire/layer-file.ts'
+import { exactBf16, isBf16Exact, writeFileAtomicSyncStreamed } from '../wire/layer-file.ts'
 
 /** The directory inside a capture directory that holds its spill files (never listed in the manifest). */
 export const SPILL_DIR = '.spill'
@@ -37,12 +37,6 @@ interface Source { name: string, dtype: Dtype, shape: number[], memory?: Uint8Ar
 
 function bytesOf (a: Float32Array | BigInt64Array | Uint16Array): Uint8Array {
   return new Uint8Array(a.buffer, a.byteOffset, a.byteLength)
-}
-
-function isBf16Exact (values: Float32Array): boolean {
-  const bits = new Uint32Array(values.buffer, values.byteOffset, values.length)
-  for (let i = 0; i < bits.length; i++) if ((bits[i] & 0xffff) !== 0) return false
-  return true
 }
 
 /** One layer's spill file and the index of what it holds. */

@@ -33,14 +33,19 @@ export interface LayerFileMeta {
   blockSize?: number
 }
 
-/** The bf16 codes of `values` when every value is exactly a bf16 value (low 16 bits zero, NaN payloads included), else null. */
+/** Whether every value is exactly a bf16 value (low 16 bits zero, NaN payloads included). */
+export function isBf16Exact (values: Float32Array): boolean {
+  const bits = new Uint32Array(values.buffer, values.byteOffset, values.length)
+  for (let i = 0; i < bits.length; i++) if ((bits[i] & 0xffff) !== 0) return false
+  return true
+}
+
+/** The bf16 codes of `values` when every value is exactly a bf16 value (isBf16Exact), else null. */
 export function exactBf16 (values: Float32Array): Uint16Array | null {
+  if (!isBf16Exact(values)) return null
   const bits = new Uint32Array(values.buffer, values.byteOffset, values.length)
   const codes = new Uint16Array(values.length)
-  for (let i = 0; i < bits.length; i++) {
-    if ((bits[i] & 0xffff) !== 0) return null
-    codes[i] = bits[i] >>> 16
-  }
+  for (let i = 0; i < bits.length; i++) codes[i] = bits[i] >>> 16
   return codes
 }
 
