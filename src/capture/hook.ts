@@ -20,6 +20,12 @@ export interface PoolingHookOptions {
    * capture writes it out at once); `boundaries()` then stays empty.
    */
   onBoundary?: (layer: number, snapshot: BoundarySnapshot) => void
+  /**
+   * Continue this cache instead of starting empty (a warm-extended prompt: the decoder's cache at a
+   * block boundary P, mounted from a carry): every layer starts at P and takes rows from P on. The
+   * hook owns it from here (it is advanced in place).
+   */
+  resume?: ModelCache
 }
 
 /** Per-layer cache state built from attention inputs. */
@@ -36,8 +42,12 @@ export class PoolingHook {
     if (bs !== undefined && (!Number.isSafeInteger(bs) || bs < 1)) throw new PdBridgeError(`capture hook: blockSize must be a positive integer, got ${String(bs)}`)
     this.blockSize = bs
     this.onBoundary = options.onBoundary
-    this.states = kv.layers.map((attention) => attention.makeCache())
-    this.positions = kv.layers.map(() => 0)
+    const resume = options.resume
+    if (resume !== undefined && resume.layers.length !== kv.layers.length) {
+      throw new PdBridgeError(`capture hook: the cache to continue has ${resume.layers.length} layers, the sidecar ${kv.layers.length}`)
+    }
+    this.states = resume?.layers.slice() ?? kv.layers.map((attention) => attention.makeCache())
+    this.positions = kv.layers.map(() => resume?.tokenCount ?? 0)
     this.snapshots = kv.layers.map(() => [])
   }
 

@@ -21,6 +21,8 @@ export interface CaptureStart extends CaptureRequest {
   memoryBudgetBytes?: number
   /** `tokenIdsSha256` of the token ids the capture is computed over (recorded in the manifest). */
   tokensSha256?: string
+  /** P when the capture continues a cache of tokens [0, P) (CaptureManifest.startToken). */
+  startToken?: number
 }
 
 /**
@@ -46,6 +48,7 @@ export async function startCapture (root: string, start: CaptureStart, now: Date
     timings: {},
     payloadBytes: 0,
     memoryBudgetBytes: start.memoryBudgetBytes,
+    startToken: start.startToken,
   }
   // Validate before touching the disk, so a bad start leaves nothing behind.
   parseManifest(encodeManifest(m), join(dir, MANIFEST_FILE))

@@ -17,7 +17,7 @@ import { LayerSpill, removeSpillDir } from './spill.ts'
 import { boundaryTensors } from '../wire/boundary.ts'
 import { encodeLayerFile, layerFileMetadata, writeFileAtomicSync } from '../wire/layer-file.ts'
 import { poolTensorNames } from '../model/engine/cache-layout.ts'
-import type { LayerCache } from '../model/engine/cache.ts'
+import type { LayerCache, ModelCache } from '../model/engine/cache.ts'
 import {
   CaptureManifestError, layerFileName, readManifest, sha256Hex, tokenIdsSha256, writeManifestAtomic, type CaptureLayerEntry, type CaptureManifest,
 } from '../wire/manifest.ts'
@@ -47,6 +47,13 @@ export interface CaptureSessionOptions {
    * staged session's). Memory then holds the windows, buffers and carries only.
    */
   spill?: boolean
+  /**
+   * Continue the decoder's cache of tokens [0, P) (mounted from a carry, capture/carry.ts) instead
+   * of starting empty: a warm-extended prompt. P must be a block boundary below T; the engine then
+   * feeds rows from P. The layer files hold only what [P, T') adds (manifest `startToken`), and such
+   * a capture always streams (`spill`), since the rows below P are the decoder's already.
+   */
+  resume?: ModelCache
 }
 
 /** Payload and memory figures of a session. */
@@ -108,6 +115,8 @@ export class CaptureSession {
   /** One per layer in a streaming session (null once the layer is written), else null. */
   private readonly spills: Array<LayerSpill | null> | null
   private spilledBytes = 0
+  /** P of a continued (warm-extended) capture, else undefined. */
+  readonly startToken: number | undefined
 
   private constructor (
     private readonly sidecar: Sidecar,
@@ -117,21 +126,28 @@ export class CaptureSession {
     readonly tokenCount: number,
     private readonly budget: number | undefined,
     spill: boolean,
+    resume: ModelCache | undefined,
   ) {
-    this.spills = spill ? sidecar.json.layers.map((_, i) => LayerSpill.open(dir, i)) : null
+    this.startToken = resume?.tokenCount
+    this.spills = spill || resume !== undefined ? sidecar.json.layers.map((_, i) => LayerSpill.open(dir, i)) : null
     const onBoundary = this.spills === null
       ? undefined
       : (layer: number, snapshot: Parameters<typeof boundaryTensors>[1]) => {
           const sp = this.spillOf(layer)
           for (const [name, t] of boundaryTensors(layer, snapshot)) sp.addTensor(name, t)
         }
-    this.hook = new PoolingHook(sidecar.kvPath, { blockSize: sidecar.json.blockSize, onBoundary })
+    this.hook = new PoolingHook(sidecar.kvPath, { blockSize: sidecar.json.blockSize, onBoundary, resume })
     if (this.spills !== null) {
       // A layer file always has its pools' compressed_kv, [0, dim] before the first entry.
       this.spills.forEach((sp, i) => {
-        for (const [name, pool] of pools(this.hook.layerCache(i))) sp?.appendRows(poolTensorNames(`layers.${i}.${name}`).compressedKv, new Float32Array(0), pool.dim)
+        for (const [name, pool] of pools(this.hook.layerCache(i))) {
+          sp?.appendRows(poolTensorNames(`layers.${i}.${name}`).compressedKv, new Float32Array(0), pool.dim)
+          // A continued cache's rows below P are the decoder's already: they leave memory unwritten.
+          pool.entries.spillHeld()
+        }
       })
     }
+    this.frontier = resume?.tokenCount ?? 0
     this.geometries = layerGeometries(sidecar.json)
     this.written = sidecar.json.layers.map(() => false)
     this.sealed = tokenCount
@@ -152,12 +168,21 @@ export class CaptureSession {
     if (opts.tokens !== undefined && opts.tokens.length !== tokenCount) {
       throw new PdBridgeError(`capture: ${opts.tokens.length} token ids given for a ${tokenCount}-token capture`)
     }
+    const resume = opts.resume
+    if (resume !== undefined) {
+      const p = resume.tokenCount
+      const bs = sidecar.json.blockSize
+      if (!Number.isSafeInteger(p) || p < 1 || p % bs !== 0 || p >= tokenCount) {
+        throw new PdBridgeError(`capture: the cache to continue holds ${String(p)} tokens; it must be a block boundary (a multiple of ${bs}) below T = ${tokenCount}`)
+      }
+      if (resume.layers.length !== sidecar.numLayers) throw new PdBridgeError(`capture: the cache to continue has ${resume.layers.length} layers, the sidecar ${sidecar.numLayers}`)
+    }
     const tokensSha256 = opts.tokens === undefined ? undefined : tokenIdsSha256(opts.tokens)
     const dir = await startCapture(opts.captureRoot, {
       requestId: opts.requestId, tokenCount, sidecarFingerprint: sidecar.fingerprint, profile: sidecar.profile.name,
-      numLayers: sidecar.numLayers, memoryBudgetBytes, tokensSha256,
+      numLayers: sidecar.numLayers, memoryBudgetBytes, tokensSha256, startToken: resume?.tokenCount,
     })
-    return new CaptureSession(sidecar, dir, opts.requestId, tokenCount, memoryBudgetBytes, opts.spill === true)
+    return new CaptureSession(sidecar, dir, opts.requestId, tokenCount, memoryBudgetBytes, opts.spill === true, resume)
   }
 
   /** T' : tokenCount until the budget seals a shorter prefix. The engine may stop feeding past it. */
@@ -294,10 +319,10 @@ export class CaptureSession {
     const sp = this.spillOf(i)
     this.spillRows(i)
     const state = this.hook.release(i)
-    const hasSnapshots = boundariesUpTo(this.sealed, this.sidecar.json.blockSize).length > 0
+    const hasSnapshots = this.boundaries().length > 0
     const metadata = layerFileMetadata({
       layer: i, layerType: this.sidecar.json.layers[i].layerType, tokens: this.sealed, fingerprint: this.sidecar.fingerprint, profile: this.sidecar.profile.name,
-      blockSize: hasSnapshots ? this.sidecar.json.blockSize : undefined,
+      blockSize: hasSnapshots ? this.sidecar.json.blockSize : undefined, startToken: this.startToken,
     })
     const file = layerFileName(i)
     const { bytes, sha256 } = sp.writeLayerFile(join(this.dir, file), state.tensors(`layers.${i}`, false), metadata, this.sidecar.profile.activations === 'bf16')
@@ -398,12 +423,17 @@ export class CaptureSession {
     removeSpillDir(this.dir)
   }
 
+  // The boundaries this capture's files carry snapshots of: the block multiples in (P, T'].
+  private boundaries (): number[] {
+    return boundariesUpTo(this.sealed, this.sidecar.json.blockSize).filter((b) => b > (this.startToken ?? 0))
+  }
+
   /** Payload per token against the theoretical minimum, and the memory peak. */
   report (): CaptureReport {
     const payloadBytes = this.landed.reduce((a, e) => a + e.bytes, 0)
     const minimum = payloadMinimum(this.sidecar.json, this.sealed)
     const blockSize = this.sidecar.json.blockSize
-    const boundaries = boundariesUpTo(this.sealed, blockSize)
+    const boundaries = this.boundaries()
     const snapshotValues = boundaries.reduce((a, b) => a + this.geometries.reduce((c, g) => c + boundarySnapshotValues(g, b), 0), 0)
     const boundarySnapshots = { blockSize, boundaries: boundaries.length, bytes: snapshotValues * decoderBytesPerValue(this.sidecar.json) }
     const required = minimum.bytes + boundarySnapshots.bytes

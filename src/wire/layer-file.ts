@@ -31,6 +31,11 @@ export interface LayerFileMeta {
   profile: string
   /** The boundary snapshot interval (the sidecar's block size), when the file holds snapshots. */
   blockSize?: number
+  /**
+   * P, when the file continues a cache of tokens [0, P): its pooled rows are those from P / ratio,
+   * its snapshots those past P (the capture manifest's startToken). Absent: from 0.
+   */
+  startToken?: number
 }
 
 /** Whether every value is exactly a bf16 value (low 16 bits zero, NaN payloads included). */
@@ -84,6 +89,7 @@ export function layerFileMetadata (meta: LayerFileMeta): Record<string, string> 
     profile: meta.profile,
   }
   if (meta.blockSize !== undefined) metadata.block_size = String(meta.blockSize)
+  if (meta.startToken !== undefined) metadata.start_token = String(meta.startToken)
   return metadata
 }
 
@@ -105,6 +111,10 @@ export function parseLayerFileMeta (m: Record<string, string>, file: string): La
   if (m.block_size !== undefined) {
     meta.blockSize = int('block_size')
     if (meta.blockSize < 1) throw new SafetensorsError(file, 'metadata block_size must be a positive integer, found "0"')
+  }
+  if (m.start_token !== undefined) {
+    meta.startToken = int('start_token')
+    if (meta.startToken < 1 || meta.startToken > meta.tokens) throw new SafetensorsError(file, `metadata start_token must be in [1, tokens ${meta.tokens}], found ${JSON.stringify(m.start_token)}`)
   }
   return meta
 }

@@ -82,6 +82,12 @@ export interface CaptureManifest {
   payloadBytes: number
   /** The memory budget the hook ran under, when one was set. */
   memoryBudgetBytes?: number
+  /**
+   * P, when the capture continues the decoder's cache of tokens [0, P) (a warm-extended prompt,
+   * docs/warm-extend.md): its layer files then hold only what tokens [P, T') added (pooled rows from
+   * P / ratio, boundary snapshots past P), and its blocks are those past P. Absent: from 0.
+   */
+  startToken?: number
 }
 
 /** What a consumer asked for; a manifest is trusted only if it matches all of it. */
@@ -130,6 +136,7 @@ const manifestSchema = z.strictObject({
   timings: z.record(z.string(), z.number().nonnegative().finite()),
   payloadBytes: count,
   memoryBudgetBytes: count.min(1).optional(),
+  startToken: count.min(1).optional(),
 })
 
 /** `layer-007.safetensors` for index 7. */
@@ -184,6 +191,7 @@ export function checkManifest (m: CaptureManifest, source?: string): void {
   if (m.format !== CAPTURE_FORMAT) fail('format', `is ${JSON.stringify(m.format)}, this reader knows only ${CAPTURE_FORMAT}`)
   if (!isValidRequestId(m.requestId)) fail('requestId', `${JSON.stringify(m.requestId)} must match ${REQUEST_ID_PATTERN} without '..'`)
   if (m.sealedLength > m.tokenCount) fail('sealedLength', `${m.sealedLength} exceeds tokenCount ${m.tokenCount}`)
+  if (m.startToken !== undefined && m.startToken >= m.tokenCount) fail('startToken', `${m.startToken} is not below tokenCount ${m.tokenCount}`)
   let previous = -1
   let total = 0
   for (const entry of m.layers) {
@@ -204,6 +212,7 @@ export function checkManifest (m: CaptureManifest, source?: string): void {
   if (m.state === 'done' && m.sealedLength !== m.tokenCount) fail('sealedLength', `a done capture seals all of T: sealedLength ${m.sealedLength} != tokenCount ${m.tokenCount}`)
   if (m.state === 'partial' && m.sealedLength === m.tokenCount) fail('sealedLength', `a partial capture seals less than T, but sealedLength == tokenCount == ${m.tokenCount}; that is done`)
   if (m.state === 'done' || m.state === 'partial') {
+    if (m.startToken !== undefined && m.sealedLength < m.startToken) fail('sealedLength', `${m.sealedLength} is below startToken ${m.startToken}: a capture cannot seal before the cache it continues`)
     const listed = new Set(m.layers.map((e) => e.index))
     const missing: number[] = []
     for (let i = 0; i < m.numLayers; i++) if (!listed.has(i)) missing.push(i)
@@ -266,6 +275,7 @@ export function encodeManifest (m: CaptureManifest): string {
     timings: m.timings,
     payloadBytes: m.payloadBytes,
     memoryBudgetBytes: m.memoryBudgetBytes,
+    startToken: m.startToken,
   }
   return JSON.stringify(ordered, null, 2) + '\n'
 }

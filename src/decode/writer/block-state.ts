@@ -47,8 +47,10 @@ async function readPool (file: LayerFileReader, layer: number, name: 'compressor
   const at = `${boundaryPrefix(layer, b)}.${name}`
   const count = await file.readCount(`${at}.entry_count`)
   if (count !== b / ratio) throw new PdBridgeError(`${file.path}: ${at}.entry_count is ${count}, a boundary at ${b} with ratio ${ratio} has ${b / ratio}`)
-  const entries = { rows: Math.floor(file.meta.tokens / ratio), width: dim }
-  await place(file, `layers.${layer}.${name}.compressed_kv`, k * bs / ratio, b / ratio, entries, held, cache, (v) => {
+  // A continued capture's file holds the pooled rows from P / ratio on (its start_token P).
+  const first = Math.floor((file.meta.startToken ?? 0) / ratio)
+  const entries = { rows: Math.floor(file.meta.tokens / ratio) - first, width: dim }
+  await place(file, `layers.${layer}.${name}.compressed_kv`, k * bs / ratio - first, b / ratio - first, entries, held, cache, (v) => {
     for (let r = 0; r < v.length / dim; r++) state.entries.append(v.subarray(r * dim, (r + 1) * dim))
   })
   const buffered = b % ratio

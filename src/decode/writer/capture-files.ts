@@ -133,7 +133,10 @@ export async function openCaptureFiles (dir: string, request: CaptureRequest, nu
       if (m.layer !== entry.index) throw new PdBridgeError(`${path}: holds layer ${m.layer}, the manifest lists it as layer ${entry.index}`)
       if (m.tokens !== manifest.sealedLength) throw new PdBridgeError(`${path}: covers ${m.tokens} tokens, the manifest's sealed length is ${manifest.sealedLength}`)
       if (m.fingerprint !== manifest.sidecarFingerprint) throw new PdBridgeError(`${path}: fingerprint ${m.fingerprint} is not the manifest's ${manifest.sidecarFingerprint}`)
-      if (manifest.sealedLength >= blockSize && m.blockSize !== blockSize) {
+      if (m.startToken !== manifest.startToken) {
+        throw new PdBridgeError(`${path}: continues from token ${m.startToken ?? 0}, the manifest's capture from ${manifest.startToken ?? 0}`)
+      }
+      if (manifest.sealedLength - (manifest.startToken ?? 0) >= blockSize && m.blockSize !== blockSize) {
         throw new PdBridgeError(`${path}: ${m.blockSize === undefined ? 'holds no boundary snapshots' : `holds boundary snapshots every ${m.blockSize} tokens`}, the store's blocks need them every ${blockSize}`)
       }
     }

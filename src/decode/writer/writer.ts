@@ -50,7 +50,9 @@ export interface BlockWriterReport {
   tokenCount: number
   sealedLength: number
   blockSize: number
-  /** Blocks of the valid prefix: floor(T' / bs); every one was put and verified. */
+  /** P: the boundary a continued (warm-extended) capture started from, 0 for one from the start. */
+  startToken: number
+  /** Blocks of the valid prefix past P: floor(T' / bs) - P / bs; every one was put and verified. */
   blocks: number
   written: number
   reused: number
@@ -96,6 +98,8 @@ export class BlockWriter {
     private readonly capture: OpenedCapture,
     private readonly target: BlockTarget,
     private readonly keys: string[],
+    /** The first block this capture holds: P / bs for a continued capture, else 0. */
+    readonly firstBlock: number,
     readonly requestId: string,
     started: number,
     openMs: number,
@@ -129,7 +133,14 @@ export class BlockWriter {
       throw e
     }
     const keys = target.store.keysFor(tokens).slice(0, Math.floor(capture.manifest.sealedLength / bs))
-    return new BlockWriter(capture, target, keys, requestId, started, performance.now() - t0, spool)
+    let firstBlock: number
+    try {
+      firstBlock = await continuedFrom(capture.manifest, keys, target, bs)
+    } catch (e) {
+      await capture.close()
+      throw e
+    }
+    return new BlockWriter(capture, target, keys, firstBlock, requestId, started, performance.now() - t0, spool)
   }
 
   /** The validated manifest. */
@@ -137,9 +148,9 @@ export class BlockWriter {
     return this.capture.manifest
   }
 
-  /** Blocks the valid prefix holds: floor(T' / bs). */
+  /** Blocks this capture writes: floor(T' / bs), less the P / bs a continued capture starts after. */
   get blockCount (): number {
-    return this.keys.length
+    return this.keys.length - this.firstBlock
   }
 
   /** Blocks put so far. */
@@ -160,7 +171,7 @@ export class BlockWriter {
   /** Write the next block and release it; null when every block of the prefix is written. */
   async writeNext (): Promise<WrittenBlock | null> {
     if (this.finished) throw new PdBridgeError(`block writer ${this.requestId}: already finalized`)
-    const k = this.done.length
+    const k = this.firstBlock + this.done.length
     if (k >= this.keys.length) return null
     const { cfg, store, storage } = this.target
     const bs = store.layout.blockSize
@@ -236,6 +247,7 @@ export class BlockWriter {
         tokenCount: m.tokenCount,
         sealedLength: m.sealedLength,
         blockSize: bs,
+        startToken: this.firstBlock * bs,
         blocks: this.done.length,
         written: this.done.filter((b) => b.written).length,
         reused: this.done.filter((b) => !b.written).length,
@@ -255,6 +267,24 @@ export class BlockWriter {
     this.finished = true
     await this.capture.close()
   }
+}
+
+/**
+ * The first block of a capture that continues the decoder's cache of tokens [0, P) (manifest
+ * startToken): P / bs, after checking that P is a block boundary and that the store still holds the
+ * block the new chain hangs from (a block of an evicted parent could never be restored). 0 otherwise.
+ */
+async function continuedFrom (m: CaptureManifest, keys: readonly string[], target: BlockTarget, bs: number): Promise<number> {
+  const p = m.startToken
+  if (p === undefined) return 0
+  if (p % bs !== 0) throw new PdBridgeError(`block writer ${m.requestId}: the capture continues from token ${p}, not a multiple of the block size ${bs}`)
+  const first = p / bs
+  if (first > keys.length) throw new PdBridgeError(`block writer ${m.requestId}: the capture continues from token ${p} but seals at ${m.sealedLength}`)
+  const parent = keys[first - 1]
+  if (parent === undefined || !(await target.store.has(parent))) {
+    throw new PdBridgeError(`block writer ${m.requestId}: the capture continues from token ${p}, but the store no longer holds block ${first - 1}, the one its blocks hang from`)
+  }
+  return first
 }
 
 /** Open the capture in `dir`, write every block of the valid prefix, finalize: the report. */

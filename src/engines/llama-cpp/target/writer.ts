@@ -268,6 +268,7 @@ export class LlamaCppStateWriter implements CaptureWriter {
       requestId: this.options.requestId,
       state: m.state === 'done' ? 'done' : 'partial',
       tokenCount: m.tokenCount,
+      startToken: 0,
       sealedLength: m.sealedLength,
       blockSize: this.options.store.blockSize,
       blocks: staged.blocks,
