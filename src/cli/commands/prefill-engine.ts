@@ -24,6 +24,7 @@ interface Flags {
   spillCapture?: boolean
   maxChunk?: string
   maxBodyBytes?: string
+  maxCarryBytes?: string
 }
 
 /** PD_CAPTURE_SPILL: `1` or `true` streams every capture (--spill-capture); anything else set is an error. */
@@ -36,7 +37,7 @@ function spillFromEnv (env: NodeJS.ProcessEnv = process.env): boolean {
 
 /** The prefill-engine command. */
 export const prefillEngineCommand = new Command('prefill-engine')
-  .description('run the embedded prefill engine (capture hook on, prefix caching off) behind an HTTP API: POST /v1/prefill, GET /v1/prefill/{id}, /health, /v1/models')
+  .description('run the embedded prefill engine (capture hook on, prefix caching off) behind an HTTP API: POST /v1/prefill, GET /v1/prefill/{id}, PUT /v1/carry/{id}, /health, /v1/models')
   .requiredOption('--model <dir>', 'checkpoint directory (config.json, safetensors, tokenizer.json)')
   .requiredOption('--sidecar <dir>', "the decoder's exported sidecar (sidecar.json + weights.safetensors)")
   .requiredOption('--capture-root <dir>', 'where capture directories are written (created if absent); one engine per root')
@@ -49,6 +50,7 @@ export const prefillEngineCommand = new Command('prefill-engine')
   .option('--spill-capture', 'stream each capture: boundary snapshots and pooled rows go to disk as computed, so capture memory does not grow with the prompt (same files); also PD_CAPTURE_SPILL=1')
   .option('--max-chunk <n>', 'tokens per engine call; status and health answer between calls (default 512)')
   .option('--max-body-bytes <n>', 'largest request body (default 1 MiB + 16 bytes per --max-tokens)')
+  .option('--max-carry-bytes <n>', 'largest carry a warm-extended request may send with PUT /v1/carry/{id} (default 64 GiB)')
   .action(async (flags: Flags) => {
     const port = integerFlag('--port', flags.port)
     if (port !== undefined && port > 65535) throw new ConfigError('--port', `${port} is not a TCP port (0..65535)`)
@@ -67,6 +69,7 @@ export const prefillEngineCommand = new Command('prefill-engine')
       spillCapture: flags.spillCapture === true || spillFromEnv(),
       maxChunk: integerFlag('--max-chunk', flags.maxChunk),
       maxBodyBytes: integerFlag('--max-body-bytes', flags.maxBodyBytes),
+      maxCarryBytes: integerFlag('--max-carry-bytes', flags.maxCarryBytes),
       apiKey: apiKeyFromEnv(),
     })
     process.stdout.write(JSON.stringify({

@@ -1,12 +1,13 @@
 // Moving blocks aside without deleting them: a rename into <root>/_quarantine/<run>/<hex>/<hash>.safetensors.
 // The run directory has the same layout as a store, so it can be inspected or compared with
 // verify-blocks, and no scan of the root ever looks inside it.
-import { link, mkdir, rename, stat, unlink } from 'node:fs/promises'
+import { link, mkdir, rename, unlink } from 'node:fs/promises'
 import { basename, dirname, join } from 'node:path'
 import { randomBytes } from 'node:crypto'
 import { BlockStoreError } from './errors.ts'
 import { syncDirectory } from '../../formats/atomic-file.ts'
 import { listBlockDir, readBlockHeader, requireDirectory } from './block-file.ts'
+import { pathExists } from '../../formats/path-exists.ts'
 
 /** The folder under a store root that holds quarantined blocks. */
 export const QUARANTINE_DIR = '_quarantine'
@@ -15,15 +16,6 @@ export const QUARANTINE_DIR = '_quarantine'
 export function quarantineRunName (now = new Date()): string {
   const stamp = now.toISOString().replace(/[:.]/g, '-')
   return `${stamp}-${process.pid}-${randomBytes(3).toString('hex')}`
-}
-
-async function exists (path: string): Promise<boolean> {
-  try {
-    await stat(path)
-    return true
-  } catch {
-    return false
-  }
 }
 
 /**
@@ -41,7 +33,7 @@ export async function quarantineFile (path: string, runDir: string): Promise<str
     const code = (e as NodeJS.ErrnoException).code
     if (code === 'EEXIST') throw new BlockStoreError(path, `quarantine target ${target} already exists; nothing was moved`)
     if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EXDEV') throw new BlockStoreError(path, `cannot quarantine: ${(e as Error).message}`)
-    if (await exists(target)) throw new BlockStoreError(path, `quarantine target ${target} already exists; nothing was moved`)
+    if (await pathExists(target)) throw new BlockStoreError(path, `quarantine target ${target} already exists; nothing was moved`)
     await rename(path, target)
   }
   await syncDirectory(dirname(target))

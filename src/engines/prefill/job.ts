@@ -25,6 +25,8 @@ export interface PrefillJob {
   submittedAt: number
   /** The capture directory, once the capture started. */
   captureDir?: string
+  /** A warm-extended request: the carry it continues from (removed when the job ends) and its boundary P. */
+  resume?: { carryId: string, path: string, startToken: number }
 }
 
 /** True once a job will not change again. */

@@ -31,6 +31,8 @@ export interface PrefillEngineOptions {
   maxChunk?: number
   /** Largest request body; default 1 MiB + 16 bytes per --max-tokens. */
   maxBodyBytes?: number
+  /** Largest carry a warm-extended request may send (PUT /v1/carry/{id}); default 64 GiB. */
+  maxCarryBytes?: number
   /** Where JSON log lines go (no trailing newline); default stderr. */
   log?: (line: string) => void
   /** PD_API_KEY: every route but a bare /health requires `Authorization: Bearer <key>`; absent: open. */
@@ -51,6 +53,7 @@ export interface ResolvedOptions {
   spillCapture: boolean
   maxChunk: number
   maxBodyBytes?: number
+  maxCarryBytes: number
   log: (line: string) => void
   apiKey?: string
 }
@@ -83,6 +86,7 @@ export function resolveOptions (o: PrefillEngineOptions): ResolvedOptions {
     spillCapture: o.spillCapture === true,
     maxChunk: integer('--max-chunk', o.maxChunk, 1) ?? 512,
     maxBodyBytes: integer('--max-body-bytes', o.maxBodyBytes, 2),
+    maxCarryBytes: integer('--max-carry-bytes', o.maxCarryBytes, 1) ?? 64 * 1024 ** 3,
     log: o.log ?? ((line: string) => { process.stderr.write(line + '\n') }),
     apiKey: o.apiKey,
   }

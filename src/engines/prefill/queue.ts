@@ -37,6 +37,11 @@ export class PrefillQueue {
     return this.waiting.length
   }
 
+  /** The running job and those waiting behind it, in order. */
+  get unsettled (): PrefillJob[] {
+    return this.current === undefined ? [...this.waiting] : [this.current, ...this.waiting]
+  }
+
   /** A job by id, while it is queued, running or remembered. */
   get (requestId: string): PrefillJob | undefined {
     return this.jobs.get(requestId)

@@ -30,9 +30,14 @@ export interface PrefillRequest {
   /** `tokenIdsSha256(tokens)`: what the capture manifest records (checked against the client's `tokens_sha256` when sent). */
   tokensSha256: string
   memoryBudgetBytes?: number
+  /**
+   * Continue from a carry sent before (PUT /v1/carry/{id}): the decoder's cache at a block boundary
+   * P; the engine then prefills only tokens [P, T) (docs/warm-extend.md).
+   */
+  resume?: { carryId: string }
 }
 
-const FIELDS = ['request_id', 'tokens', 'prompt', 'messages', 'memory_budget_bytes', 'tokens_sha256'] as const
+const FIELDS = ['request_id', 'tokens', 'prompt', 'messages', 'memory_budget_bytes', 'tokens_sha256', 'resume'] as const
 const PROMPT_FIELDS: readonly PromptSource[] = ['tokens', 'prompt', 'messages']
 const ROLES: ReadonlyArray<ChatMessage['role']> = ['system', 'user', 'assistant']
 
@@ -152,5 +157,15 @@ export function parsePrefillRequest (body: unknown, limits: RequestLimits): Pref
       throw badRequest(`tokens_sha256 is ${claimed}, but the ${tokens.length} token ids this engine would prefill (from ${source}) hash to ${tokensSha256}`, 'tokens_sha256')
     }
   }
-  return { requestId, source, tokens, tokensSha256, memoryBudgetBytes }
+  let resume: PrefillRequest['resume']
+  if (body.resume !== undefined) {
+    const r = body.resume
+    if (!isObject(r)) throw badRequest(`resume must be an object { carry_id }, got ${describe(r)}`, 'resume')
+    for (const key of Object.keys(r)) if (key !== 'carry_id') throw badRequest(`resume has an unknown field ${JSON.stringify(key)}; it has only carry_id`, `resume.${key}`)
+    if (typeof r.carry_id !== 'string' || !isValidRequestId(r.carry_id)) {
+      throw badRequest(`resume.carry_id ${describe(r.carry_id)} must be a string matching ${String(REQUEST_ID_PATTERN)} without '..'`, 'resume.carry_id')
+    }
+    resume = { carryId: r.carry_id }
+  }
+  return { requestId, source, tokens, tokensSha256, memoryBudgetBytes, ...(resume === undefined ? {} : { resume }) }
 }

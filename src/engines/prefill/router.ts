@@ -16,7 +16,7 @@ export type Handler = (req: IncomingMessage, params: string[]) => Promise<JsonRe
 
 /** One route: a method and an anchored path pattern. */
 export interface Route {
-  method: 'GET' | 'POST' | 'DELETE'
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE'
   path: RegExp
   handler: Handler
 }

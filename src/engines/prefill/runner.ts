@@ -1,12 +1,17 @@
 // Running one job: start its capture, prefill from position 0 into a fresh cache (no prefix
-// caching: every request computes every token the capture pools) in chunks, handing each layer's
+// caching: every request computes every token the capture pools) or, for a warm-extended request,
+// from the boundary P of the carry it was sent (the decoder's own cache, mounted: docs/warm-extend.md),
+// in chunks, handing each layer's
 // attention input to the capture hook, and yield to the event loop between chunks so status and
 // health requests are answered while a long prefill runs. The manifest stays `running` until
 // finish(); any failure is recorded with fail(), so no path leaves a capture claiming done early.
+import { rm } from 'node:fs/promises'
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises'
+import { mountCarry } from '../../capture/carry.ts'
+import { SafetensorsFile } from '../../formats/safetensors/index.ts'
 import type { CaptureManifest } from '../../wire/manifest.ts'
 import { PdBridgeError } from '../../errors.ts'
-import type { AttnInputHook, DeepseekV4Engine } from '../../model/engine/index.ts'
+import type { AttnInputHook, DeepseekV4Engine, ModelCache } from '../../model/engine/index.ts'
 import { ms, type PrefillJob } from './job.ts'
 import type { JobRunner } from './queue.ts'
 
@@ -27,7 +32,7 @@ export interface CaptureSink {
  * Opens the capture of one request (CaptureSession.start with the engine's sidecar and root). `tokens`
  * are the very ids the engine prefills; the capture records their digest for the block writer.
  */
-export type StartCapture = (opts: { requestId: string, tokenCount: number, tokens: Int32Array, memoryBudgetBytes?: number }) => Promise<CaptureSink>
+export type StartCapture = (opts: { requestId: string, tokenCount: number, tokens: Int32Array, memoryBudgetBytes?: number, resumeFrom?: string }) => Promise<CaptureSink>
 
 /** What a runner needs. */
 export interface RunnerDeps {
@@ -47,6 +52,16 @@ function messageOf (err: unknown): string {
   return err instanceof Error ? err.message : String(err)
 }
 
+/** The engine's cache mounted from the carry at `path` (the decoder's cache at its boundary P). */
+async function mountedCache (engine: RunnerDeps['engine'], path: string): Promise<ModelCache> {
+  const file = await SafetensorsFile.open(path)
+  try {
+    return await mountCarry(file, engine.newCache(), path)
+  } finally {
+    await file.close()
+  }
+}
+
 /** A JobRunner that prefills with capture; it records every outcome on the job and never throws. */
 export function makeCaptureRunner (deps: RunnerDeps): JobRunner {
   return async (job: PrefillJob): Promise<void> => {
@@ -57,13 +72,14 @@ export function makeCaptureRunner (deps: RunnerDeps): JobRunner {
     deps.log({ event: 'prefill-start', request_id: job.requestId, token_count: tokenCount })
     let session: CaptureSink | undefined
     try {
-      session = await deps.startCapture({ requestId: job.requestId, tokenCount, tokens: job.tokens, memoryBudgetBytes: job.memoryBudgetBytes })
+      const resumeFrom = job.resume?.path
+      session = await deps.startCapture({ requestId: job.requestId, tokenCount, tokens: job.tokens, memoryBudgetBytes: job.memoryBudgetBytes, ...(resumeFrom === undefined ? {} : { resumeFrom }) })
       job.captureDir = session.dir
       const sink = session
       const hook: AttnInputHook = (layer, startPos, rows, count) => { sink.onAttentionInput(layer, startPos, rows, count) }
-      const cache = deps.engine.newCache()
+      const cache = resumeFrom === undefined ? deps.engine.newCache() : await mountedCache(deps.engine, resumeFrom)
       let engineMs = 0
-      for (let c0 = 0; c0 < tokenCount; c0 += deps.maxChunk) {
+      for (let c0 = cache.tokenCount; c0 < tokenCount; c0 += deps.maxChunk) {
         const reason = deps.stopReason()
         if (reason !== undefined) throw new PdBridgeError(`${reason} after ${c0} of ${tokenCount} tokens`)
         const c1 = Math.min(tokenCount, c0 + deps.maxChunk)
@@ -101,9 +117,11 @@ export function makeCaptureRunner (deps: RunnerDeps): JobRunner {
         }
       }
     }
+    // A carry serves one request: it goes when the request ends, whatever the outcome.
+    if (job.resume !== undefined) await rm(job.resume.path, { force: true })
     job.timings.total = ms(performance.now() - job.submittedAt)
     deps.log({
-      event: 'prefill-end', request_id: job.requestId, state: job.state, token_count: tokenCount,
+      event: 'prefill-end', request_id: job.requestId, state: job.state, token_count: tokenCount, ...(job.resume === undefined ? {} : { start_token: job.resume.startToken }),
       sealed_length: job.sealedLength, timings: job.timings,
       ...(session?.peakHeldBytes === undefined ? {} : { capture_peak_held_bytes: session.peakHeldBytes }), ...(job.error === undefined ? {} : { error: job.error }),
     })

@@ -13,8 +13,11 @@ import { loadCheckpoint } from '../../model/checkpoint/index.ts'
 import type { DeepseekV4Config } from '../../model/config.ts'
 import { DeepseekV4Engine } from '../../model/engine/index.ts'
 import { bearerMatches, isHealthPath, UNAUTHORIZED_MESSAGE } from '../../http/api-key.ts'
-import { ApiError } from './api-error.ts'
+import { parseCarryMeta } from '../../capture/carry.ts'
+import { SafetensorsFile } from '../../formats/safetensors/index.ts'
+import { ApiError, badRequest } from './api-error.ts'
 import { readJsonBody } from './body.ts'
+import { carryPath, findCarry, receiveCarry, removeCarry, sweepCarries } from './carry-store.ts'
 import { deleteCapture, sweepDeletions } from './delete-capture.ts'
 import { ms, type PrefillJob } from './job.ts'
 import { resolveOptions, type PrefillEngineOptions, type ResolvedOptions } from './options.ts'
@@ -29,6 +32,10 @@ import { makeCaptureRunner, type StartCapture } from './runner.ts'
 export interface CaptureBackend {
   /** The decoder sidecar's geometry fingerprint, reported by /health and written in manifests. */
   fingerprint: string
+  /** The decoder's numerics profile (the sidecar's): a carry continues exactly only under it. */
+  profile?: string
+  /** The sidecar's block size: carries stand at its multiples. */
+  blockSize?: number
   startCapture: StartCapture
 }
 
@@ -126,6 +133,7 @@ export async function createPrefillEngine (options: PrefillEngineOptions, openBa
     for (const id of recovery.markedFailed) log({ event: 'recovered', request_id: id, state: 'failed' })
     for (const u of recovery.unreadable) log({ event: 'recovery-skipped', request_id: u.requestId, problem: u.problem })
     for (const name of await sweepDeletions(o.captureRoot)) log({ event: 'deletion-finished', dir: name })
+    for (const name of await sweepCarries(o.captureRoot)) log({ event: 'carry-removed', file: name, why: 'left by an earlier engine' })
 
     const ckpt = await loadCheckpoint(o.model)
     const engine = DeepseekV4Engine.fromCheckpoint(ckpt, o.profile)
@@ -202,6 +210,7 @@ async function serve (p: ServeParts): Promise<PrefillEngineServer> {
       prefilled_tokens: job.prefilled,
       engine_prefilled_tokens: prefilledTotal,
       timings: job.timings,
+      ...(job.resume === undefined ? {} : { start_token: job.resume.startToken }),
       ...(position === undefined ? {} : { queue_position: position }),
       ...(job.error === undefined ? {} : { error: job.error }),
     }
@@ -215,6 +224,7 @@ async function serve (p: ServeParts): Promise<PrefillEngineServer> {
     if (request.requestId !== undefined && queue.get(requestId) === undefined && await isDirectory(captureDir(o.captureRoot, requestId))) {
       throw new ApiError(409, 'conflict_error', `request_id ${JSON.stringify(requestId)} was already used: its capture directory exists under the capture root`, 'request_id')
     }
+    const resume = request.resume === undefined ? undefined : await resumeOf(request.resume.carryId, request.tokens.length)
     const job: PrefillJob = {
       requestId,
       source: request.source,
@@ -226,9 +236,10 @@ async function serve (p: ServeParts): Promise<PrefillEngineServer> {
       prefilled: 0,
       timings: {},
       submittedAt: performance.now(),
+      ...(resume === undefined ? {} : { resume }),
     }
     const ahead = queue.submit(job, (position) => {
-      log({ event: 'queued', request_id: requestId, source: request.source, token_count: job.tokens.length, queue_position: position })
+      log({ event: 'queued', request_id: requestId, source: request.source, token_count: job.tokens.length, queue_position: position, ...(resume === undefined ? {} : { start_token: resume.startToken }) })
     })
     const statusPath = `/v1/prefill/${encodeURIComponent(requestId)}`
     return {
@@ -236,6 +247,61 @@ async function serve (p: ServeParts): Promise<PrefillEngineServer> {
       headers: { Location: statusPath },
       body: { request_id: requestId, status_url: baseUrl + statusPath, token_count: job.tokens.length, queue_position: ahead },
     }
+  }
+
+  // Why this engine cannot continue a carry exactly, or undefined when it can: its forward must be
+  // the decoder's own (the same numerics profile), or the cache it continues is not its own.
+  function resumeRefusal (): string | undefined {
+    if (backend.profile === undefined || backend.blockSize === undefined) return 'the capture backend does not say its profile and block size'
+    if (backend.profile !== engine.profile.name) {
+      return `this engine prefills under profile ${engine.profile.name} and the decoder's cache is under ${backend.profile}: continuing from the decoder's cache would not be this engine's own prefill`
+    }
+    return undefined
+  }
+
+  function carryExpectations () {
+    return { fingerprint: backend.fingerprint, numLayers: engine.config.layerTypes.length, blockSize: backend.blockSize as number, maxPositionEmbeddings: limits.maxPositionEmbeddings }
+  }
+
+  async function putCarry (req: IncomingMessage, id: string): Promise<JsonReply> {
+    if (stopping !== undefined) {
+      req.resume()
+      throw new ApiError(503, 'service_unavailable_error', `the engine is shutting down (${stopping}) and takes no new requests`)
+    }
+    const refusal = resumeRefusal()
+    if (refusal !== undefined) {
+      req.resume()
+      throw new ApiError(409, 'conflict_error', `warm-extended prompts are not served here: ${refusal}`)
+    }
+    const carry = await receiveCarry(req, o.captureRoot, id, o.maxCarryBytes, carryExpectations())
+    log({ event: 'carry-received', carry_id: id, tokens: carry.meta.tokens, bytes: carry.bytes })
+    return { status: 201, body: { carry_id: id, tokens: carry.meta.tokens, bytes: carry.bytes } }
+  }
+
+  // The job's resume for carry `id`: refused when this engine cannot continue exactly, or the carry does not fit the prompt.
+  async function resumeOf (id: string, tokenCount: number): Promise<NonNullable<PrefillJob['resume']>> {
+    const refusal = resumeRefusal()
+    if (refusal !== undefined) throw new ApiError(409, 'conflict_error', `warm-extended prompts are not served here: ${refusal}`, 'resume')
+    const { path } = await findCarry(o.captureRoot, id)
+    const file = await SafetensorsFile.open(path)
+    let startToken: number
+    try {
+      startToken = parseCarryMeta(file.metadata, path).tokens
+    } finally {
+      await file.close()
+    }
+    if (startToken >= tokenCount) throw badRequest(`resume: carry ${JSON.stringify(id)} stands at token ${startToken}, not below the prompt's ${tokenCount} tokens`, 'resume.carry_id')
+    return { carryId: id, path, startToken }
+  }
+
+  // A carry no request will use (its submit failed): removed, unless a queued or running job holds it.
+  async function dropCarry (id: string): Promise<JsonReply> {
+    const path = carryPath(o.captureRoot, id)
+    const user = queue.unsettled.find((j) => j.resume?.path === path)
+    if (user !== undefined) throw new ApiError(409, 'conflict_error', `carry ${JSON.stringify(id)} is in use by request ${JSON.stringify(user.requestId)}; it goes when that request ends`)
+    await removeCarry(o.captureRoot, id)
+    log({ event: 'carry-removed', carry_id: id, why: 'deleted by the client' })
+    return { status: 200, body: { carry_id: id, deleted: true } }
   }
 
   async function status (id: string): Promise<JsonReply> {
@@ -281,6 +347,7 @@ async function serve (p: ServeParts): Promise<PrefillEngineServer> {
         max_queue: o.maxQueue,
         max_tokens: p.maxTokens,
         prefix_caching: false,
+        warm_extend: resumeRefusal() === undefined ? { supported: true } : { supported: false, reason: resumeRefusal() },
       },
     }
   }
@@ -296,6 +363,8 @@ async function serve (p: ServeParts): Promise<PrefillEngineServer> {
       }),
     },
     { method: 'POST', path: /^\/v1\/prefill$/, handler: submit },
+    { method: 'PUT', path: /^\/v1\/carry\/([^/]+)$/, handler: (req, [id]) => putCarry(req, id) },
+    { method: 'DELETE', path: /^\/v1\/carry\/([^/]+)$/, handler: (_req, [id]) => dropCarry(id) },
     { method: 'GET', path: /^\/v1\/prefill\/([^/]+)$/, handler: (_req, [id]) => status(id) },
     { method: 'DELETE', path: /^\/v1\/prefill\/([^/]+)$/, handler: (_req, [id]) => remove(id) },
   ]

@@ -9,21 +9,13 @@ import { SHARD_INDEX_NAME, SINGLE_FILE_NAME, encodeShardIndex, isShardFileName, 
 import type { Tensor } from './tensor.ts'
 import { writeSafetensors } from './writer.ts'
 import { tensorEntries } from './write-checks.ts'
+import { pathExists } from '../path-exists.ts'
 
 /** huggingface_hub's default `max_shard_size` (5 GB, decimal). */
 export const DEFAULT_MAX_SHARD_BYTES = 5_000_000_000
 
 /** An index larger than this is not an index: refuse before reading it into memory. */
 const MAX_INDEX_BYTES = 256 * 1024 * 1024
-
-async function exists (path: string): Promise<boolean> {
-  try {
-    await stat(path)
-    return true
-  } catch {
-    return false
-  }
-}
 
 /** A checkpoint directory opened for random access to its tensors, whichever file holds them. */
 export class ShardedCheckpoint {
@@ -43,7 +35,7 @@ export class ShardedCheckpoint {
   static async open (dir: string): Promise<ShardedCheckpoint> {
     const single = join(dir, SINGLE_FILE_NAME)
     const index = join(dir, SHARD_INDEX_NAME)
-    const [hasSingle, hasIndex] = await Promise.all([exists(single), exists(index)])
+    const [hasSingle, hasIndex] = await Promise.all([pathExists(single), pathExists(index)])
     if (hasSingle && hasIndex) {
       throw new SafetensorsError(dir, `holds both ${SINGLE_FILE_NAME} and ${SHARD_INDEX_NAME}; which one is the checkpoint is ambiguous`)
     }
@@ -110,7 +102,7 @@ async function openShards (index: string, dir: string, files: Map<string, Safete
   const shardNames = [...new Set(weightMap.values())].sort()
   for (const shard of shardNames) {
     const path = join(dir, shard)
-    if (!await exists(path)) {
+    if (!await pathExists(path)) {
       const example = [...weightMap].find(([, s]) => s === shard)?.[0] as string
       throw new SafetensorsError(index, `shard ${JSON.stringify(shard)} (holding ${JSON.stringify(example)} per the weight_map) does not exist`)
     }

@@ -183,11 +183,16 @@ def make_app(engine: Engine, api_key=None) -> web.Application:
         engine.jobs.pop(rid, None)
         return web.json_response({'request_id': rid, 'deleted': True})
 
+    # Continuing a warm-extended prompt exactly would need transformers' own cache of the prefix (its
+    # bf16 windows and pooled entries, from its own forward); the decoder keeps its own cache, not
+    # that one. The front door then bridges such prompts from token 0 (docs/warm-extend.md).
+    WARM_EXTEND = {'supported': False, 'reason': "transformers continues only from its own cache of the prefix, which the decoder does not keep (it keeps its own); the prompt is bridged from token 0"}
+
     async def health(_request):
         return web.json_response({'status': 'stopping' if engine.stopping else 'ok', 'model': opts.model_name, 'profile': 'transformers',
                                   'sidecar_fingerprint': engine.sidecar.fingerprint, 'queue_length': len(engine.queue),
                                   'running': engine.running.id if engine.running else None, 'max_queue': opts.max_queue,
-                                  'max_tokens': opts.max_tokens, 'prefix_caching': False})
+                                  'max_tokens': opts.max_tokens, 'prefix_caching': False, 'warm_extend': WARM_EXTEND})
 
     async def models(_request):
         return web.json_response({'object': 'list', 'data': [{'id': opts.model_name, 'object': 'model', 'owned_by': 'pd-bridge',
