@@ -11,6 +11,7 @@ import type { FrontConfig } from '../config/index.ts'
 import type { BlockWriterReport } from '../decode/writer/index.ts'
 import type { Retention } from './retention.ts'
 import type { BridgeSetup } from './setup.ts'
+import { dropCarry, sendCarry } from './stages/carry.ts'
 import { captureSource, engineTimings, transferTimings } from './stages/capture-source.ts'
 import { rescanDecoder, type RescanOutcome } from './stages/rescan.ts'
 import { retainStage } from './stages/retain.ts'
@@ -28,8 +29,12 @@ export interface BridgeOutcome {
   requestId: string
   /** done: every usable block; partial: the memory budget sealed a shorter prefix. */
   state: 'done' | 'partial'
-  /** Tokens in the blocks written (B = blocks * block size). */
+  /** Tokens in the blocks written (blocks * block size): past P for a warm-extended bridge. */
   bridgedTokens: number
+  /** P: the stored boundary a warm-extended bridge continued from (0: from the start). */
+  startToken: number
+  /** Why a bridge that could have continued from stored blocks ran from token 0 instead. */
+  warmDeclined?: string
   /** Tokens the prefill engine was asked for (the usable full blocks). */
   captureTokens: number
   /** T', the capture's valid prefix. */
@@ -53,6 +58,8 @@ export interface BridgeJob {
   tokens: number[]
   /** Full blocks to bridge (the usable ones): the engine gets tokens [0, blocks * bs). */
   blocks: number
+  /** Full blocks the decoder's store already holds from the start: > 0 asks for a warm-extended bridge. */
+  storedBlocks?: number
 }
 
 /** Run one bridge. Throws BridgeFailure (with the timings so far) when any stage fails. */
@@ -63,7 +70,25 @@ export async function runBridge (config: FrontConfig, setup: BridgeSetup, job: B
   // Travels with the request into the capture manifest; the writer keys blocks only under ids with this digest.
   const tokensSha256 = tokenIdsSha256(captureTokens)
   try {
-    Object.assign(timings, await submitPrefill(run, captureTokens, tokensSha256))
+    let carryId: string | undefined
+    let startToken = 0
+    let warmDeclined: string | undefined
+    if ((job.storedBlocks ?? 0) > 0) {
+      const carry = await sendCarry(run, setup.target, job.tokens, { fingerprint: setup.sidecar.fingerprint, profile: setup.sidecar.json.profile.name })
+      timings.carry = carry.ms
+      if (carry.resume) {
+        carryId = carry.carryId
+        startToken = carry.startToken
+        bytes.carry = carry.bytes
+      } else warmDeclined = carry.reason
+    }
+    try {
+      Object.assign(timings, await submitPrefill(run, captureTokens, tokensSha256, carryId))
+    } catch (e) {
+      // The engine holds a carry no request will use: ask it to let go (best effort).
+      if (carryId !== undefined) await dropCarry(run, carryId)
+      throw e
+    }
     const { at, timings: capture } = await captureSource(run, { requestId, tokenCount: captureTokens.length, sidecarFingerprint: setup.sidecar.fingerprint })
     Object.assign(timings, capture)
     const { writer, report, timings: write } = await writeBlocks(run, setup.target, at, { sidecar: setup.sidecar, requestId, tokens: captureTokens })
@@ -84,6 +109,8 @@ export async function runBridge (config: FrontConfig, setup: BridgeSetup, job: B
       requestId,
       state: report.state,
       bridgedTokens: report.blocks * setup.blockSize,
+      startToken,
+      ...(warmDeclined === undefined ? {} : { warmDeclined }),
       captureTokens: captureTokens.length,
       sealedLength: report.sealedLength,
       tokensSha256,

@@ -3,7 +3,9 @@
 // a `running` manifest behind, which the share keeps serving), so the watcher is what turns a
 // dead or failed engine into a prompt fallback instead of a wait until the capture deadline.
 // Busy is not dead: a poll that gets no answer in time (a long chunk holds the engine's event
-// loop) is not a failed poll; only refusals are. What catches a wedged or stopped engine is the
+// loop) is not a failed poll; only refusals are. A poll waits for its answer as long as the progress
+// deadline has left (at least linkMs): an engine whose chunks outlast linkMs answers between them,
+// and a 1M-token bridge was declined when every poll gave up after 3 s on a loaded machine. What catches a wedged or stopped engine is the
 // progress deadline: its status of the request (state, tokens prefilled, queue position, and the
 // engine's own token count while the request waits, and the capture hook's rows where the engine
 // reports them: a chunk of a long prompt can outlast the deadline, a layer does not) not changing for stallMs.
@@ -31,7 +33,7 @@ export interface EngineWatchOptions {
   url: string
   requestId: string
   pollMs: number
-  /** Deadline of one poll. */
+  /** Shortest deadline of one poll (a poll may wait as long as the progress deadline has left). */
   linkMs: number
   /** Consecutive failed polls (refused, reset, an error status; not a slow answer) before the engine counts as down. */
   downPolls: number
@@ -53,6 +55,8 @@ function isRecord (v: unknown): v is Record<string, unknown> {
 export class EngineWatch {
   private timer: NodeJS.Timeout | undefined
   private stopped = false
+  // Aborts the poll in flight when the watch stops (it may wait up to the whole progress deadline).
+  private readonly control = new AbortController()
   private misses = 0
   private lastProblem = ''
   private progressKey = ''
@@ -79,6 +83,7 @@ export class EngineWatch {
   stop (): void {
     this.stopped = true
     if (this.timer !== undefined) clearTimeout(this.timer)
+    this.control.abort()
   }
 
   private schedule (ms: number): void {
@@ -115,7 +120,8 @@ export class EngineWatch {
     const url = joinUrl(this.o.url, `/v1/prefill/${this.o.requestId}`)
     let answer
     try {
-      answer = await callJson('prefill engine', url, { timeoutMs: this.o.linkMs, headers: this.o.headers })
+      const left = this.progressAt + this.o.stallMs - this.now()
+      answer = await callJson('prefill engine', url, { timeoutMs: Math.max(this.o.linkMs, Math.ceil(left)), headers: this.o.headers, signal: this.control.signal })
     } catch (e) {
       if (this.stopped) return
       if (isNoAnswer(e)) {

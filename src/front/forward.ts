@@ -21,8 +21,12 @@ export interface PdBridgeInfo {
   prompt_tokens: number | null
   /** Tokens of the prompt the decoder's store held before (full usable blocks). */
   stored_tokens_before: number | null
-  /** Tokens in bridged blocks (B); 0 when nothing was bridged. */
+  /** Tokens in bridged blocks (B); 0 when nothing was bridged. Past resumed_from for a warm-extended bridge. */
   bridged_tokens: number
+  /** A warm-extended bridge: the stored boundary P the prefill engine continued from. */
+  resumed_from?: number
+  /** Why a bridge over stored blocks ran from token 0 instead of continuing from them. */
+  warm_extend_declined?: string
   /** What the decoder reported (usage.prompt_tokens_details.cached_tokens or X-Cached-Tokens). */
   cached_tokens: number | null
   blocks: { bridged: number, written: number, reused: number } | null

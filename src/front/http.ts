@@ -54,6 +54,8 @@ export interface CallOptions {
   method?: Dispatcher.HttpMethod
   /** Sent as JSON. */
   json?: unknown
+  /** Sent as application/octet-stream (when json is absent). */
+  bytes?: Uint8Array
   /** The whole call (headers and body) must finish within this. */
   timeoutMs: number
   /** Extra request headers (the API key's Authorization). */
@@ -71,8 +73,13 @@ export async function callJson (link: string, url: string, options: CallOptions)
   try {
     const res = await request(url, {
       method: options.method ?? 'GET',
-      headers: { accept: 'application/json', ...(options.json === undefined ? {} : { 'content-type': 'application/json' }), ...options.headers },
-      body: options.json === undefined ? undefined : JSON.stringify(options.json),
+      headers: {
+        accept: 'application/json',
+        ...(options.json === undefined ? {} : { 'content-type': 'application/json' }),
+        ...(options.bytes === undefined ? {} : { 'content-type': 'application/octet-stream' }),
+        ...options.headers,
+      },
+      body: options.json === undefined ? options.bytes : JSON.stringify(options.json),
       signal,
     })
     const text = await res.body.text()

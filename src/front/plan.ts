@@ -7,7 +7,7 @@ import { completionBudget } from '../engines/decoder/prompt.ts'
 import type { GenerationRequest } from '../engines/decoder/request.ts'
 import { errorCode, PD_ERR } from '../errors.ts'
 import { FrontApiError } from './api-error.ts'
-import { BridgeFailure, runBridge } from './bridge.ts'
+import { BridgeFailure, runBridge, type BridgeJob } from './bridge.ts'
 import type { FrontState } from './door-state.ts'
 import type { PdBridgeInfo } from './forward.ts'
 import { linkReport } from './link-report.ts'
@@ -58,24 +58,30 @@ export async function planRequest (state: FrontState, fr: FrontRequest, info: Pd
   if (!route.bridge) return { verdict: declined(route.reason) }
   const links = await linkReport(state)
   if (links.problems.length > 0) return { verdict: declined(links.problems[0]) }
-  return await dispatchBridge(state, setup, tokens, route.blocks, info, signal)
+  return await dispatchBridge(state, setup, { tokens, blocks: route.blocks, storedBlocks: stored }, info, signal)
 }
 
 /** Run the bridge of `blocks` full blocks of `tokens` in the queue; fills `info` either way. */
-async function dispatchBridge (state: FrontState, setup: BridgeSetup, tokens: number[], blocks: number, info: PdBridgeInfo, signal: AbortSignal): Promise<Planned> {
+async function dispatchBridge (state: FrontState, setup: BridgeSetup, job: BridgeJob, info: PdBridgeInfo, signal: AbortSignal): Promise<Planned> {
   const { logger } = state
+  const { tokens } = job
   info.route = 'bridge'
   try {
-    const { result, waitedMs } = await state.queue.run(async () => await runBridge(state.effective, setup, { tokens, blocks }, state.auth), state.config.deadlines.queueMs, signal)
+    const { result, waitedMs } = await state.queue.run(async () => await runBridge(state.effective, setup, job, state.auth), state.config.deadlines.queueMs, signal)
     state.bridgeMsAverage = state.bridgeMsAverage === 0 ? result.timings.bridge_total : 0.7 * state.bridgeMsAverage + 0.3 * result.timings.bridge_total
     info.timings_ms = { queue: Math.round(waitedMs), ...result.timings }
     info.bytes = result.bytes
     info.bridged_tokens = result.bridgedTokens
+    if (result.startToken > 0) info.resumed_from = result.startToken
+    if (result.warmDeclined !== undefined) info.warm_extend_declined = result.warmDeclined
     info.blocks = { bridged: result.report.blocks, written: result.report.written, reused: result.report.reused }
     info.capture = { request_id: result.requestId, state: result.state, token_count: result.captureTokens, sealed_length: result.sealedLength, tokens_sha256: result.tokensSha256, retention: result.retention }
     info.rescan = result.rescan.ok ? { ok: true } : { ok: false, error: result.rescan.error }
-    logger.info({ event: 'bridge', request_id: result.requestId, state: result.state, blocks: result.report.blocks, bridged_tokens: result.bridgedTokens, timings: info.timings_ms, bytes: info.bytes, rescan: info.rescan, capture_retention: result.retention }, 'bridged')
-    return { bridged: { state: result.state, bridgedTokens: result.bridgedTokens, promptTokens: tokens.length } }
+    logger.info({
+      event: 'bridge', request_id: result.requestId, state: result.state, blocks: result.report.blocks, bridged_tokens: result.bridgedTokens, timings: info.timings_ms, bytes: info.bytes, rescan: info.rescan, capture_retention: result.retention,
+      ...(result.startToken > 0 ? { resumed_from: result.startToken } : {}), ...(result.warmDeclined === undefined ? {} : { warm_extend_declined: result.warmDeclined }),
+    }, 'bridged')
+    return { bridged: { state: result.state, bridgedTokens: result.bridgedTokens, promptTokens: tokens.length, ...(result.startToken > 0 ? { startToken: result.startToken } : {}) } }
   } catch (e) {
     info.route = 'native'
     return notBridged(state, e, info)

@@ -4,6 +4,7 @@
 // routing asks either "how many full blocks of this prompt are stored" the same way, and the bridge
 // drives either writer the same way (open, writeNext until null, finalize; close on failure).
 import type { SidecarJson } from '../wire/sidecar-format.ts'
+import type { ModelCache } from '../model/engine/index.ts'
 import type { DecoderPrefixCache } from '../decode/prefix-cache/index.ts'
 import { BlockWriter, checkCaptureTarget, type CaptureWriter, type SpoolTimes } from '../decode/writer/index.ts'
 
@@ -34,6 +35,12 @@ export interface DecoderTarget {
   checkSidecar: (json: SidecarJson) => void
   /** Open the sealed capture in `dir` for writing (checks manifest, checksums and token digest first). */
   openWriter: (dir: string, options: CaptureWriterOptions) => Promise<CaptureWriter>
+  /**
+   * The decoder's cache at the last stored block boundary of `tokens` (its own lookup: integrity,
+   * geometry and the exact-prompt rule), or null when nothing restores: what a warm-extended bridge
+   * continues from. Absent where the store's state cannot be handed out (llama.cpp's).
+   */
+  restore?: (tokens: number[]) => Promise<ModelCache | null>
 }
 
 /** Our decoder's block store (oMLX's layout) as a target. */
@@ -46,5 +53,6 @@ export function blockStoreTarget (cache: DecoderPrefixCache): DecoderTarget {
     totalBytes: () => cache.store.totalBytes,
     checkSidecar: (json) => checkCaptureTarget(json, cache),
     openWriter: async (dir, o) => await BlockWriter.open(dir, { target: cache, sidecar: o.sidecar, requestId: o.requestId, tokens: o.tokens, ...(o.spool !== undefined ? { spool: o.spool } : {}) }),
+    restore: async (tokens) => (await cache.lookup(tokens)).cache,
   }
 }

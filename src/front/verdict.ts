@@ -7,8 +7,8 @@ export const VERDICT_HEADER = 'x-pd-bridge'
 
 /** What happened to one request. */
 export type Verdict =
-  | { kind: 'complete', bridgedTokens: number, promptTokens: number }
-  | { kind: 'partial', bridgedTokens: number, promptTokens: number }
+  | { kind: 'complete', bridgedTokens: number, promptTokens: number, startToken?: number }
+  | { kind: 'partial', bridgedTokens: number, promptTokens: number, startToken?: number }
   | { kind: 'declined', reason: string }
 
 /** A declined verdict. */
@@ -16,11 +16,16 @@ export function declined (reason: string): Verdict {
   return { kind: 'declined', reason }
 }
 
-/** The verdict as text: `complete`, `partial B/T` or `declined: <reason>`. */
+/**
+ * The verdict as text: `complete`, `partial B/T` or `declined: <reason>`. A warm-extended bridge
+ * (tokens bridged from a stored boundary P, not from 0) adds how many and from where:
+ * `complete (warm: N tokens bridged from boundary P)`, and its B is P + N.
+ */
 export function verdictText (v: Verdict): string {
-  if (v.kind === 'complete') return 'complete'
-  if (v.kind === 'partial') return `partial ${v.bridgedTokens}/${v.promptTokens}`
-  return `declined: ${v.reason}`
+  if (v.kind === 'declined') return `declined: ${v.reason}`
+  const warm = v.startToken === undefined ? '' : ` (warm: ${v.bridgedTokens} tokens bridged from boundary ${v.startToken})`
+  if (v.kind === 'complete') return `complete${warm}`
+  return `partial ${(v.startToken ?? 0) + v.bridgedTokens}/${v.promptTokens}${warm}`
 }
 
 /** Longest header value sent; a reason past it is cut (the JSON field keeps it whole). */
@@ -43,6 +48,8 @@ export interface BridgedPlan {
   bridgedTokens: number
   /** The prompt's tokens (T). */
   promptTokens: number
+  /** A warm-extended bridge: the stored boundary P its bridged tokens start at. */
+  startToken?: number
 }
 
 /**
@@ -52,8 +59,14 @@ export interface BridgedPlan {
  */
 export function confirmBridge (plan: BridgedPlan, cached: number | undefined): Verdict {
   if (cached === undefined) return declined(`unconfirmed: the decoder reported no cached_tokens, so the ${plan.bridgedTokens} bridged tokens cannot be shown to have been used`)
-  if (cached < plan.bridgedTokens) return declined(`the decoder reported cached_tokens ${cached}, fewer than the ${plan.bridgedTokens} bridged tokens: it prefilled them itself`)
+  // A warm-extended bridge's blocks end at P + N: the decoder must have used them all.
+  const reach = (plan.startToken ?? 0) + plan.bridgedTokens
+  if (cached < reach) {
+    const what = plan.startToken === undefined ? `the ${plan.bridgedTokens} bridged tokens` : `the ${reach} tokens of stored and bridged blocks (${plan.bridgedTokens} bridged from ${plan.startToken})`
+    return declined(`the decoder reported cached_tokens ${cached}, fewer than ${what}: it prefilled them itself`)
+  }
+  const warm = plan.startToken === undefined ? {} : { startToken: plan.startToken }
   return plan.state === 'done'
-    ? { kind: 'complete', bridgedTokens: plan.bridgedTokens, promptTokens: plan.promptTokens }
-    : { kind: 'partial', bridgedTokens: plan.bridgedTokens, promptTokens: plan.promptTokens }
+    ? { kind: 'complete', bridgedTokens: plan.bridgedTokens, promptTokens: plan.promptTokens, ...warm }
+    : { kind: 'partial', bridgedTokens: plan.bridgedTokens, promptTokens: plan.promptTokens, ...warm }
 }

@@ -22,16 +22,23 @@ afterEach(async () => {
   server = undefined
 })
 
-/** Watch one request whose n-th status (0-based) is script(n); the last one repeats. */
-async function watch (script: Array<Record<string, unknown>>): Promise<Run> {
+/**
+ * Watch one request whose n-th status (0-based) is script(n); the last one repeats. With `delayMs`,
+ * each answer leaves that many (real) ms after its poll arrived: an engine busy with a chunk.
+ */
+async function watch (script: Array<Record<string, unknown>>, opts: { linkMs?: number, delayMs?: number } = {}): Promise<Run> {
   let clock = 0
   let polls = 0
   server = createServer((req, res) => {
     const body = script[Math.min(polls, script.length - 1)]
     polls++
     clock += 0.6 * STALL_MS
-    res.writeHead(req.url === '/v1/prefill/doc-1' ? 200 : 404, { 'content-type': 'application/json' })
-    res.end(JSON.stringify({ request_id: 'doc-1', token_count: 32_768, ...body }))
+    const answer = (): void => {
+      res.writeHead(req.url === '/v1/prefill/doc-1' ? 200 : 404, { 'content-type': 'application/json' })
+      res.end(JSON.stringify({ request_id: 'doc-1', token_count: 32_768, ...body }))
+    }
+    if (opts.delayMs === undefined) answer()
+    else setTimeout(answer, opts.delayMs)
   })
   await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve))
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
@@ -40,7 +47,7 @@ async function watch (script: Array<Record<string, unknown>>): Promise<Run> {
       url,
       requestId: 'doc-1',
       pollMs: 1,
-      linkMs: 60_000,
+      linkMs: opts.linkMs ?? 60_000,
       downPolls: 3,
       stallMs: STALL_MS,
       now: () => clock,
@@ -80,5 +87,27 @@ describe('the engine watch progress deadline', () => {
     expect(r.failure).toBe("capture stalled: the prefill engine's status of the request did not change for 20000 ms (last status: running, 12288 tokens prefilled, 61440 hook rows)")
     // The fourth answer moved last (clock 2.4 x stall); the sixth (3.6 x) is the first a full deadline later.
     expect(r.polls).toBe(6)
+  })
+
+  it('an engine that answers each poll only after linkMs, but moves, is progress: the poll waits for it', async () => {
+    // Each answer comes 200 ms after its poll, 10 times linkMs; every one reports another chunk. A
+    // poll that gave up at linkMs saw nothing move and declined the bridge (the 1M-token run).
+    const r = await watch([...[512, 1024, 1536, 2048].map((at) => ({ state: 'running', sealed_length: 0, prefilled_tokens: at })), done], { linkMs: 20, delayMs: 200 })
+    expect(r.failure).toBeUndefined()
+    expect(r.sealed).toMatchObject({ state: 'done', sealedLength: 32_768 })
+    expect(r.polls).toBe(5)
+  })
+
+  it('one that never answers still stalls at the deadline', async () => {
+    // A short deadline here: the poll waits for it (100 ms) before it gives up.
+    let clock = 0
+    server = createServer(() => { clock += 100 }) // takes each poll, answers none
+    await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve))
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+    const failure = await new Promise<string>((resolve) => {
+      new EngineWatch({ url, requestId: 'doc-1', pollMs: 1, linkMs: 20, downPolls: 3, stallMs: 100, now: () => clock, onFailure: resolve }).start()
+    })
+    expect(failure).toBe("capture stalled: the prefill engine's status of the request did not change for 100 ms (no status seen; last poll: no answer within 100 ms)")
+    server.closeAllConnections()
   })
 })

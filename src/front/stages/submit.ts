@@ -6,7 +6,7 @@ import type { BridgeRun } from './run.ts'
 import { stopwatch, type BridgeTimings } from './timings.ts'
 
 /** Ask the prefill engine for the capture of `tokens`; throws the submit's BridgeFailure. */
-export async function submitPrefill (run: BridgeRun, tokens: number[], tokensSha256: string): Promise<Pick<BridgeTimings, 'submit'>> {
+export async function submitPrefill (run: BridgeRun, tokens: number[], tokensSha256: string, carryId?: string): Promise<Pick<BridgeTimings, 'submit'>> {
   const { config, auth } = run
   const d = config.deadlines
   const prefillUrl = config.prefill.url as string
@@ -15,7 +15,11 @@ export async function submitPrefill (run: BridgeRun, tokens: number[], tokensSha
   try {
     answer = await callJson('prefill engine', joinUrl(prefillUrl, '/v1/prefill'), {
       method: 'POST',
-      json: { request_id: run.requestId, tokens, tokens_sha256: tokensSha256, ...(config.prefill.memoryBudgetBytes !== undefined ? { memory_budget_bytes: config.prefill.memoryBudgetBytes } : {}) },
+      json: {
+        request_id: run.requestId, tokens, tokens_sha256: tokensSha256,
+        ...(config.prefill.memoryBudgetBytes !== undefined ? { memory_budget_bytes: config.prefill.memoryBudgetBytes } : {}),
+        ...(carryId === undefined ? {} : { resume: { carry_id: carryId } }),
+      },
       timeoutMs: d.submitMs,
       headers: auth,
     })

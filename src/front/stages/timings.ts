@@ -4,6 +4,8 @@
 
 /** A finished bridge's timings (a failed one has those of the stages that ran, and bridge_total). */
 export type BridgeTimings = {
+  /** A warm-extended bridge: restoring the decoder's cache at P, encoding and sending the carry. */
+  carry?: number
   /** POST /v1/prefill until its 202. */
   submit: number
   /** The capture source: the engine's prefill and the transfer (local mount or share), overlapped. */
