@@ -17,6 +17,7 @@ import { argv } from 'zx'
 import { Agent, fetch } from 'undici'
 import { register } from 'tsx/esm/api'
 import { checkArgv, helpAndExit, prefillEngineFlags, PREFILL_ENGINE_FLAGS, prefillEngineUsage, usageError } from './flags.mjs'
+import { forEachEvent } from './sse-events.mjs'
 
 const REPO = resolve(fileURLToPath(new URL('..', import.meta.url)))
 const DEFAULT_RUNS = join(REPO, 'results', 'runs')
@@ -192,28 +193,16 @@ async function streamLeg (name, baseUrl, model, messages) {
   let finishReason = ''
   let usage
   let bridge
-  let buffer = ''
-  const decoder = new TextDecoder()
-  for await (const chunk of res.body) {
-    buffer += decoder.decode(chunk, { stream: true })
-    let nl
-    while ((nl = buffer.indexOf('\n')) >= 0) {
-      const line = buffer.slice(0, nl).trim()
-      buffer = buffer.slice(nl + 1)
-      if (!line.startsWith('data:')) continue
-      const data = line.slice(5).trim()
-      if (data === '[DONE]') continue
-      const event = JSON.parse(data)
-      const choice = event.choices?.[0]
-      if (typeof choice?.delta?.content === 'string' && choice.delta.content !== '') {
-        ttftMs ??= performance.now() - started
-        text += choice.delta.content
-      }
-      if (choice?.finish_reason) finishReason = choice.finish_reason
-      if (event.usage) usage = event.usage
-      if (event.pd_bridge) bridge = event.pd_bridge
+  await forEachEvent(res.body, (event) => {
+    const choice = event.choices?.[0]
+    if (typeof choice?.delta?.content === 'string' && choice.delta.content !== '') {
+      ttftMs ??= performance.now() - started
+      text += choice.delta.content
     }
-  }
+    if (choice?.finish_reason) finishReason = choice.finish_reason
+    if (event.usage) usage = event.usage
+    if (event.pd_bridge) bridge = event.pd_bridge
+  })
   const totalMs = performance.now() - started
   if (usage === undefined) throw new Error(`${name} leg: ${baseUrl} sent no usage chunk`)
   return { totalMs, ttftMs, text, finishReason, usage, bridge, header: res.headers.get('x-pd-bridge') ?? undefined }

@@ -1,8 +1,8 @@
 // `pd-bridge results`: regenerate RESULTS.md, the charts, the needle heatmaps and report.html from
-// the run records, the micro-benchmark records, the needle run records, the fault protocol records and
-// the load protocol records.
+// the run records, the micro-benchmark records, the needle run records, the fault protocol records, the
+// load protocol records and the warm-extend protocol records.
 import { Command } from 'commander'
-import { defaultFaultsDir, defaultLoadDir, defaultMicroDir, defaultNeedleDir, generateResults } from '../results/generate.ts'
+import { defaultFaultsDir, defaultLoadDir, defaultMicroDir, defaultNeedleDir, defaultWarmDir, generateResults } from '../results/generate.ts'
 
 interface ResultsFlags {
   runs: string
@@ -10,23 +10,26 @@ interface ResultsFlags {
   needle?: string
   faults?: string
   load?: string
+  warm?: string
   out: string
 }
 
 /** The results command. */
 export const resultsCommand = new Command('results')
-  .description('read every cold-prompt run record, micro-benchmark record, needle run record, fault protocol record and load protocol record and regenerate RESULTS.md, the SVG charts and heatmaps, and report.html (docs/BENCHMARK-PROTOCOL.md)')
+  .description('read every cold-prompt run record, micro-benchmark record, needle run record, fault protocol record, load protocol record and warm-extend protocol record and regenerate RESULTS.md, the SVG charts and heatmaps, and report.html (docs/BENCHMARK-PROTOCOL.md)')
   .option('--runs <dir>', 'directory of cold-prompt run records (*.json)', 'results/runs')
   .option('--micro <dir>', 'directory of micro-benchmark records (*.json) (default: micro/ next to --runs)')
   .option('--needle <dir>', 'directory of needle run records (*.json) (default: needle/runs/ next to --runs)')
   .option('--faults <dir>', 'directory of fault protocol records (*.json) (default: faults/ next to --runs)')
   .option('--load <dir>', 'directory of load protocol records (*.json) (default: load/ next to --runs)')
+  .option('--warm <dir>', 'directory of warm-extend protocol records (*.json) (default: warm/ next to --runs)')
   .option('--out <dir>', 'where RESULTS.md, report.html, the charts and the heatmaps go', 'results')
   .action(async (flags: ResultsFlags) => {
     const micro = flags.micro ?? defaultMicroDir(flags.runs)
     const needle = flags.needle ?? defaultNeedleDir(flags.runs)
     const faults = flags.faults ?? defaultFaultsDir(flags.runs)
     const load = flags.load ?? defaultLoadDir(flags.runs)
-    const r = await generateResults(flags.runs, flags.out, micro, needle, faults, load)
-    process.stdout.write(`${r.records} run records, ${r.microRecords} micro-benchmark records, ${r.needleRecords} needle records, ${r.faultsRecords} faults records, ${r.loadRecords} load records, ${r.environments} environments: wrote ${r.files.map((f) => `${flags.out}/${f}`).join(', ')}\n`)
+    const warm = flags.warm ?? defaultWarmDir(flags.runs)
+    const r = await generateResults(flags.runs, flags.out, micro, needle, faults, load, warm)
+    process.stdout.write(`${r.records} run records, ${r.microRecords} micro-benchmark records, ${r.needleRecords} needle records, ${r.faultsRecords} faults records, ${r.loadRecords} load records, ${r.warmRecords} warm records, ${r.environments} environments: wrote ${r.files.map((f) => `${flags.out}/${f}`).join(', ')}\n`)
   })

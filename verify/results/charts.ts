@@ -1,16 +1,19 @@
-// The report's two charts as standalone SVG: time vs prompt tokens (both legs) and each size's
-// stage shares. Plain SVG with <title> tooltips, so the same markup works as a file and inline.
+// The report's charts as standalone SVG: time vs prompt tokens (both legs) and each size's
+// stage shares (the third, cost per token by stage, is in cost-chart.ts and draws with the helpers
+// exported here). Plain SVG with <title> tooltips, so the same markup works as a file and inline.
 // Both axes carry labelled ticks (values, with the unit on the tick or the axis title).
 import type { EnvironmentSummary } from './summary.ts'
+import { groupDigits } from './table.ts'
 
 /** Escape text for XML/HTML content and attribute values. */
 export function escapeXml (text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;')
 }
 
-const W = 720
-const H = 400
-const PAD = { left: 72, right: 210, top: 40, bottom: 60 }
+/** Every chart's width, default height and plot margins. */
+export const W = 720
+export const H = 400
+export const PAD = { left: 72, right: 210, top: 40, bottom: 60 }
 const SERIES = [
   { median: 'nativeMs', run: 'nativeMs', label: 'decoder alone', color: '#c0392b' },
   { median: 'bridgedMs', run: 'bridgedMs', label: 'bridged (complete)', color: '#2471a3' },
@@ -19,14 +22,13 @@ const SERIES = [
 const NOT_COUNTED = { label: 'bridged, not complete', color: '#7f8c8d' }
 const GRID = '#e5e5e5'
 
-function n (v: number): string {
+/** A coordinate or value with at most 2 decimals, trailing zeros dropped. */
+export function n (v: number): string {
   return Number(v.toFixed(2)).toString()
 }
 
-/** A whole number with thousands separators (no locale: the same bytes everywhere). */
-export function groupDigits (v: number): string {
-  return String(Math.round(v)).replace(/\B(?=(\d{3})+(?!\d))/g, ',')
-}
+// Kept in table.ts, which sections the summary uses may import without a cycle.
+export { groupDigits } from './table.ts'
 
 /** Tick values from 0 to at least `max`: the finest step of 1, 2, 2.5 or 5 times a power of ten that needs at most `maxSteps` steps. */
 export function niceTicks (max: number, maxSteps = 8): number[] {
@@ -44,7 +46,7 @@ export function niceTicks (max: number, maxSteps = 8): number[] {
 }
 
 /** An x axis: the line, one labelled tick per value, its title. */
-function xAxis (ticks: number[], px: (v: number) => number, label: (v: number) => string, title: string, y0: number, yTop: number): string {
+export function xAxis (ticks: number[], px: (v: number) => number, label: (v: number) => string, title: string, y0: number, yTop: number): string {
   const parts = [`<line x1="${PAD.left}" y1="${y0}" x2="${W - PAD.right}" y2="${y0}" stroke="#000"/>`]
   for (const t of ticks) {
     const x = n(px(t))
@@ -55,7 +57,7 @@ function xAxis (ticks: number[], px: (v: number) => number, label: (v: number) =
 }
 
 /** A y axis with numeric ticks: the line, one labelled tick per value and gridline, its title. */
-function yAxis (ticks: number[], py: (v: number) => number, label: (v: number) => string, title: string, y0: number, yTop: number): string {
+export function yAxis (ticks: number[], py: (v: number) => number, label: (v: number) => string, title: string, y0: number, yTop: number): string {
   const parts = [`<line x1="${PAD.left}" y1="${yTop}" x2="${PAD.left}" y2="${y0}" stroke="#000"/>`]
   for (const t of ticks) {
     const y = n(py(t))
@@ -67,7 +69,7 @@ function yAxis (ticks: number[], py: (v: number) => number, label: (v: number) =
 }
 
 /** One legend row at the right of the plot: `mark` draws its symbol centred on (x, y). */
-function legendSwatch (i: number, mark: (x: number, y: number) => string, label: string): string {
+export function legendSwatch (i: number, mark: (x: number, y: number) => string, label: string): string {
   const x = W - PAD.right + 18
   const y = PAD.top + i * 20 + 6
   return `<g class="legend">${mark(x, y)}<text x="${x + 14}" y="${y + 4}" font-size="12">${escapeXml(label)}</text></g>`
@@ -136,7 +138,8 @@ export function timeChart (env: EnvironmentSummary): string {
   return svg(parts)
 }
 
-const STAGES = [
+/** The bridged stages in pipeline order, with the colours every chart gives them. */
+export const STAGES = [
   { key: 'enginePrefill', label: 'engine prefill', color: '#1f618d' },
   { key: 'transfer', label: 'transfer', color: '#48c9b0' },
   { key: 'assembly', label: 'assembly', color: '#f4d03f' },
@@ -185,7 +188,8 @@ export function stageChart (env: EnvironmentSummary): string {
   return svg(parts, height)
 }
 
-function svg (parts: string[], height = H): string {
+/** The <svg> element around `parts`, one per line. */
+export function svg (parts: string[], height = H): string {
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${height}" viewBox="0 0 ${W} ${height}" font-family="sans-serif">\n${parts.map((p) => `  ${p}`).join('\n')}\n</svg>\n`
 }
 

@@ -2,7 +2,7 @@
 // say the same thing: the newest run's headline ("faults: N/N answered correctly, 0 corrupt blocks
 // served"), its per-fault table, and one line per run when there are several.
 import type { FaultResult, FaultsRecord } from './fault-record.ts'
-import { NOT_RUN, type Table } from './table.ts'
+import { plural, NOT_RUN, type Table } from './table.ts'
 
 /** One environment's fault runs, newest last. */
 export interface FaultsSummary {
@@ -33,10 +33,6 @@ export function faultTally (record: FaultsRecord): FaultTally {
     served: run.reduce((a, f) => a + f.corrupt_blocks_served, 0),
     indexed: run.reduce((a, f) => a + f.corrupt_blocks_indexed, 0),
   }
-}
-
-function plural (n: number, one: string, many: string = `${one}s`): string {
-  return `${n} ${n === 1 ? one : many}`
 }
 
 /** The headline of one run: `faults: 11/12 answered correctly, 0 corrupt blocks served` and what else must be said. */

@@ -1,16 +1,18 @@
-// `pd-bridge results`: records in (cold runs, micro benchmarks, needle runs, fault runs, load runs), RESULTS.md +
+// `pd-bridge results`: records in (cold runs, micro benchmarks, needle runs, fault runs, load runs, warm-extend runs), RESULTS.md +
 // charts + heatmaps + report.html out.
 import { mkdir, writeFile } from 'node:fs/promises'
 import { dirname, join, resolve } from 'node:path'
 import { needleHeatmapSvg } from '../needle/heatmap.ts'
 import { readNeedleRecords } from '../needle/record.ts'
 import { stageChart, timeChart } from './charts.ts'
+import { costPerTokenChart } from './cost-chart.ts'
 import { readFaultsRecords } from './fault-record.ts'
 import { readLoadRecords } from './load-record.ts'
 import { readMicroRecords } from './micro-record.ts'
 import { readRunRecords } from './record.ts'
 import { chartFiles, needleHeatmapFile, renderHtml, renderMarkdown } from './render.ts'
 import { summarize } from './summary.ts'
+import { readWarmRecords } from './warm-record.ts'
 
 /** What the generator wrote. */
 export interface GenerateResult {
@@ -19,6 +21,7 @@ export interface GenerateResult {
   needleRecords: number
   faultsRecords: number
   loadRecords: number
+  warmRecords: number
   environments: number
   /** Paths written, relative to the output directory. */
   files: string[]
@@ -44,30 +47,40 @@ export function defaultLoadDir (runsDir: string): string {
   return join(dirname(resolve(runsDir)), 'load')
 }
 
+/** Where warm-extend protocol records live by default: `warm/` next to the run records' directory (protocols/warm-extend.mjs's default). */
+export function defaultWarmDir (runsDir: string): string {
+  return join(dirname(resolve(runsDir)), 'warm')
+}
+
 /**
  * Read every run record under `runsDir`, every micro-benchmark record under `microDir`, every
- * needle run record under `needleDir`, every fault protocol record under `faultsDir` and every
- * load protocol record under `loadDir`, and regenerate the report files under `outDir`. Charts
- * exist only for environments with runs, a heatmap only for those with needle records.
+ * needle run record under `needleDir`, every fault protocol record under `faultsDir`, every
+ * load protocol record under `loadDir` and every warm-extend protocol record under `warmDir`, and regenerate the report files under `outDir`. Charts
+ * exist only for environments with runs (the cost chart only for those with complete bridged runs at 3 sizes or more), a heatmap only for those with needle records.
  */
 export async function generateResults (runsDir: string, outDir: string, microDir: string = defaultMicroDir(runsDir), needleDir: string = defaultNeedleDir(runsDir),
-  faultsDir: string = defaultFaultsDir(runsDir), loadDir: string = defaultLoadDir(runsDir)): Promise<GenerateResult> {
+  faultsDir: string = defaultFaultsDir(runsDir), loadDir: string = defaultLoadDir(runsDir), warmDir: string = defaultWarmDir(runsDir)): Promise<GenerateResult> {
   const records = await readRunRecords(runsDir)
   const micro = await readMicroRecords(microDir)
   const needle = await readNeedleRecords(needleDir)
   const faults = await readFaultsRecords(faultsDir)
   const load = await readLoadRecords(loadDir)
-  const envs = summarize(records, micro, needle, faults, load)
+  const warm = await readWarmRecords(warmDir)
+  const envs = summarize(records, micro, needle, faults, load, warm)
   const files = new Map<string, string>([['RESULTS.md', renderMarkdown(envs)], ['report.html', renderHtml(envs)]])
   for (const env of envs) {
     if (env.sizes.length > 0) {
       const names = chartFiles(env)
       files.set(names.time, timeChart(env))
       files.set(names.stages, stageChart(env))
+      if (names.cost !== null) files.set(names.cost, costPerTokenChart(env))
     }
     if (env.needle !== null) files.set(needleHeatmapFile(env), needleHeatmapSvg(env.needle))
   }
   await mkdir(outDir, { recursive: true })
   for (const [name, text] of files) await writeFile(join(outDir, name), text)
-  return { records: records.length, microRecords: micro.length, needleRecords: needle.length, faultsRecords: faults.length, loadRecords: load.length, environments: envs.length, files: [...files.keys()] }
+  return {
+    records: records.length, microRecords: micro.length, needleRecords: needle.length, faultsRecords: faults.length, loadRecords: load.length, warmRecords: warm.length,
+    environments: envs.length, files: [...files.keys()],
+  }
 }

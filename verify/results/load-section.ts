@@ -3,7 +3,7 @@
 // per-route table, its verdicts per route, the stack's peak memory, and one line per run when there
 // are several.
 import { LOAD_ROUTES, type LoadRecord, type Percentiles } from './load-record.ts'
-import { NOT_RUN, type Table } from './table.ts'
+import { seconds, plural, NOT_RUN, type Table } from './table.ts'
 
 /** One environment's load runs, newest last. */
 export interface LoadSummary {
@@ -14,14 +14,6 @@ export interface LoadSummary {
 export function summarizeLoad (records: readonly LoadRecord[]): LoadSummary | null {
   if (records.length === 0) return null
   return { runs: [...records].sort((a, b) => a.startedAt.localeCompare(b.startedAt) || a.runId.localeCompare(b.runId)) }
-}
-
-function plural (n: number, one: string, many: string = `${one}s`): string {
-  return `${n} ${n === 1 ? one : many}`
-}
-
-function seconds (ms: number | null | undefined): string {
-  return ms === null || ms === undefined ? NOT_RUN : `${(ms / 1000).toFixed(2)} s`
 }
 
 function durationWords (s: number): string {

@@ -3,10 +3,7 @@
 // the totals and lays the grid out as a table.
 import { cellText, depthLabel, needleTable, tally, type NeedleGrid } from '../needle/heatmap.ts'
 import { NOT_RUN, type Table } from './tables.ts'
-
-function plural (n: number, one: string, many: string = `${one}s`): string {
-  return `${n} ${n === 1 ? one : many}`
-}
+import { plural } from './table.ts'
 
 /**
  * The grid's totals in words: how many runs and cells, what the bridge retrieved over complete

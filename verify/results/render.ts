@@ -3,6 +3,7 @@
 import { needleHeatmapSvg, needleTable, type NeedleGrid } from '../needle/heatmap.ts'
 import { machineLine } from './environment.ts'
 import { escapeXml, stageChart, timeChart, timeChartNote } from './charts.ts'
+import { costChartNote, costPerTokenChart, hasCostChart } from './cost-chart.ts'
 import { faultHeadline, faultRunLine, faultTables, FAULTS_RULE, type FaultsSummary } from './faults-section.ts'
 import { loadHeadline, loadRunLine, loadTables, LOAD_RULE, type LoadSummary } from './load-section.ts'
 import { microTables } from './micro-tables.ts'
@@ -10,16 +11,17 @@ import { needleGridTable, needleTallyLine, needleTallyWords } from './needle-sec
 import type { EnvironmentSummary } from './summary.ts'
 import { reportOrder, summaryTables, type SummaryTable } from './summary-tables.ts'
 import { coldTables, environmentTable, NOT_RUN, type Table } from './tables.ts'
+import { warmHeadline, warmTables, WARM_RULE, type WarmSummary } from './warm-section.ts'
 
 /** File-name-safe form of an environment id. */
 export function envSlug (id: string): string {
   return id.replace(/[^A-Za-z0-9._-]+/g, '-')
 }
 
-/** The chart files of one environment, relative to the output directory. */
-export function chartFiles (env: EnvironmentSummary): { time: string, stages: string } {
+/** The chart files of one environment, relative to the output directory; `cost` is null when it gets no cost chart (cost-chart.ts hasCostChart). */
+export function chartFiles (env: EnvironmentSummary): { time: string, stages: string, cost: string | null } {
   const slug = envSlug(env.environment.id)
-  return { time: `time-${slug}.svg`, stages: `stages-${slug}.svg` }
+  return { time: `time-${slug}.svg`, stages: `stages-${slug}.svg`, cost: hasCostChart(env) ? `cost-${slug}.svg` : null }
 }
 
 /** The needle heatmap file of one environment, relative to the output directory (written next to RESULTS.md). */
@@ -35,6 +37,7 @@ function sourcesOf (envs: EnvironmentSummary[]): string[] {
   const out = ['`results/runs/` (cold-prompt runs)', '`results/micro/` (micro benchmarks)', '`results/needle/runs/` (needle runs)']
   if (envs.some((e) => e.faults !== null)) out.push('`results/faults/` (fault protocol runs)')
   if (envs.some((e) => e.load !== null)) out.push('`results/load/` (load protocol runs)')
+  if (envs.some((e) => e.warm !== null)) out.push('`results/warm/` (warm-extend protocol runs)')
   return out
 }
 
@@ -57,9 +60,10 @@ const RULES = [
   'Micro benchmarks: each rate sits next to the peak measured in the same process run (mul+add GFLOP/s for compute rates, a copy of the same bytes for GB/s rates); % of peak = rate / peak. The newest row per suite, name, shape and threads is shown; older records of the same measurement are counted, not shown.',
 ]
 
-/** The counting rules of `envs`: the fault and load rules only when some environment has such runs (older reports stay as they were). */
+/** The counting rules of `envs`: the fault, load and warm-extend rules only when some environment has such runs (older reports stay as they were). */
 function rulesOf (envs: EnvironmentSummary[]): string[] {
-  return [...RULES, ...(envs.some((e) => e.faults !== null) ? [FAULTS_RULE] : []), ...(envs.some((e) => e.load !== null) ? [LOAD_RULE] : [])]
+  return [...RULES, ...(envs.some((e) => e.faults !== null) ? [FAULTS_RULE] : []), ...(envs.some((e) => e.load !== null) ? [LOAD_RULE] : []),
+    ...(envs.some((e) => e.warm !== null) ? [WARM_RULE] : [])]
 }
 
 /** The heading of each environment's faults section. */
@@ -98,6 +102,24 @@ function loadHtmlSection (load: LoadSummary): string {
   const newest = load.runs[load.runs.length - 1]
   const parts = ['<div class="load">', `<h3>${LOAD_HEADING}</h3>`, `<p class="load-headline">${escapeXml(loadHeadline(newest))}.</p>`, `<p>${escapeXml(loadRunLine(load))}</p>`]
   for (const t of loadTables(load)) parts.push(htmlTable(t, 4, 'load-table'))
+  parts.push('</div>')
+  return parts.join('\n')
+}
+
+/** The heading of each environment's warm-extend section. */
+const WARM_HEADING = 'Warm-extended prompts'
+
+/** The warm-extend section of RESULTS.md: the headline and the table of runs. */
+function warmMarkdownSection (warm: WarmSummary): string[] {
+  const out = [`### ${WARM_HEADING}`, '', `${warmHeadline(warm)}.`, '']
+  for (const t of warmTables(warm)) out.push(mdTable(t, 4), '')
+  return out
+}
+
+/** The warm-extend section of report.html: the same words and table. */
+function warmHtmlSection (warm: WarmSummary): string {
+  const parts = ['<div class="warm">', `<h3>${WARM_HEADING}</h3>`, `<p class="warm-headline">${escapeXml(warmHeadline(warm))}.</p>`]
+  for (const t of warmTables(warm)) parts.push(htmlTable(t, 4, 'warm-table'))
   parts.push('</div>')
   return parts.join('\n')
 }
@@ -142,10 +164,15 @@ export function renderMarkdown (summaries: EnvironmentSummary[]): string {
     out.push(`## Environment ${env.environment.id}`, '', machineLine(env.environment), '')
     if (env.sizes.length === 0) out.push(NO_RUNS, '')
     for (const t of coldTables(env)) out.push(mdTable(t), '')
-    if (env.sizes.length > 0) out.push(`![time vs prompt tokens](${charts.time})`, '', `![stage shares](${charts.stages})`, '', timeChartNote(env), '')
+    if (env.sizes.length > 0) {
+      out.push(`![time vs prompt tokens](${charts.time})`, '', `![stage shares](${charts.stages})`, '')
+      if (charts.cost !== null) out.push(`![cost per bridged token by stage vs prompt tokens](${charts.cost})`, '', costChartNote(env), '')
+      out.push(timeChartNote(env), '')
+    }
     if (env.needle !== null) out.push(needleMarkdownSection(env.needle, needleHeatmapFile(env)), '')
     if (env.faults !== null) out.push(...faultsMarkdownSection(env.faults))
     if (env.load !== null) out.push(...loadMarkdownSection(env.load))
+    if (env.warm !== null) out.push(...warmMarkdownSection(env.warm))
     if (env.micro.records > 0) {
       out.push('### Micro benchmarks', '', microIntro(env), '')
       for (const t of microTables(env.micro)) out.push(mdTable(t, 4), '')
@@ -233,11 +260,16 @@ export function renderHtml (summaries: EnvironmentSummary[]): string {
     if (env.sizes.length > 0) {
       body.push(`<figure class="chart time">\n${timeChart(env)}<figcaption class="readout"></figcaption></figure>`)
       body.push(`<figure class="chart stages">\n${stageChart(env)}<figcaption class="readout"></figcaption></figure>`)
+      if (hasCostChart(env)) {
+        body.push(`<figure class="chart cost">\n${costPerTokenChart(env)}<figcaption class="readout"></figcaption></figure>`)
+        body.push(`<p class="chart-note">${escapeXml(costChartNote(env))}</p>`)
+      }
       body.push(`<p class="chart-note">${escapeXml(timeChartNote(env))}</p>`)
     }
     if (env.needle !== null) body.push(needleHtmlSection(env.needle))
     if (env.faults !== null) body.push(faultsHtmlSection(env.faults))
     if (env.load !== null) body.push(loadHtmlSection(env.load))
+    if (env.warm !== null) body.push(warmHtmlSection(env.warm))
     if (env.micro.records > 0) {
       body.push('<div class="micro">', '<h3>Micro benchmarks</h3>', `<p>${escapeXml(microIntro(env))}</p>`)
       for (const t of microTables(env.micro)) body.push(htmlTable(t, 4, `micro-${t.kind}`))

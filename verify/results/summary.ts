@@ -10,6 +10,8 @@ import { summarizeLoad, type LoadSummary } from './load-section.ts'
 import type { MicroRecord } from './micro-record.ts'
 import { summarizeMicro, type MicroSummary } from './micro-summary.ts'
 import type { BridgedLeg, RunEnvironment, RunRecord } from './record.ts'
+import type { WarmRecord } from './warm-record.ts'
+import { summarizeWarm, type WarmSummary } from './warm-section.ts'
 
 /** The one verdict that counts a run as bridged. */
 export const BRIDGED_VERDICT = 'complete'
@@ -81,6 +83,8 @@ export interface SizeSummary {
   bridgedDecodeRate: number | null
   /** Every run of the size, in record order (the medians above are taken over these). */
   points: RunPoint[]
+  /** The bridged legs of the size's runs as recorded, whatever their verdict, in record order (runs without one left out): the cost chart reads these. */
+  bridgedLegs: BridgedLeg[]
 }
 
 /** One environment's summary. */
@@ -99,6 +103,8 @@ export interface EnvironmentSummary {
   faults: FaultsSummary | null
   /** Its load protocol runs; null when no load record has its id. */
   load: LoadSummary | null
+  /** Its warm-extend protocol runs; null when no warm record has its id. */
+  warm: WarmSummary | null
 }
 
 function medianOf<T> (items: T[], pick: (item: T) => number | null): number | null {
@@ -146,6 +152,7 @@ function summarizeSize (targetTokens: number, runs: RunRecord[]): SizeSummary {
       verdict: r.bridged?.verdict ?? null,
       counted: isBridged(r.bridged),
     })),
+    bridgedLegs: runs.map((r) => r.bridged).filter((b) => b !== null),
   }
 }
 
@@ -154,11 +161,11 @@ function summarizeSize (targetTokens: number, runs: RunRecord[]): SizeSummary {
  * (sorted), runs then by target size (ascending). An environment with only micro or needle
  * records has no sizes.
  */
-export function summarize (records: RunRecord[], micro: MicroRecord[] = [], needle: NeedleRunRecord[] = [], faults: FaultsRecord[] = [], load: LoadRecord[] = []): EnvironmentSummary[] {
-  const byEnv = new Map<string, { runs: RunRecord[], micro: MicroRecord[], needle: NeedleRunRecord[], faults: FaultsRecord[], load: LoadRecord[] }>()
+export function summarize (records: RunRecord[], micro: MicroRecord[] = [], needle: NeedleRunRecord[] = [], faults: FaultsRecord[] = [], load: LoadRecord[] = [], warm: WarmRecord[] = []): EnvironmentSummary[] {
+  const byEnv = new Map<string, { runs: RunRecord[], micro: MicroRecord[], needle: NeedleRunRecord[], faults: FaultsRecord[], load: LoadRecord[], warm: WarmRecord[] }>()
   const group = (id: string) => {
     let g = byEnv.get(id)
-    if (g === undefined) byEnv.set(id, g = { runs: [], micro: [], needle: [], faults: [], load: [] })
+    if (g === undefined) byEnv.set(id, g = { runs: [], micro: [], needle: [], faults: [], load: [], warm: [] })
     return g
   }
   for (const r of records) group(r.environment.id).runs.push(r)
@@ -166,14 +173,15 @@ export function summarize (records: RunRecord[], micro: MicroRecord[] = [], need
   for (const n of needle) group(n.environment.id).needle.push(n)
   for (const f of faults) group(f.environment.id).faults.push(f)
   for (const l of load) group(l.environment.id).load.push(l)
+  for (const w of warm) group(w.environment.id).warm.push(w)
   return [...byEnv.keys()].sort().map((id) => {
-    const { runs, micro: benches, needle: needles, faults: faultRuns, load: loadRuns } = byEnv.get(id)!
+    const { runs, micro: benches, needle: needles, faults: faultRuns, load: loadRuns, warm: warmRuns } = byEnv.get(id)!
     const sizes = [...new Set(runs.map((r) => r.targetTokens))].sort((a, b) => a - b)
     const peak: Record<string, number> = {}
     for (const r of runs) {
       for (const [proc, b] of Object.entries(r.peakMemoryBytes)) peak[proc] = Math.max(peak[proc] ?? 0, b)
     }
-    const all = [...runs, ...benches, ...needles, ...faultRuns, ...loadRuns]
+    const all = [...runs, ...benches, ...needles, ...faultRuns, ...loadRuns, ...warmRuns]
     // The latest record's description of the environment (they share the id, so they agree).
     const described = [...all].sort((a, b) => a.startedAt.localeCompare(b.startedAt)).at(-1)!
     return {
@@ -186,6 +194,7 @@ export function summarize (records: RunRecord[], micro: MicroRecord[] = [], need
       needle: needles.length === 0 ? null : needleGrids(needles)[0],
       faults: summarizeFaults(faultRuns),
       load: summarizeLoad(loadRuns),
+      warm: summarizeWarm(warmRuns),
     }
   })
 }
