@@ -18,7 +18,8 @@
 #   bridged:S,S,...  cold-bench's bridged leg alone (--bridged-only): sizes whose decoder-alone leg outlasts a call
 #
 # PD_TORCH_PYTHON (python3), PD_TORCH_DEVICE (cuda), PD_RUNG_PRESET (flash-attn, for hook and bench)
-# and PD_RUNG_BUDGET_S (560: the steps' total) change the defaults; a CPU trial of the script runs
+# and PD_RUNG_BUDGET_S (560: the steps' total) change the defaults; PD_RUNG_COLD_FLAGS (e.g.
+# "--torch-max-chunk 2048") is added to bench and bridged steps' cold-bench; a CPU trial of the script runs
 # with PD_TORCH_DEVICE=cpu PD_RUNG_PRESET=tiny and without the setup step.
 #
 # Records land in the checkout's results/ (runs, needle runs and ledger) and results/torch-hook/;
@@ -151,7 +152,7 @@ for step in "${steps[@]}"; do
       # bridged: the bridged leg alone (records with native: null), for sizes whose decoder-alone leg outlasts a call
       if [ "$name" = bench ]; then legs=--stop-unless-complete; else legs=--bridged-only; fi
       timeout "$limit" node protocols/cold-bench.mjs --preset "$preset" --prefill-engine torch --torch-python "$python" --torch-device "$device" \
-        --sizes "$arg" --repeats 1 --max-tokens 32 --no-generate "$legs" --state-dir "$state" 2>&1 | grep -v '^{"progress'
+        --sizes "$arg" --repeats 1 --max-tokens 32 --no-generate "$legs" --state-dir "$state" ${PD_RUNG_COLD_FLAGS:-} 2>&1 | grep -v '^{"progress'
       ;;
     *) log "unknown step $step"; exit 2 ;;
   esac
