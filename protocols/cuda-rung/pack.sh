@@ -13,6 +13,8 @@ trap 'rm -rf "$work"' EXIT
 mkdir -p "$carry"
 [ -f "$repo/native/build/Release/pdb_kernels.node" ] || { echo "pack: build the addon first (npm ci or npm run build:native)" >&2; exit 1; }
 cp "$repo/native/build/Release/pdb_kernels.node" "$carry/"
+# The commit the packed tree is (-dirty with uncommitted changes): run.sh hands it to the records.
+(cd "$repo" && echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!harness/fixtures/mlx' || echo -dirty)") > "$carry/commit"
 if [ ! -f "$carry/node.xz" ] || [ "$(command -v node)" -nt "$carry/node.xz" ]; then
   xz -T0 -6 -c "$(readlink -f "$(command -v node)")" > "$carry/node.xz"
 fi

@@ -91,6 +91,9 @@ python=${PD_TORCH_PYTHON:-python3}
 device=${PD_TORCH_DEVICE:-cuda}
 preset=${PD_RUNG_PRESET:-flash-attn}
 export PATH=/tmp/pd-node/bin:$PATH
+# The commit records name: pack.sh's (the lender's copy of the checkout carries the git metadata of
+# the session's first commit, not the packed one: a 2026-12-04 record named 079c0db for b0e68b0).
+if [ -f .device-carry/commit ]; then export PD_RUN_COMMIT=$(cat .device-carry/commit); fi
 budget_s=${PD_RUNG_BUDGET_S:-560}
 t_start=$(date +%s)
 log() { echo "[rung $(date -u +%H:%M:%S) +$(( $(date +%s) - t_start ))s] $*"; }

@@ -41,6 +41,9 @@ export function describeEnvironment (config: EnvironmentConfig): RunEnvironment 
 
 /** `git rev-parse --short HEAD` in `cwd` (a read-only query), or `unknown` outside a repository. */
 export function gitCommit (cwd: string = process.cwd()): string {
+  // A copy whose git metadata is not its own (the CUDA rung's, protocols/cuda-rung/pack.sh) says which it is.
+  const given = process.env.PD_RUN_COMMIT
+  if (given !== undefined && /^[0-9a-f]{7,40}(-dirty)?$/.test(given)) return given
   try {
     return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim() || 'unknown'
   }
