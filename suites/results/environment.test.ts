@@ -44,25 +44,17 @@ describe('the embedded configuration', () => {
 
 describe('the commit', () => {
   it('is a short hash inside this repository and `unknown` outside any', () => {
-    expect(gitCommit(import.meta.dirname)).toMatch(/^[0-9a-f]{7,}$/)
-    expect(gitCommit(os.tmpdir())).toBe('unknown')
+    expect(gitCommit(import.meta.dirname, {})).toMatch(/^[0-9a-f]{7,}$/)
+    expect(gitCommit(os.tmpdir(), {})).toBe('unknown')
   })
+
   it('is PD_RUN_COMMIT where a copy\'s git metadata is not its own (the CUDA rung), when it reads as a commit', () => {
-    const saved = process.env.PD_RUN_COMMIT
-    try {
-      process.env.PD_RUN_COMMIT = 'b0e68b0'
-      expect(gitCommit(os.tmpdir())).toBe('b0e68b0')
-      process.env.PD_RUN_COMMIT = 'b0e68b0-dirty'
-      expect(gitCommit(os.tmpdir())).toBe('b0e68b0-dirty')
-      process.env.PD_RUN_COMMIT = 'not a commit'
-      expect(gitCommit(os.tmpdir())).toBe('unknown')
-    } finally {
-      if (saved === undefined) delete process.env.PD_RUN_COMMIT
-      else process.env.PD_RUN_COMMIT = saved
-    }
+    expect(gitCommit(os.tmpdir(), { PD_RUN_COMMIT: 'b0e68b0' })).toBe('b0e68b0')
+    expect(gitCommit(os.tmpdir(), { PD_RUN_COMMIT: 'b0e68b0-dirty' })).toBe('b0e68b0-dirty')
+    expect(gitCommit(os.tmpdir(), { PD_RUN_COMMIT: 'not a commit' })).toBe('unknown')
+    expect(gitCommit(os.tmpdir(), {})).toBe('unknown')
   })
 })
-
 
 describe('a GPU prefill engine (the CUDA rung)', () => {
   const config = { preset: 'flash-attn', seed: 1, blockSize: 256, prefillProfile: 'transformers bf16 on cuda (NVIDIA H200)', sidecarFingerprint: 'f'.repeat(64) }

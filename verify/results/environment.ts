@@ -39,10 +39,10 @@ export function describeEnvironment (config: EnvironmentConfig): RunEnvironment 
   return { id: `env-${shortSha(JSON.stringify(base))}`, ...base, commit: config.commit }
 }
 
-/** `git rev-parse --short HEAD` in `cwd` (a read-only query), or `unknown` outside a repository. */
-export function gitCommit (cwd: string = process.cwd()): string {
+/** `PD_RUN_COMMIT` when it reads as a commit, else `git rev-parse --short HEAD` in `cwd` (a read-only query), or `unknown` outside a repository. */
+export function gitCommit (cwd: string = process.cwd(), env: NodeJS.ProcessEnv = process.env): string {
   // A copy whose git metadata is not its own (the CUDA rung's, protocols/cuda-rung/pack.sh) says which it is.
-  const given = process.env.PD_RUN_COMMIT
+  const given = env.PD_RUN_COMMIT
   if (given !== undefined && /^[0-9a-f]{7,40}(-dirty)?$/.test(given)) return given
   try {
     return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim() || 'unknown'
