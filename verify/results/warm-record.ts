@@ -94,8 +94,6 @@ export const warmRecordSchema = z.strictObject({
 
 /** One warm-extend protocol run. */
 export type WarmRecord = z.infer<typeof warmRecordSchema>
-/** One bridged leg of it. */
-export type WarmBridgedLeg = z.infer<typeof bridgedSchema>
 
 /** Whether a run proved the warm leg bit-exact: its verdict complete and warm, its answer and every block the decoder alone's. */
 export function warmBitExact (r: WarmRecord): boolean {
