@@ -122,11 +122,14 @@ async function main (): Promise<void> {
     const flops = 2 * m * n * k
     const used = threadsFor(m * n * k)
     const fma = { order: 'lanes8-fma' } as const
+    const seq = { order: 'sequential-fma' } as const
     for (const [kernel, fn, weightBytes] of [
       ['matmulF32', () => { matmulF32(x, m, k, w, n, out) }, 4],
       ['matmulBf16', () => { matmulBf16(x, m, k, wb, n, out) }, 2],
       ['matmulF32 lanes8-fma', () => { matmulF32(x, m, k, w, n, out, fma) }, 4],
       ['matmulBf16 lanes8-fma', () => { matmulBf16(x, m, k, wb, n, out, fma) }, 2],
+      ['matmulF32 sequential-fma', () => { matmulF32(x, m, k, w, n, out, seq) }, 4],
+      ['matmulBf16 sequential-fma', () => { matmulBf16(x, m, k, wb, n, out, seq) }, 2],
     ] as const) {
       const t = await measure(kernel, fn)
       const seconds = t.p50Ms / 1000
@@ -303,7 +306,7 @@ async function main (): Promise<void> {
 
   for (const shape of ['m=128 k=4096 n=4096', 'm=1 k=4096 n=4096']) {
     const pick = (name: string) => out.find((r) => r.name === name && r.shape === shape)
-    const summary = ['matmulF32', 'matmulF32 lanes8-fma', 'matmulBf16', 'matmulBf16 lanes8-fma']
+    const summary = ['matmulF32', 'matmulF32 lanes8-fma', 'matmulF32 sequential-fma', 'matmulBf16', 'matmulBf16 lanes8-fma', 'matmulBf16 sequential-fma']
       .map((name) => `${name} ${vsOpenBlas(pick(name), out) ?? 'n/a'}`)
     console.log(`${shape} vs OpenBLAS sgemm: ${summary.join(', ')}`)
   }

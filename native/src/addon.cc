@@ -41,8 +41,8 @@ Napi::Value matmul_entry (const Napi::CallbackInfo& info, napi_typedarray_type w
   const bool round_bf16 = info.Length() > 6 && info[6].ToBoolean().Value();
   size_t code = 0;
   if (info.Length() > 7 && !pdb::size_arg(info, 7, "order", &code)) return env.Undefined();
-  if (code > size_t(pdb::MatmulOrder::kLanes8Fma)) {
-    Napi::RangeError::New(env, "order must be a matmul order code (0 lanes8, 1 blocks128, 2 lanes8-fma)").ThrowAsJavaScriptException();
+  if (code > size_t(pdb::MatmulOrder::kSequentialFma)) {
+    Napi::RangeError::New(env, "order must be a matmul order code (0 lanes8, 1 blocks128, 2 lanes8-fma, 3 sequential-fma)").ThrowAsJavaScriptException();
     return env.Undefined();
   }
   const size_t work = saturating_mul(saturating_mul(m, n), k);
@@ -140,7 +140,7 @@ static Napi::Object Init (Napi::Env env, Napi::Object exports) {
   if (pdb::avx512_usable()) isas.Set(isas.Length(), Napi::String::New(env, "avx512"));
   if (pdb::avx2_usable()) isas.Set(isas.Length(), Napi::String::New(env, "avx2"));
   isas.Set(isas.Length(), Napi::String::New(env, "portable"));
-  exports.Set("abiVersion", Napi::Number::New(env, 6));
+  exports.Set("abiVersion", Napi::Number::New(env, 7));
   exports.Set("isa", Napi::String::New(env, pdb::kernels().name));
   exports.Set("isas", isas);
   exports.Set("minParallelWork", Napi::Number::New(env, double(pdb::kMinParallelWork)));

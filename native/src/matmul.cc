@@ -1,7 +1,9 @@
 // The matmul: output columns split between threads, each range computed by dot_tile.h's tiles, or,
-// in the AVX-512 variant, by matmul_zmm.h's 512-bit tiles (the same bits, two dot products per register).
+// in the AVX-512 variant, by matmul_zmm.h's 512-bit tiles (the same bits, two dot products per register);
+// the sequential-fma order by matmul_seq.h's tiles across output columns.
 #include "dot_tile.h"
 #include "isa_kernels.h"
+#include "matmul_seq.h"
 #include "parallel.h"
 #if defined(PDB_ISA_AVX512)
 #include "matmul_zmm.h"
@@ -34,6 +36,7 @@ void matmul (const float* x, size_t m, size_t k, const typename W::Code* w, size
   }
 #endif
   switch (order) {
+    case MatmulOrder::kSequentialFma: return seq::matmul<W>(x, m, k, w, n, y, to_bf16, threads);
     case MatmulOrder::kBlocks128: return matmul_tiles<W, DotOrder::kBlocks128>(x, m, k, w, n, y, to_bf16, threads);
     case MatmulOrder::kLanes8Fma: return matmul_tiles<W, DotOrder::kLanes8Fma>(x, m, k, w, n, y, to_bf16, threads);
     default: return matmul_tiles<W, DotOrder::kLanes8>(x, m, k, w, n, y, to_bf16, threads);

@@ -12,9 +12,10 @@ enum class MatmulOrder : int {
   kLanes8 = 0,     // kernel_order.h: 8 lanes, the lane tree, the k % 8 tail
   kBlocks128 = 1,  // each 128-long block in that order, block sums added in order
   kLanes8Fma = 2,  // kLanes8 with every lane and tail step one fused multiply-add
+  kSequentialFma = 3,  // one fused multiply-add chain per output over k in increasing index (matmul_seq.h)
 };
 
-// Every y[i, j] is the dot product of x row i and W row j in `order` (dot_tile.h), then
+// Every y[i, j] is the dot product of x row i and W row j in `order` (dot_tile.h, matmul_seq.h), then
 // finish_output (optional bf16 rounding, canonical NaN). Work is split between threads by output
 // column ranges only. The caller guarantees the buffer sizes.
 void matmul_f32 (const float* x, size_t m, size_t k, const float* w, size_t n, float* y,

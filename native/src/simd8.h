@@ -123,6 +123,21 @@ PDB_INLINE float f8_lane_tree (F8 lanes) {
   return _mm_cvtss_f32(u);
 }
 PDB_INLINE float f8_first (F8 a) { return _mm256_cvtss_f32(a.v); }
+// Transpose 8 registers as an 8 x 8 matrix (lane l of r[q] becomes lane q of r[l]); moves bits only.
+PDB_INLINE void f8_transpose8 (F8 r[8]) {
+  const __m256 t0 = _mm256_unpacklo_ps(r[0].v, r[1].v), t1 = _mm256_unpackhi_ps(r[0].v, r[1].v);
+  const __m256 t2 = _mm256_unpacklo_ps(r[2].v, r[3].v), t3 = _mm256_unpackhi_ps(r[2].v, r[3].v);
+  const __m256 t4 = _mm256_unpacklo_ps(r[4].v, r[5].v), t5 = _mm256_unpackhi_ps(r[4].v, r[5].v);
+  const __m256 t6 = _mm256_unpacklo_ps(r[6].v, r[7].v), t7 = _mm256_unpackhi_ps(r[6].v, r[7].v);
+  const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xee);
+  const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xee);
+  const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xee);
+  const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xee);
+  r[0].v = _mm256_permute2f128_ps(u0, u4, 0x20); r[1].v = _mm256_permute2f128_ps(u1, u5, 0x20);
+  r[2].v = _mm256_permute2f128_ps(u2, u6, 0x20); r[3].v = _mm256_permute2f128_ps(u3, u7, 0x20);
+  r[4].v = _mm256_permute2f128_ps(u0, u4, 0x31); r[5].v = _mm256_permute2f128_ps(u1, u5, 0x31);
+  r[6].v = _mm256_permute2f128_ps(u2, u6, 0x31); r[7].v = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
 
 PDB_INLINE I8 i8_set1 (uint32_t x) { return { _mm256_set1_epi32(int(x)) }; }
 // The bits of 8 floats, and back.
@@ -215,6 +230,11 @@ PDB_INLINE float f8_lane_tree (F8 a) {
   return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
 }
 PDB_INLINE float f8_first (F8 a) { return a.v[0]; }
+PDB_INLINE void f8_transpose8 (F8 r[8]) {
+  F8 t[8];
+  for (int q = 0; q < 8; q++) PDB_LANES t[l].v[q] = r[q].v[l];
+  for (int q = 0; q < 8; q++) r[q] = t[q];
+}
 
 PDB_INLINE I8 i8_set1 (uint32_t x) { I8 r; PDB_LANES r.v[l] = x; return r; }
 PDB_INLINE I8 i8_load (const float* p) { I8 r; PDB_LANES r.v[l] = float_bits(p[l]); return r; }

@@ -106,7 +106,8 @@ void run_all (int threads) {
     }
     std::vector<float> y(c.m * c.n);
     const std::pair<pdb::MatmulOrder, const char*> orders[] = {
-      {pdb::MatmulOrder::kLanes8, ".lanes8"}, {pdb::MatmulOrder::kBlocks128, ".blocks128"}, {pdb::MatmulOrder::kLanes8Fma, ".lanes8-fma"} };
+      {pdb::MatmulOrder::kLanes8, ".lanes8"}, {pdb::MatmulOrder::kBlocks128, ".blocks128"}, {pdb::MatmulOrder::kLanes8Fma, ".lanes8-fma"},
+      {pdb::MatmulOrder::kSequentialFma, ".sequential-fma"} };
     for (const auto& [order, order_name] : orders) {
       for (bool bf : { false, true }) {
         const std::string tag = t + "." + dims({c.m, c.k, c.n}) + order_name + (bf ? ".bf16out" : "");

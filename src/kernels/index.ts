@@ -29,7 +29,7 @@ export type { RopeRowsOptions } from './rope-rows.ts'
 export type { FmathName } from './fmath.ts'
 export type { TopkOptions } from './topk.ts'
 export { ACCUMULATION_ORDERS } from './validate.ts'
-export { dotInKernelOrder, dotBlocks128, dotLanes8Fma, KERNEL_LANES, ORDER_BLOCK } from './order.ts'
+export { dotInKernelOrder, dotBlocks128, dotLanes8Fma, dotSequentialFma, KERNEL_LANES, ORDER_BLOCK } from './order.ts'
 export { fmaF32 } from './fma.ts'
 export { CANONICAL_NAN_BITS } from './output.ts'
 export { loadNativeKernels, DEFAULT_ADDON_PATH } from './native.ts'
@@ -39,7 +39,8 @@ export { topkIndices } from './topk.ts'
 /**
  * y[m, n] = x[m, k] · W[n, k]^T (W an nn.Linear weight, row-major [out, in], float32), native.
  * Bit-identical to reference.matmulF32 for every input, whatever m, n or the thread count.
- * opts.order picks the accumulation order ('lanes8', the default, 'blocks128' or 'lanes8-fma').
+ * opts.order picks the accumulation order ('lanes8', the default, 'blocks128', 'lanes8-fma' or
+ * 'sequential-fma').
  * Writes into `out` when given (length m * n, not overlapping x or w) and returns it.
  */
 export function matmulF32 (x: Float32Array, m: number, k: number, w: Float32Array, n: number, out?: Float32Array, opts?: MatmulOptions): Float32Array {

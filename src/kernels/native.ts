@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url'
 import { PdBridgeError } from '../errors.ts'
 
 /** The ABI version this TypeScript expects from native/src/addon.cc; a mismatch means a stale build. */
-export const EXPECTED_ABI_VERSION = 6
+export const EXPECTED_ABI_VERSION = 7
 
 /** Where `npm run build:native` writes the addon. */
 export const DEFAULT_ADDON_PATH = fileURLToPath(new URL('../../native/build/Release/pdb_kernels.node', import.meta.url))
@@ -13,7 +13,7 @@ export const DEFAULT_ADDON_PATH = fileURLToPath(new URL('../../native/build/Rele
 export type KernelIsa = 'avx512' | 'avx2' | 'portable'
 
 /** The addon's code for each accumulation order (native/src/matmul.h, MatmulOrder). */
-export const MATMUL_ORDER_CODES = { lanes8: 0, blocks128: 1, 'lanes8-fma': 2 } as const
+export const MATMUL_ORDER_CODES = { lanes8: 0, blocks128: 1, 'lanes8-fma': 2, 'sequential-fma': 3 } as const
 
 /** The raw functions the addon exports (arguments already validated by src/kernels/index.ts). */
 export interface NativeKernels {

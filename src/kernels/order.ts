@@ -1,5 +1,5 @@
-// The one accumulation order of every kernel dot product, written out with Math.fround, and its FMA
-// form. native/src/kernel_order.h and dot_tile.h implement the same steps; docs/kernels.md draws them.
+// The accumulation orders of the kernel dot products, written out with Math.fround, and their FMA
+// forms. native/src/kernel_order.h and dot_tile.h implement the same steps; docs/kernels.md draws them.
 import { fmaF32 } from './fma.ts'
 
 /** Number of partial sums (lanes) a dot product keeps: one AVX2 register of float32. */
@@ -73,5 +73,16 @@ export function dotLanes8Fma (x: ArrayLike<number>, xOff: number, w: ArrayLike<n
   }
   let s = fround(fround(fround(l0 + l4) + fround(l2 + l6)) + fround(fround(l1 + l5) + fround(l3 + l7)))
   for (let i = k8; i < k; i++) s = fmaF32(x[xOff + i], w[wOff + i], s)
+  return s
+}
+
+/**
+ * The same dot product in the 'sequential-fma' order: one chain from s = +0 over i = 0 .. k-1 in
+ * increasing order, s = fma(x[i], w[i], s), each step rounded once (fmaF32). No lanes, no tree:
+ * the native kernel vectorizes across outputs instead (native/src/matmul_seq.h).
+ */
+export function dotSequentialFma (x: ArrayLike<number>, xOff: number, w: ArrayLike<number>, wOff: number, k: number): number {
+  let s = 0
+  for (let i = 0; i < k; i++) s = fmaF32(x[xOff + i], w[wOff + i], s)
   return s
 }

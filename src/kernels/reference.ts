@@ -1,7 +1,7 @@
 // The TypeScript references: every operation rounded to float32 with Math.fround, in exactly the
 // order the native kernels use. They define the kernels' results; the native code must match bit for bit.
 import { bf16ToF32 } from '../numerics/bf16.ts'
-import { dotBlocks128, dotInKernelOrder, dotLanes8Fma } from './order.ts'
+import { dotBlocks128, dotInKernelOrder, dotLanes8Fma, dotSequentialFma } from './order.ts'
 import { bitsView, storeOutput } from './output.ts'
 import { checkMatmul, checkRmsNorm } from './validate.ts'
 import type { AccumulationOrder } from './validate.ts'
@@ -17,13 +17,15 @@ export interface MatmulOptions {
   /**
    * The accumulation order of each dot product: 'lanes8' (default; dotInKernelOrder),
    * 'blocks128' (dotBlocks128: 128-long blocks in the lanes8 order, block sums added in order) or
-   * 'lanes8-fma' (dotLanes8Fma: the lanes8 order with fused multiply-adds).
+   * 'lanes8-fma' (dotLanes8Fma: the lanes8 order with fused multiply-adds) or 'sequential-fma'
+   * (dotSequentialFma: one fused multiply-add chain over k in order).
    */
   order?: AccumulationOrder
 }
 
 function dotFor (order: AccumulationOrder): typeof dotInKernelOrder {
   if (order === 'blocks128') return dotBlocks128
+  if (order === 'sequential-fma') return dotSequentialFma
   return order === 'lanes8-fma' ? dotLanes8Fma : dotInKernelOrder
 }
 

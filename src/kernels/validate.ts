@@ -92,10 +92,10 @@ export function checkFlags<F extends string> (kernel: string, opts: unknown, fla
 }
 
 /** The accumulation orders of a dot product (docs/kernels.md, "Accumulation order"). */
-export type AccumulationOrder = 'lanes8' | 'blocks128' | 'lanes8-fma'
+export type AccumulationOrder = 'lanes8' | 'blocks128' | 'lanes8-fma' | 'sequential-fma'
 
 /** Every accumulation order, in documentation order. */
-export const ACCUMULATION_ORDERS: readonly AccumulationOrder[] = ['lanes8', 'blocks128', 'lanes8-fma']
+export const ACCUMULATION_ORDERS: readonly AccumulationOrder[] = ['lanes8', 'blocks128', 'lanes8-fma', 'sequential-fma']
 
 /** Checked matmul options. */
 export interface MatmulFlags {
@@ -113,7 +113,7 @@ export function checkMatmulOptions (kernel: string, opts: unknown): MatmulFlags 
   }
   const order = (opts as { order?: unknown }).order
   if (order !== undefined && !(ACCUMULATION_ORDERS as readonly unknown[]).includes(order)) {
-    throw new NumericsError(`${kernel}: opts.order must be 'lanes8', 'blocks128' or 'lanes8-fma', got ${typeof order === 'string' ? JSON.stringify(order) : describe(order)}`)
+    throw new NumericsError(`${kernel}: opts.order must be 'lanes8', 'blocks128', 'lanes8-fma' or 'sequential-fma', got ${typeof order === 'string' ? JSON.stringify(order) : describe(order)}`)
   }
   return { roundBf16: round === true, order: (order as AccumulationOrder | undefined) ?? 'lanes8' }
 }

@@ -76,7 +76,7 @@ const profileSchema = z.strictObject({
   activations: z.enum(['f32', 'bf16']),
   vectors: z.enum(['f32', 'bf16']),
   weights: z.strictObject(Object.fromEntries(WEIGHT_GROUPS.map((g) => [g, weightFormat])) as Record<WeightGroup, typeof weightFormat>),
-  matmulOrder: z.enum(['lanes8', 'blocks128', 'lanes8-fma']),
+  matmulOrder: z.enum(['lanes8', 'blocks128', 'lanes8-fma', 'sequential-fma']),
   referenceQuant: z.strictObject({ windowFp8: z.boolean(), mainPoolFp8: z.boolean(), indexerFp4: z.boolean() }),
 })
 

@@ -117,7 +117,7 @@ describe('matmul blocks128: within its rounding-error bound of float64', () => {
 describe('matmul: the order option is checked', () => {
   it('refuses an unknown order with a NumericsError naming it', () => {
     const F = (n: number) => new Float32Array(n)
-    expect(() => matmulF32(F(4), 1, 4, F(4), 1, undefined, { order: 'pairwise' as never })).toThrow(/^matmulF32: opts.order must be 'lanes8', 'blocks128' or 'lanes8-fma', got "pairwise"/)
-    expect(() => reference.matmulBf16(F(4), 1, 4, new Uint16Array(4), 1, undefined, { order: 1 as never })).toThrow(/^reference.matmulBf16: opts.order must be 'lanes8', 'blocks128' or 'lanes8-fma', got number/)
+    expect(() => matmulF32(F(4), 1, 4, F(4), 1, undefined, { order: 'pairwise' as never })).toThrow(/^matmulF32: opts.order must be 'lanes8', 'blocks128', 'lanes8-fma' or 'sequential-fma', got "pairwise"/)
+    expect(() => reference.matmulBf16(F(4), 1, 4, new Uint16Array(4), 1, undefined, { order: 1 as never })).toThrow(/^reference.matmulBf16: opts.order must be 'lanes8', 'blocks128', 'lanes8-fma' or 'sequential-fma', got number/)
   })
 })

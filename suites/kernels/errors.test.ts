@@ -124,8 +124,8 @@ describe('native binding: its own checks stop out-of-bounds access', () => {
     expect(() => raw.matmulF32(F(4), 2.5, 2, F(4), 2, F(4), false)).toThrow(RangeError)
   })
 
-  it('refuses an order code that names no order (0 lanes8, 1 blocks128, 2 lanes8-fma)', () => {
-    expect(() => raw.matmulF32(F(4), 2, 2, F(4), 2, F(4), false, 3)).toThrow('order must be a matmul order code (0 lanes8, 1 blocks128, 2 lanes8-fma)')
+  it('refuses an order code that names no order (0 lanes8, 1 blocks128, 2 lanes8-fma, 3 sequential-fma)', () => {
+    expect(() => raw.matmulF32(F(4), 2, 2, F(4), 2, F(4), false, 4)).toThrow('order must be a matmul order code (0 lanes8, 1 blocks128, 2 lanes8-fma, 3 sequential-fma)')
     expect(() => raw.matmulBf16(F(4), 2, 2, new Uint16Array(4), 2, F(4), false, 7)).toThrow(RangeError)
     expect(() => raw.matmulF32(F(4), 2, 2, F(4), 2, F(4), false, -1)).toThrow(RangeError)
     expect(() => raw.matmulF32(F(4), 2, 2, F(4), 2, F(4), false, true as unknown as number)).toThrow(TypeError)

@@ -64,7 +64,7 @@ function record (name, out) {
 for (const threads of [1, 2]) {
   k.setThreads(threads)
   const t = 't' + threads
-  // matmul, both weight formats, every order (0 lanes8, 1 blocks128, 2 lanes8-fma), with and without
+  // matmul, both weight formats, every order (0 lanes8, 1 blocks128, 2 lanes8-fma, 3 sequential-fma), with and without
   // bf16 output. m >= 8 with k >= 64 takes avx512's 512-bit tiles: odd m, a k % 8 tail, n off the
   // 6-row tile and the 8-column thread grain, and k over two 512-long copies.
   for (const [m, kk, n, every] of [[5, 300, 19, 11], [1, 9, 7, 0], [2, 131, 9, 5], [64, 512, 64, 0], [9, 203, 23, 13], [17, 1100, 37, 0]]) {
@@ -73,7 +73,7 @@ for (const threads of [1, 2]) {
     // bf16 codes: the top halves of such values, and in every third row random codes (NaN, Inf, subnormal).
     const codes = Uint16Array.from(new Uint32Array(data(n * kk, 1, every, kk).buffer), (b, i) =>
       every > 0 && Math.floor(i / kk) % 3 === 1 && i % 17 === 0 ? Math.floor(rnd() * 65536) : b >>> 16)
-    for (const [order, orderName] of [[0, 'lanes8'], [1, 'blocks128'], [2, 'lanes8-fma']]) {
+    for (const [order, orderName] of [[0, 'lanes8'], [1, 'blocks128'], [2, 'lanes8-fma'], [3, 'sequential-fma']]) {
       for (const bf of [false, true]) {
         const tag = t + '.' + m + 'x' + kk + 'x' + n + '.' + orderName + (bf ? '.bf16out' : '')
         record('matmulF32.' + tag, k.matmulF32(x, m, kk, w, n, new Float32Array(m * n), bf, order))
@@ -238,6 +238,8 @@ describe('kernel ISA dispatch', () => {
     expect(a.results['matmulF32.t1.1x9x7.lanes8'].nan).toBe(0)
     expect(a.results['matmulF32.t2.9x203x23.lanes8-fma'].nan).toBeGreaterThan(0)
     expect(a.results['matmulF32.t2.17x1100x37.lanes8-fma'].finite).toBe(17 * 37)
+    expect(a.results['matmulF32.t2.9x203x23.sequential-fma'].nan).toBeGreaterThan(0)
+    expect(a.results['matmulF32.t2.17x1100x37.sequential-fma'].finite).toBe(17 * 37)
     const rows = [...kernels].map(([kernel, s]) => `  ${kernel.padEnd(15)} ${String(s.cases).padStart(3)} cases ${String(s.elements).padStart(8)} elements (${s.nan} NaN)  identical`)
     console.log(`isa-parity: ${isa} vs portable, ${names.length} output buffers, SHA-256 equal on all\n${rows.join('\n')}`)
   }, 120_000)

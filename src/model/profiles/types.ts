@@ -34,9 +34,10 @@ export type VectorFormat = 'f32' | 'bf16'
 /**
  * The accumulation order of every matmul dot product (docs/kernels.md): 'lanes8' is the 8-lane
  * order; 'blocks128' reduces each 128-long block in that order and adds the block sums in order;
- * 'lanes8-fma' is the 8-lane order with fused multiply-adds.
+ * 'lanes8-fma' is the 8-lane order with fused multiply-adds; 'sequential-fma' is one fused
+ * multiply-add chain over k in order.
  */
-export type MatmulOrder = 'lanes8' | 'blocks128' | 'lanes8-fma'
+export type MatmulOrder = 'lanes8' | 'blocks128' | 'lanes8-fma' | 'sequential-fma'
 
 /** The DeepSeek reference's quantisation round trips on cached activations, each a switch. */
 export interface ReferenceQuant {
