@@ -9,7 +9,8 @@
 // where the report goes: a --runs elsewhere alone is a trial and leaves results/ alone.
 //
 //   npx zx protocols/needle.mjs [--lengths 512,2048,4096,8192] [--depths 0,0.25,0.5,0.75,1] [--needles N] [--seed N]
-//     [--out results] [--cold-runs results/runs] [--micro results/micro] [--no-generate]
+//     [--out results] [--cold-runs results/runs] [--micro results/micro] [--no-generate] [--bridged-only]
+//   npx zx protocols/needle.mjs --preset needle-long --lengths 1000000 --depths 0 --bridged-only   (docs/long-runs.md)
 //   npx zx protocols/needle.mjs --url http://front:8012 --native-url http://decoder-alone:8000 --model NAME
 //   npx zx protocols/needle.mjs --help
 
@@ -32,7 +33,8 @@ record in --runs; then the depth x length table, and RESULTS.md is regenerated.
 
   --preset NAME            embedded stack's checkpoint preset (default needle)
   --lengths N,N,...        prompt sizes in tokens (default 512,2048,4096,8192); each plus the answer
-                           budget must fit the embedded stack's window (32,768 for needle and tiny)
+                           budget must fit the embedded stack's window (32,768 for needle and tiny,
+                           1,048,576 for needle-long)
   --depths X,X,...         depths of the asked needle, 0..1 (default 0,0.25,0.5,0.75,1)
   --needles N              needles per document, 1..4 (default 1)
   --repeats N              runs per cell, each with its own seed (default 1)
@@ -40,6 +42,8 @@ record in --runs; then the depth x length table, and RESULTS.md is regenerated.
   --max-tokens N           the answer budget (default 300; below 256 only with --allow-short-budget)
   --allow-short-budget     allow a budget below 256 (recorded)
   --min-distance N         least tokens from a needle's value to the end (default max(192, block size + 1))
+  --bridged-only           embedded stack: no decoder-alone leg (for prompts whose native leg would
+                           double a long run; the record says the native leg was not run)
   --url URL                a deployment's bridged front door instead of the embedded stack
   --native-url URL         a deployment's decoder alone
   --model NAME             the model name to ask a deployment for (default: the first it lists)
@@ -68,7 +72,7 @@ checkArgv('needle', argv, {
   'max-tokens': 'string', 'allow-short-budget': 'boolean', 'min-distance': 'string', 'chars-per-token': 'string',
   url: 'string', 'native-url': 'string', model: 'string', tokenizer: 'string', ledger: 'string', runs: 'string',
   geometry: 'string', 'block-size': 'string', 'state-dir': 'string', 'leg-timeout-s': 'string',
-  out: 'string', 'cold-runs': 'string', micro: 'string', generate: 'negatable', ...PREFILL_ENGINE_FLAGS,
+  out: 'string', 'cold-runs': 'string', micro: 'string', generate: 'negatable', 'bridged-only': 'boolean', ...PREFILL_ENGINE_FLAGS,
 })
 const torchFlags = prefillEngineFlags('needle', argv, argv.url !== undefined || argv['native-url'] !== undefined)
 
@@ -141,6 +145,7 @@ const opts = {
   legTimeoutMs: int('leg-timeout-s', argv['leg-timeout-s'] ?? 1800, 1) * 1000,
 }
 const remote = opts.url !== undefined || opts.nativeUrl !== undefined
+if (argv['bridged-only'] === true && remote) fail('--bridged-only is for the embedded stack; against a deployment, leave out --native-url')
 if (!remote && !isPresetName(opts.preset)) fail(`--preset ${opts.preset}: not a preset (${PRESET_NAMES.join(', ')})`)
 let budget
 try {
@@ -214,10 +219,13 @@ try {
       stateDir, preset: opts.preset, seed: EMBEDDED_DEFAULTS.seed, blockSize, port: 0, routing: { minTokens: blockSize + 1 }, torchPrefill,
       onDeath: (message) => say(`a child died: ${message}`),
     })
-    say('starting a second decoder with an empty block store (the decoder-alone leg)')
-    const native = nativeLeg = await startNativeLeg(stack, 'needle')
     frontUrl = stack.urls.front
-    nativeUrl = native.url
+    if (argv['bridged-only'] === true) say('--bridged-only: no decoder-alone leg')
+    else {
+      say('starting a second decoder with an empty block store (the decoder-alone leg)')
+      const native = nativeLeg = await startNativeLeg(stack, 'needle')
+      nativeUrl = native.url
+    }
     model = stack.modelName
     tokenizer = await loadTokenizer(stack.checkpoint.dir)
     environment = embeddedEnvironment({ preset: opts.preset, seed: EMBEDDED_DEFAULTS.seed, blockSize, prefillProfile: stack.prefillLabel, sidecarFingerprint: stack.sidecar.fingerprint }, undefined, stack.prefillGpu)

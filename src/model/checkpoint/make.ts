@@ -9,7 +9,7 @@ import { buildTokenizerFiles, PAD_TOKEN, NAMED_SPECIAL_TOKENS } from '../tokeniz
 import { initialValues, mirrorIndexerHeads } from './init.ts'
 import { deepseekLayout } from './naming.ts'
 import { expectedParameters } from './params.ts'
-import { presetConfig } from './presets.ts'
+import { NEEDLE_PRESETS, presetConfig } from './presets.ts'
 import { assertSeed } from './random.ts'
 import { writeNeedleCircuit } from './needle/circuit.ts'
 import { needleVocabulary } from './needle/words.ts'
@@ -137,7 +137,7 @@ export async function makeCheckpoint (opts: MakeCheckpointOptions): Promise<Made
   }
   await prepareOutDir(opts.out, opts.force === true)
 
-  const needle = opts.preset === 'needle'
+  const needle = NEEDLE_PRESETS.includes(opts.preset)
   const tensors = makeTensors(cfg, opts.seed, opts.onTensor)
   if (needle) writeNeedleCircuit(cfg, opts.seed, tensors)
   if (opts.mirrorIndexerHeads === true) mirrorIndexerHeads(cfg, tensors)

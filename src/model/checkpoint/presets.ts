@@ -209,7 +209,18 @@ function longJson (): Record<string, unknown> {
   }
 }
 
-const PRESETS = { tiny: tinyJson, small: smallJson, needle: needleJson, 'flash-schedule': flashScheduleJson, 'flash-attn': flashAttnJson, long: longJson } as const
+/**
+ * `needle-long`: the long architecture (and config) with the needle circuit written over it
+ * (docs/needle-checkpoint.md, "The long needle"), so retrieval can be asked of a million-token prompt.
+ */
+function needleLongJson (): Record<string, unknown> {
+  return longJson()
+}
+
+const PRESETS = { tiny: tinyJson, small: smallJson, needle: needleJson, 'flash-schedule': flashScheduleJson, 'flash-attn': flashAttnJson, long: longJson, 'needle-long': needleLongJson } as const
+
+/** The presets whose weights are the needle circuit (and whose tokenizer holds the needle words). */
+export const NEEDLE_PRESETS: readonly string[] = ['needle', 'needle-long']
 
 /** A preset's name. */
 export type PresetName = keyof typeof PRESETS

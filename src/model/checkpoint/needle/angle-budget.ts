@@ -6,7 +6,7 @@
 // relative rotation, the second the stale-factor error, growing with the absolute position e.
 import type { DeepseekV4Config } from '../../config.ts'
 import { ropeInvFreq } from '../../rope.ts'
-import { LAYER1 } from './layout.ts'
+import { LAYER1, needlePlan } from './layout.ts'
 
 /** One match pair's numbers. */
 export interface PairBudget {
@@ -54,7 +54,7 @@ export function angleBudget (cfg: DeepseekV4Config, staleFactor: number, maxDist
   const nativeWindow = p.originalMaxPositionEmbeddings ?? cfg.maxPositionEmbeddings
   const f = ropeInvFreq(p)
   const g = ropeInvFreq({ ...p, factor: staleFactor })
-  const pairs = LAYER1.matchPairs
+  const pairs = needlePlan(cfg).matchPairs
   const n = pairs.length
   const alignment = (distance: number, position: number) => {
     let s = 0

@@ -24,7 +24,7 @@ import { presetConfig } from '../presets.ts'
 import { ropeInvFreq } from '../../rope.ts'
 import { expectedParameters, type ParamSpec } from '../params.ts'
 import { streamFor } from '../random.ts'
-import { CH, HEAD, KEY_COUNT, LAYER0, LAYER1, TEXTURE_NORM, TEXTURE_WEIGHT_STD, VALUE_COUNT, needleTokenIds } from './layout.ts'
+import { CH, HEAD, KEY_COUNT, LAYER0, LAYER1, TEXTURE_NORM, TEXTURE_WEIGHT_STD, VALUE_COUNT, needlePlan, needleTokenIds } from './layout.ts'
 
 /** A weight being written: values in float32, row-major [out, in] for linears. */
 class Draft {
@@ -86,13 +86,15 @@ export function keyCode (k: number, i: number): [number, number] {
   return ([[1, 0], [0, 1], [-1, 0], [0, -1]] as const)[quarter] as [number, number]
 }
 
+// The architectures the circuit is laid out for: tiny's (the needle preset) and long's (needle-long).
 function checkArchitecture (cfg: DeepseekV4Config): void {
-  const tiny = presetConfig('tiny')
-  const same = cfg.hiddenSize === tiny.hiddenSize && cfg.headDim === tiny.headDim && cfg.qkRopeHeadDim === tiny.qkRopeHeadDim &&
-    cfg.numAttentionHeads === tiny.numAttentionHeads && cfg.oGroups === tiny.oGroups && cfg.oLoraRank === tiny.oLoraRank &&
-    cfg.qLoraRank === tiny.qLoraRank && cfg.layerTypes.join() === tiny.layerTypes.join() && cfg.hcMult === tiny.hcMult &&
-    cfg.indexHeadDim === tiny.indexHeadDim && cfg.indexNHeads === tiny.indexNHeads
-  if (!same) throw new PdBridgeError('needle checkpoint: the circuit is laid out for the tiny architecture (hidden 256, 4 heads x 128, layers [sliding, CSA, HCA, CSA])')
+  const same = (ref: DeepseekV4Config) => cfg.hiddenSize === ref.hiddenSize && cfg.headDim === ref.headDim && cfg.qkRopeHeadDim === ref.qkRopeHeadDim &&
+    cfg.numAttentionHeads === ref.numAttentionHeads && cfg.oGroups === ref.oGroups && cfg.oLoraRank === ref.oLoraRank &&
+    cfg.qLoraRank === ref.qLoraRank && cfg.layerTypes.join() === ref.layerTypes.join() && cfg.hcMult === ref.hcMult &&
+    cfg.indexHeadDim === ref.indexHeadDim && cfg.indexNHeads === ref.indexNHeads
+  if (!same(presetConfig('tiny')) && !same(presetConfig('long'))) {
+    throw new PdBridgeError('needle checkpoint: the circuit is laid out for the tiny architecture (hidden 256, 4 heads x 128, layers [sliding, CSA, HCA, CSA]) or the long one (layers [sliding, CSA, HCA, sliding], one indexer head of 64)')
+  }
 }
 
 /** Write the circuit over `tensors` (the tiny random init, makeTensors(cfg, seed)): the needle checkpoint's tensors. */
@@ -106,6 +108,8 @@ export function writeNeedleCircuit (cfg: DeepseekV4Config, seed: number, tensors
   const hd = cfg.headDim
   const nope = hd - cfg.qkRopeHeadDim
   const ropeDim = (pair: number) => nope + 2 * pair
+  const plan = needlePlan(cfg)
+  const ihd = cfg.indexHeadDim
 
   // Embedding: one + flags + texture of fixed norm.
   const emb = d.zero('model.embed_tokens.weight')
@@ -199,42 +203,43 @@ export function writeNeedleCircuit (cfg: DeepseekV4Config, seed: number, tensors
     d.fill(`${a}.q_a_norm.weight`, 1)
     for (let k = 0; k < KEY_COUNT; k++) {
       d.set(`${a}.q_a_proj.weight`, k, CH.ask + k, 1)
-      LAYER1.matchPairs.forEach((pair, i) => {
+      plan.matchPairs.forEach((pair, i) => {
         const [x, y] = keyCode(k, i)
         d.set(`${a}.q_b_proj.weight`, ropeDim(pair), k, x)
         d.set(`${a}.q_b_proj.weight`, ropeDim(pair) + 1, k, y)
       })
-      d.set(`${ix}.q_b_proj.weight`, 0, k, 1)
+      d.set(`${ix}.q_b_proj.weight`, plan.indexerFlagDim, k, 1)
     }
     d.set(`${ix}.scorer.weights_proj.weight`, 0, CH.one, 1)
-    for (const half of [0, hd]) {
+    // The overlap halves of each entry: the compressor's (head_dim wide) and the indexer's.
+    for (const [half, ixHalf] of [[0, 0], [hd, ihd]]) {
       for (let k = 0; k < KEY_COUNT; k++) {
-        LAYER1.matchPairs.forEach((pair, i) => {
+        plan.matchPairs.forEach((pair, i) => {
           const [x, y] = keyCode(k, i)
           d.set(`${c}.kv_proj.weight`, half + ropeDim(pair), CH.needle + k, x)
           d.set(`${c}.kv_proj.weight`, half + ropeDim(pair) + 1, CH.needle + k, y)
         })
-        d.set(`${ix}.kv_proj.weight`, half, CH.needle + k, 1)
+        d.set(`${ix}.kv_proj.weight`, ixHalf + plan.indexerFlagDim, CH.needle + k, 1)
       }
-      // A value token's gate wins the identity dims, the match pairs and the indexer's dim 0.
-      const gated = [...range(0, VALUE_COUNT, half + LAYER1.identityDim), ...LAYER1.matchPairs.flatMap((p) => [half + ropeDim(p), half + ropeDim(p) + 1])]
+      // A value token's gate wins the identity dims, the match pairs and the indexer's flag dim.
+      const gated = [...range(0, VALUE_COUNT, half + LAYER1.identityDim), ...plan.matchPairs.flatMap((p) => [half + ropeDim(p), half + ropeDim(p) + 1])]
       for (let v = 0; v < VALUE_COUNT; v++) {
         d.set(`${c}.kv_proj.weight`, half + LAYER1.identityDim + v, CH.value + v, 1)
         for (const r of gated) d.set(`${c}.gate_proj.weight`, r, CH.value + v, LAYER1.gateWeight)
-        d.set(`${ix}.gate_proj.weight`, half, CH.value + v, LAYER1.gateWeight)
+        d.set(`${ix}.gate_proj.weight`, ixHalf + plan.indexerFlagDim, CH.value + v, LAYER1.gateWeight)
       }
       textureRows(d, `${c}.kv_proj.weight`, range(...LAYER1.textureDims, half), hidden, rng)
-      textureRows(d, `${ix}.kv_proj.weight`, range(1, hd, half), hidden, rng)
+      textureRows(d, `${ix}.kv_proj.weight`, range(...plan.indexerTextureDims, ixHalf), hidden, rng)
     }
     d.zero(`${c}.position_bias`)
     d.zero(`${ix}.position_bias`)
     d.fill(`${ix}.kv_norm.weight`, 1)
     // A needle entry: four match pairs of length ~1 and one identity dim, texture averaged over the slots.
     const entryTexture = (LAYER1.textureDims[1] - LAYER1.textureDims[0]) * TEXTURE_WEIGHT_STD ** 2 * TEXTURE_NORM ** 2 / slots
-    const entryUnit = normalisedUnit(LAYER1.matchPairs.length + 1, entryTexture, hd)
+    const entryUnit = normalisedUnit(plan.matchPairs.length + 1, entryTexture, hd)
     const cNorm = d.fill(`${c}.kv_norm.weight`, 1)
     for (let v = 0; v < VALUE_COUNT; v++) cNorm[LAYER1.identityDim + v] = 1 / entryUnit
-    for (const p of LAYER1.matchPairs) { cNorm[ropeDim(p)] = LAYER1.pairKeyNorm / entryUnit; cNorm[ropeDim(p) + 1] = LAYER1.pairKeyNorm / entryUnit }
+    for (const p of plan.matchPairs) { cNorm[ropeDim(p)] = LAYER1.pairKeyNorm / entryUnit; cNorm[ropeDim(p) + 1] = LAYER1.pairKeyNorm / entryUnit }
     d.zero(`${a}.sinks`)[0] = LAYER1.sink
     for (let v = 0; v < VALUE_COUNT; v++) {
       d.set(`${a}.o_a_proj.weight`, v, LAYER1.identityDim + v, 1)

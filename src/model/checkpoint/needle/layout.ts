@@ -72,6 +72,31 @@ export const LAYER1 = Object.freeze({
   gateWeight: 4,
 })
 
+/**
+ * Where layer 1 carries the match for an architecture the circuit supports. The tiny architecture
+ * (the `needle` preset; indexer heads of 128 with 64 rope dims): match pairs 16..19 (LAYER1) and the
+ * indexer's needle flag on its unroped dim 0. The `needle-long` preset (the `long` architecture:
+ * one indexer head of 64, every dim roped) serves 1,048,576 positions: the match moves to the four
+ * slowest compress-rope pairs 28..31, and the indexer's flag to the first dim of the slowest pair
+ * (31), whose relative turn stays under 0.3 rad over a million tokens, so a needle entry still
+ * scores above 0 (docs/needle-checkpoint.md, "The long needle").
+ */
+export interface NeedlePlan {
+  matchPairs: readonly number[]
+  /** Indexer head dim that carries the needle flag (query and entries). */
+  indexerFlagDim: number
+  /** Indexer dims [lo, hi) of each entry half that carry texture. */
+  indexerTextureDims: readonly [number, number]
+}
+
+/** The plan for `cfg`: by whether the indexer head has unroped dims. */
+export function needlePlan (cfg: { indexHeadDim: number, qkRopeHeadDim: number }): NeedlePlan {
+  if (cfg.indexHeadDim > cfg.qkRopeHeadDim) return { matchPairs: LAYER1.matchPairs, indexerFlagDim: 0, indexerTextureDims: [1, cfg.indexHeadDim] }
+  const slowest = cfg.qkRopeHeadDim / 2 - 1
+  const flag = cfg.indexHeadDim - cfg.qkRopeHeadDim + 2 * slowest
+  return { matchPairs: [slowest - 3, slowest - 2, slowest - 1, slowest], indexerFlagDim: flag, indexerTextureDims: [0, flag] }
+}
+
 /** Head: logits per unit of residual flag. */
 export const HEAD = Object.freeze({ answer: 8, unknown: 4, eos: 16 })
 
