@@ -3,7 +3,7 @@
 
 Runs on a CUDA machine with transformers 5.17 (never in CI):
 
-  hf_needle.py --model DIR --cases CASES.json --out PROOF.json
+  hf_needle.py --model DIR --cases CASES.json --out PROOF.json [--chunk N] [--dtypes float32,bfloat16]
 
 DIR is `pd-bridge make-checkpoint --preset needle --seed 1 --out DIR`; CASES.json is
 `npx tsx harness/make-needle-cases.ts CASES.json`. For each case: the tokenizer's ids for the case's
@@ -28,12 +28,19 @@ from transformers import AutoTokenizer  # noqa: E402
 
 
 @torch.no_grad()
-def answer(model, ids, steps):
-    x = torch.tensor([ids], device=DEVICE)
-    out = model(x, use_cache=True)
+def answer(model, ids, steps, chunk=0):
+    """Greedy `steps` tokens after `ids`. chunk > 0 prefills `chunk` tokens per forward through the
+    model's own cache (eager attention's score matrix is quadratic: one-shot runs out of GPU memory
+    at 64K tokens on the needle-long architecture)."""
+    if chunk <= 0:
+        chunk = len(ids)
+    cache = None
+    for start in range(0, len(ids), chunk):
+        x = torch.tensor([ids[start:start + chunk]], device=DEVICE)
+        out = model(x, past_key_values=cache, use_cache=True)
+        cache = out.past_key_values
     logits = out.logits[0, -1].float()
     top = torch.topk(logits, 2)
-    cache = out.past_key_values
     tokens = []
     nxt = logits.argmax().view(1, 1)
     for _ in range(steps):
@@ -49,6 +56,8 @@ def main():
     ap.add_argument('--model', required=True)
     ap.add_argument('--cases', required=True)
     ap.add_argument('--out', required=True)
+    ap.add_argument('--chunk', type=int, default=0, help='prefill this many tokens per forward (0: one shot)')
+    ap.add_argument('--dtypes', default='float32,bfloat16', help='comma-separated: float32, bfloat16')
     args = ap.parse_args()
     with open(args.cases) as f:
         cases = json.load(f)['cases']
@@ -56,9 +65,9 @@ def main():
     eos = tok.eos_token_id
     unknown = tok.convert_tokens_to_ids(' unknown')
     report = {'transformers': transformers.__version__, 'torch': torch.__version__, 'device': torch.cuda.get_device_name(0) if DEVICE == 'cuda' else 'cpu',
-              'checkpoint_sha256': checkpoint_digest(args.model), 'tf32': 'off', 'cases': []}
+              'checkpoint_sha256': checkpoint_digest(args.model), 'tf32': 'off', 'chunk': args.chunk, 'cases': []}
     models = {}
-    for dtype in (torch.float32, torch.bfloat16):
+    for dtype in [getattr(torch, d) for d in args.dtypes.split(',')]:
         model, info = load(args.model, dtype)
         models[str(dtype).replace('torch.', '')] = model
         if dtype == torch.float32:
@@ -74,7 +83,7 @@ def main():
         row = {'name': c['name'], 'digest': c['digest'], 'tokens': len(c['ids']), 'tokenizer_ids_equal': hf_ids == c['ids'],
                'expected': [expected_token, eos], 'needle_positions': [n['position'] for n in c['needles']]}
         for name, model in models.items():
-            tokens, margin = answer(model, c['ids'], 2)
+            tokens, margin = answer(model, c['ids'], 2, args.chunk)
             row[name] = {'greedy': tokens, 'text': tok.decode(tokens), 'margin': round(margin, 4), 'pass': tokens == [expected_token, eos]}
         report['cases'].append(row)
         print(row['name'], row['tokens'], {k: (row[k]['text'], row[k]['margin'], row[k]['pass']) for k in models}, 'tokenizer', row['tokenizer_ids_equal'], flush=True)

@@ -53,6 +53,15 @@ export const EMBEDDED_DEFAULTS = {
 /** Tokens of the window a bridged prompt leaves for its answer: the gate's default PD_MIN_ANSWER_TOKENS. */
 export const EMBEDDED_ANSWER_ROOM = 256
 
+/**
+ * The largest request body the stack's front door and decoder accept: room for a prompt that fills
+ * the served window as JSON text (32 bytes a token), and never below the servers' own 4 MiB default.
+ * A 1M-token document is about 5 MB of text, over the default (docs/long-runs.md).
+ */
+export function embeddedBodyBytes (window: number): number {
+  return Math.max(4 * 1024 * 1024, 32 * window)
+}
+
 /** What the stack reports while it starts: the supervisor's events plus the files it makes or reuses. */
 export type StackEvent =
   | SupervisorEvent
@@ -100,6 +109,8 @@ export interface EmbeddedStack {
   /** The model id the decoder serves and hashes into block keys. */
   modelName: string
   blockSize: number
+  /** The largest request body the front door and the decoder accept (embeddedBodyBytes, or front.json's). */
+  maxBodyBytes: number
   urls: { prefill: string, share: string, decoder: string, front: string }
   /** What the prefill engine is: its numerics profile, or `transformers bf16 on cuda (GPU name)`. */
   prefillLabel: string
@@ -162,6 +173,9 @@ export async function startEmbeddedStack (options: EmbeddedStackOptions): Promis
   await refuseIfRunning(paths.record, options.home ?? paths.stateDir)
   // Your front door settings (never written by the stack), checked before anything starts.
   const user = await readUserFrontSettings(paths.userFrontConfig)
+  // The decoder takes every body the front door lets through (front.json's limits.maxBodyBytes may raise it).
+  const userBody = (user.rest.limits as { maxBodyBytes?: number } | undefined)?.maxBodyBytes
+  const maxBodyBytes = Math.max(embeddedBodyBytes(cfg.maxPositionEmbeddings), userBody ?? 0)
   const listen = {
     host: options.host ?? user.listen?.host ?? EMBEDDED_DEFAULTS.host,
     port: options.port ?? user.listen?.port ?? EMBEDDED_DEFAULTS.port,
@@ -211,10 +225,11 @@ export async function startEmbeddedStack (options: EmbeddedStackOptions): Promis
         ? supervisor.start({ ...common, env: { ...childEnv, PYTHONUNBUFFERED: '1' }, name: 'prefill-engine', args: [], argv: torchPrefillArgv(options.torchPrefill, { model: checkpoint.dir, sidecar: sidecar.dir, captureRoot: paths.captures }) })
         : supervisor.start({ ...common, name: 'prefill-engine', args: ['prefill-engine', '--model', checkpoint.dir, '--sidecar', sidecar.dir, '--capture-root', paths.captures, '--profile', options.prefillProfile ?? (decoderEngine === 'llama.cpp' ? LLAMA_CPP_PROFILE : EMBEDDED_PREFILL_PROFILE), '--port', '0'] }),
       supervisor.start({ ...common, name: 'share', args: ['share', '--root', paths.captures, '--port', '0'] }),
-      supervisor.start({ ...common, name: 'decoder', args: decoderArgs({ decoderEngine, profile, checkpoint, gguf, blockSize, modelName }, cacheDir) }),
+      supervisor.start({ ...common, name: 'decoder', args: decoderArgs({ decoderEngine, profile, checkpoint, gguf, blockSize, modelName, maxBodyBytes }, cacheDir) }),
     ])
     const frontConfig = {
       ...user.rest,
+      limits: { maxBodyBytes, ...(user.rest.limits as Record<string, unknown> | undefined) },
       listen,
       decoder: { url: decoder.url, model: checkpoint.dir, modelName, profile, cacheDir, blockSize, engine: decoderEngine, kvCacheType: 'F32' },
       prefill: { url: prefill.url, ...user.prefill },
@@ -253,7 +268,7 @@ export async function startEmbeddedStack (options: EmbeddedStackOptions): Promis
     supervisor.onDeath((_child, message) => options.onDeath?.(message))
     const gpu = typeof prefill.fields.device_name === 'string' && prefill.fields.device_name !== '' ? prefill.fields.device_name : undefined
     return {
-      paths, checkpoint, sidecar, decoderEngine, profile, ...(gguf !== undefined ? { gguf } : {}), cacheDir, logDir: paths.logs, modelName, blockSize,
+      paths, checkpoint, sidecar, decoderEngine, profile, ...(gguf !== undefined ? { gguf } : {}), cacheDir, logDir: paths.logs, modelName, blockSize, maxBodyBytes,
       urls: { prefill: prefill.url, share: share.url, decoder: decoder.url, front: front.url },
       prefillLabel: options.torchPrefill !== undefined ? torchPrefillLabel(options.torchPrefill, gpu) : options.prefillProfile ?? (decoderEngine === 'llama.cpp' ? LLAMA_CPP_PROFILE : EMBEDDED_PREFILL_PROFILE),
       ...(options.torchPrefill !== undefined && gpu !== undefined && options.torchPrefill.device !== 'cpu' ? { prefillGpu: gpu } : {}),
@@ -276,8 +291,9 @@ async function allOrFirstFailure<T> (promises: Array<Promise<T>>): Promise<T[]> 
 }
 
 /** What a decoder child of the stack is started with: ours under the profile, or llama.cpp on the GGUF (the checkpoint gives tokenizer and config). */
-function decoderArgs (d: Pick<EmbeddedStack, 'decoderEngine' | 'profile' | 'checkpoint' | 'gguf' | 'blockSize' | 'modelName'>, cacheDir: string): string[] {
-  const common = ['--model', d.checkpoint.dir, '--cache-dir', cacheDir, '--block-size', String(d.blockSize), '--port', '0', '--model-name', d.modelName]
+function decoderArgs (d: Pick<EmbeddedStack, 'decoderEngine' | 'profile' | 'checkpoint' | 'gguf' | 'blockSize' | 'modelName' | 'maxBodyBytes'>, cacheDir: string): string[] {
+  const common = ['--model', d.checkpoint.dir, '--cache-dir', cacheDir, '--block-size', String(d.blockSize), '--port', '0', '--model-name', d.modelName,
+    '--max-body-bytes', String(d.maxBodyBytes)]
   if (d.decoderEngine !== 'llama.cpp') return ['decoder', ...common, '--profile', d.profile]
   if (d.gguf === undefined) throw new StackError('the llama.cpp decoder needs its GGUF')
   return ['decoder', '--engine', 'llama.cpp', '--gguf', d.gguf.path, '--kv-cache-type', 'F32', ...common]

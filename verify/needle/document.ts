@@ -188,7 +188,20 @@ export function buildNeedleDocument (options: NeedleDocumentOptions): NeedleDocu
     n = Math.max(0, n - Math.max(1, Math.floor((total - target) / perSentence)))
     total = totalWith(n)
   }
-  while (totalWith(n + 1) <= target) n++
+  // Up to the last count that fits, in strides of the estimated room (halved on overshoot): one
+  // sentence at a time would measure a million-token prompt hundreds of times. Prompt length grows
+  // with the sentence count, so this ends at the same n as stepping by one.
+  let stride = Math.max(1, Math.floor((target - total) / perSentence))
+  for (;;) {
+    const next = totalWith(n + stride)
+    if (next <= target) {
+      n += stride
+      total = next
+      stride = Math.max(1, Math.floor((target - total) / perSentence))
+    }
+    else if (stride === 1) break
+    else stride = Math.max(1, Math.floor(stride / 2))
+  }
 
   // Place the needles among n filler sentences; undefined when the measured result breaks a rule.
   const place = (n: number): NeedleDocument | undefined => {

@@ -1,6 +1,7 @@
 // One streamed chat completion against any OpenAI-compatible server: the answer text, the finish
 // reason, usage (when the server sends it), and from a pd-bridge front door the `pd_bridge` field
 // and the X-PD-Bridge header. Greedy, with the answer budget as max_tokens.
+import { Agent, fetch } from 'undici'
 import { PdBridgeError } from '../../src/errors.ts'
 import type { ChatMessage } from '../../src/model/tokenizer/index.ts'
 import { apiKeyFromEnv, authHeaders } from '../../src/http/api-key.ts'
@@ -45,12 +46,25 @@ export async function streamChat (r: StreamRequest): Promise<StreamedAnswer> {
   const url = `${r.baseUrl.replace(/\/+$/, '')}/v1/chat/completions`
   const body = { model: r.model, messages: r.messages, max_tokens: r.maxTokens, temperature: 0, stream: true, stream_options: { include_usage: true } }
   const started = performance.now()
-  let res: Response
+  // A bridged front door sends its headers when the bridge is done (X-PD-Bridge carries the verdict):
+  // for a long prompt that is past undici's default 300 s, so the leg's own timeout bounds the wait.
+  const dispatcher = new Agent({ headersTimeout: r.timeoutMs, bodyTimeout: r.timeoutMs })
   try {
-    res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...authHeaders(apiKeyFromEnv()) }, body: JSON.stringify(body), signal: AbortSignal.timeout(r.timeoutMs) })
+    return await read(r, url, body, started, dispatcher)
+  }
+  finally {
+    await dispatcher.close()
+  }
+}
+
+async function read (r: StreamRequest, url: string, body: unknown, started: number, dispatcher: Agent): Promise<StreamedAnswer> {
+  let res: Awaited<ReturnType<typeof fetch>>
+  try {
+    res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...authHeaders(apiKeyFromEnv()) }, body: JSON.stringify(body), signal: AbortSignal.timeout(r.timeoutMs), dispatcher })
   }
   catch (e) {
-    throw new PdBridgeError(`${r.leg} leg: ${url} did not answer: ${(e as Error).message}`)
+    const cause = (e as { cause?: { message?: string } }).cause?.message
+    throw new PdBridgeError(`${r.leg} leg: ${url} did not answer: ${(e as Error).message}${cause !== undefined ? ` (${cause})` : ''}`)
   }
   if (res.status !== 200 || res.body === null) {
     const text = await res.text().catch(() => '')
