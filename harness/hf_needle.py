@@ -14,6 +14,7 @@ with the margin of the answer's logit over the runner-up at the question. Also t
 the file's names and values). TF32 is off.
 """
 import argparse
+import gzip
 import json
 import os
 import sys
@@ -59,7 +60,8 @@ def main():
     ap.add_argument('--chunk', type=int, default=0, help='prefill this many tokens per forward (0: one shot)')
     ap.add_argument('--dtypes', default='float32,bfloat16', help='comma-separated: float32, bfloat16')
     args = ap.parse_args()
-    with open(args.cases) as f:
+    # A case file may travel gzipped (a million-token document is 14 MB as JSON).
+    with (gzip.open(args.cases, 'rt') if args.cases.endswith('.gz') else open(args.cases)) as f:
         cases = json.load(f)['cases']
     tok = AutoTokenizer.from_pretrained(args.model)
     eos = tok.eos_token_id

@@ -2,7 +2,7 @@
 // `needle` preset, a depth x length grid past the native window, distractors and an absent key.
 // The CI test (suites/needle-checkpoint) rebuilds the same cases and checks their digests against
 // harness/fixtures/needle-proof.json, so the proof always names the cases it ran.
-// Run: npx tsx harness/make-needle-cases.ts OUT.json [--lengths N,N,...]   (default 512,2048,4096,8192)
+// Run: npx tsx harness/make-needle-cases.ts OUT.json [--lengths N,N,...] [--depths X,X,...]   (default 512,2048,4096,8192 at 0,0.5,1)
 import { createHash } from 'node:crypto'
 import { writeFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
@@ -68,13 +68,16 @@ function makeCase (tok: Tokenizer, name: string, length: number, needles: CaseNe
 /** The lengths of the proof's grid. */
 export const PROOF_LENGTHS: readonly number[] = [512, 2048, 4096, 8192]
 
-/** The grid the proof runs: `lengths` (default 512..8192) at depths 0, 0.5, 1; three needles with distractors; an absent key. */
-export function needleCases (lengths: readonly number[] = PROOF_LENGTHS): NeedleCase[] {
+/** The depths of the proof's grid. */
+export const PROOF_DEPTHS: readonly number[] = [0, 0.5, 1]
+
+/** The grid the proof runs: `lengths` (default 512..8192) at `depths` (default 0, 0.5, 1); three needles with distractors; an absent key. */
+export function needleCases (lengths: readonly number[] = PROOF_LENGTHS, depths: readonly number[] = PROOF_DEPTHS): NeedleCase[] {
   const tok = tokenizer()
   const cases: NeedleCase[] = []
   let i = 0
   for (const length of lengths) {
-    for (const depth of [0, 0.5, 1]) {
+    for (const depth of depths) {
       const key = i % NEEDLE_KEYS.length
       const value = (5 * i + 3) % NEEDLE_VALUES.length
       cases.push(makeCase(tok, `L${length}-d${depth}`, length, [{ key, value, depth }], key))
@@ -96,11 +99,16 @@ export function caseDigest (c: NeedleCase): string {
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const out = process.argv[2]
-  const lengths = process.argv[3] === '--lengths' ? (process.argv[4] ?? '').split(',').map(Number) : undefined
-  if (out === undefined || (lengths !== undefined && !lengths.every((n) => Number.isSafeInteger(n) && n > 0))) {
-    throw new Error('usage: npx tsx harness/make-needle-cases.ts OUT.json [--lengths N,N,...]')
+  const flag = (name: string): number[] | undefined => {
+    const at = process.argv.indexOf(name)
+    return at < 0 ? undefined : (process.argv[at + 1] ?? '').split(',').map(Number)
   }
-  const cases = needleCases(lengths).map((c) => ({ ...c, digest: caseDigest(c) }))
+  const lengths = flag('--lengths')
+  const depths = flag('--depths')
+  if (out === undefined || out.startsWith('--') || !(lengths ?? [1]).every((n) => Number.isSafeInteger(n) && n > 0) || !(depths ?? [0]).every((d) => d >= 0 && d <= 1)) {
+    throw new Error('usage: npx tsx harness/make-needle-cases.ts OUT.json [--lengths N,N,...] [--depths X,X,...]')
+  }
+  const cases = needleCases(lengths, depths).map((c) => ({ ...c, digest: caseDigest(c) }))
   writeFileSync(out, JSON.stringify({ cases }, null, 1) + '\n')
   console.log(`${cases.length} cases -> ${out}: ${cases.map((c) => `${c.name} (${c.ids.length} tokens)`).join(', ')}`)
 }

@@ -37,6 +37,8 @@ describe('your front.json', () => {
     expect(generated.routing).toEqual({ minTokens: 600, minTail: 256, maxBridgeTokens: 32768 - 256 })
     expect(generated.queue).toEqual({ maxWaiting: 2 })
     expect(generated.deadlines).toEqual({ linkMs: 4000 })
+    // The body limit fits a prompt that fills the window (32 B a token), never below 4 MiB.
+    expect(generated.limits).toEqual({ maxBodyBytes: 4 * 1024 * 1024 })
     expect(generated.decoder.url).toBe(serve.ready.decoder)
   })
 
