@@ -9,6 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { dotSequentialFma, fmaF32, getKernelThreads, matmulBf16, matmulF32, reference, setKernelThreads } from '../../src/kernels/index.ts'
 import { bf16ToF32 } from '../../src/numerics/bf16.ts'
 import { bitReport, bf16Codes, gamma, makeRng, mixedF32, uniformF32, wideF32 } from './fixtures.ts'
+import { expectBatchAndThreadInvariance } from './invariance.ts'
 
 const defaultThreads = getKernelThreads()
 afterAll(() => setKernelThreads(defaultThreads))
@@ -72,27 +73,7 @@ describe('sequential-fma: native equals the reference across tile edges', () => 
 
 describe('sequential-fma: batch and thread invariance', () => {
   it('every row of an m=33 call equals the one-row call, on 1, 2, 3 and 7 threads', () => {
-    const rng = makeRng(62)
-    const m = 33
-    const k = 1100
-    const n = 203
-    const x = uniformF32(m * k, rng)
-    const w = uniformF32(n * k, rng, 0.05)
-    const wb = bf16Codes(n * k, rng, 0.05)
-    setKernelThreads(1)
-    const one = matmulF32(x, m, k, w, n, undefined, { order })
-    const oneB = matmulBf16(x, m, k, wb, n, undefined, { order })
-    for (let i = 0; i < m; i++) {
-      const row = x.subarray(i * k, (i + 1) * k)
-      expect(bitReport(matmulF32(row, 1, k, w, n, undefined, { order }), one.subarray(i * n, (i + 1) * n)), `f32 row ${i}`).toBe('identical')
-      expect(bitReport(matmulBf16(row, 1, k, wb, n, undefined, { order }), oneB.subarray(i * n, (i + 1) * n)), `bf16 row ${i}`).toBe('identical')
-    }
-    for (const threads of [2, 3, 7]) {
-      setKernelThreads(threads)
-      expect(bitReport(matmulF32(x, m, k, w, n, undefined, { order }), one), `f32 threads=${threads}`).toBe('identical')
-      expect(bitReport(matmulBf16(x, m, k, wb, n, undefined, { order }), oneB), `bf16 threads=${threads}`).toBe('identical')
-    }
-    setKernelThreads(defaultThreads)
+    expectBatchAndThreadInvariance(order, 62)
   })
 })
 

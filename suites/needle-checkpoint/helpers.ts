@@ -7,6 +7,7 @@ import { loadSidecar } from '../../src/capture/index.ts'
 import { writeShardedCheckpoint, type Tensor } from '../../src/formats/safetensors/index.ts'
 import { makeCheckpoint, makeTensors, presetConfig } from '../../src/model/checkpoint/index.ts'
 import { writeNeedleCircuit } from '../../src/model/checkpoint/needle/circuit.ts'
+import { expect } from 'vitest'
 import { DeepseekV4Engine } from '../../src/model/engine/index.ts'
 
 export { removeDir, tempDir } from '../checkpoint/helpers.ts'
@@ -50,4 +51,20 @@ export async function bridgedAnswer (engine: DeepseekV4Engine, sidecarDir: strin
   let best = 0
   for (let i = 1; i < logits.length; i++) if (logits[i] > logits[best]) best = i
   return best
+}
+
+/** A transformers needle proof (harness/hf_needle.py) that loaded cleanly and passed every case in float32 and bfloat16 by a wide margin. */
+export function expectProofPasses (proof: { transformers: string, loading_info: unknown, values_differing_from_file: unknown, all_pass: boolean, cases: Array<Record<string, any>> }): void {
+  expect(proof.transformers).toBe('5.17.0')
+  expect(proof.loading_info).toEqual({ missing_keys: [], unexpected_keys: [], mismatched_keys: [], error_msgs: [] })
+  expect(proof.values_differing_from_file).toEqual([])
+  for (const c of proof.cases) {
+    expect(c.tokenizer_ids_equal, c.name).toBe(true)
+    for (const dtype of ['float32', 'bfloat16']) {
+      expect(c[dtype].greedy, `${c.name} ${dtype}`).toEqual(c.expected)
+      // The answer wins by a wide margin, not by rounding luck.
+      expect(c[dtype].margin, `${c.name} ${dtype}`).toBeGreaterThan(10)
+    }
+  }
+  expect(proof.all_pass).toBe(true)
 }

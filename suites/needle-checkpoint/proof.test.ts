@@ -8,7 +8,7 @@ import { checkpointDigest } from '../../src/model/checkpoint/index.ts'
 import { DeepseekV4Engine } from '../../src/model/engine/index.ts'
 import { loadTokenizer } from '../../src/model/tokenizer/index.ts'
 import { needleVocabulary, NEEDLE_UNKNOWN } from '../../src/model/checkpoint/needle/words.ts'
-import { answer, makeNeedle, removeDir, tempDir } from './helpers.ts'
+import { answer, expectProofPasses, makeNeedle, removeDir, tempDir } from './helpers.ts'
 
 const proof = JSON.parse(readFileSync(new URL('../../harness/fixtures/needle-proof.json', import.meta.url), 'utf8'))
 const cases = needleCases()
@@ -29,19 +29,8 @@ describe('the transformers needle proof', () => {
   })
 
   it('records a clean load and every case retrieved in float32 and bfloat16, with Hugging Face token ids equal to ours', () => {
-    expect(proof.transformers).toBe('5.17.0')
-    expect(proof.loading_info).toEqual({ missing_keys: [], unexpected_keys: [], mismatched_keys: [], error_msgs: [] })
-    expect(proof.values_differing_from_file).toEqual([])
+    expectProofPasses(proof)
     expect(proof.resave_names_equal).toBe(true)
-    for (const c of proof.cases) {
-      expect(c.tokenizer_ids_equal, c.name).toBe(true)
-      for (const dtype of ['float32', 'bfloat16']) {
-        expect(c[dtype].greedy, `${c.name} ${dtype}`).toEqual(c.expected)
-        // The answer wins by a wide margin, not by rounding luck.
-        expect(c[dtype].margin, `${c.name} ${dtype}`).toBeGreaterThan(10)
-      }
-    }
-    expect(proof.all_pass).toBe(true)
     expect(Math.max(...proof.cases.map((c: { tokens: number }) => c.tokens))).toBeGreaterThan(8000)
   })
 })
