@@ -9,7 +9,7 @@ import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Bench } from 'tinybench'
 import {
-  attentionMqa, fmathArray, getKernelThreads, indexerScores, kernelParallelThreshold, matmulBf16, matmulF32,
+  attentionMqa, fmathArray, getKernelThreads, indexerScores, kernelParallelThreshold, matmulBf16, matmulF32, matmulPacked, packSequentialFma,
   reference, rmsNorm, softmaxPool,
 } from '../src/kernels/index.ts'
 import { loadNativeKernels } from '../src/kernels/native.ts'
@@ -123,6 +123,9 @@ async function main (): Promise<void> {
     const used = threadsFor(m * n * k)
     const fma = { order: 'lanes8-fma' } as const
     const seq = { order: 'sequential-fma' } as const
+    // W packed once, as a profile would at load (not timed): the tiles read the strips where they lie.
+    const packed = packSequentialFma(w, n, k)
+    const packedB = packSequentialFma(wb, n, k)
     for (const [kernel, fn, weightBytes] of [
       ['matmulF32', () => { matmulF32(x, m, k, w, n, out) }, 4],
       ['matmulBf16', () => { matmulBf16(x, m, k, wb, n, out) }, 2],
@@ -130,6 +133,8 @@ async function main (): Promise<void> {
       ['matmulBf16 lanes8-fma', () => { matmulBf16(x, m, k, wb, n, out, fma) }, 2],
       ['matmulF32 sequential-fma', () => { matmulF32(x, m, k, w, n, out, seq) }, 4],
       ['matmulBf16 sequential-fma', () => { matmulBf16(x, m, k, wb, n, out, seq) }, 2],
+      ['matmulF32 sequential-fma packed', () => { matmulPacked(x, m, k, packed, out) }, 4],
+      ['matmulBf16 sequential-fma packed', () => { matmulPacked(x, m, k, packedB, out) }, 2],
     ] as const) {
       const t = await measure(kernel, fn)
       const seconds = t.p50Ms / 1000
@@ -306,7 +311,8 @@ async function main (): Promise<void> {
 
   for (const shape of ['m=128 k=4096 n=4096', 'm=1 k=4096 n=4096']) {
     const pick = (name: string) => out.find((r) => r.name === name && r.shape === shape)
-    const summary = ['matmulF32', 'matmulF32 lanes8-fma', 'matmulF32 sequential-fma', 'matmulBf16', 'matmulBf16 lanes8-fma', 'matmulBf16 sequential-fma']
+    const summary = ['matmulF32', 'matmulF32 lanes8-fma', 'matmulF32 sequential-fma', 'matmulF32 sequential-fma packed',
+      'matmulBf16', 'matmulBf16 lanes8-fma', 'matmulBf16 sequential-fma', 'matmulBf16 sequential-fma packed']
       .map((name) => `${name} ${vsOpenBlas(pick(name), out) ?? 'n/a'}`)
     console.log(`${shape} vs OpenBLAS sgemm: ${summary.join(', ')}`)
   }

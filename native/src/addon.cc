@@ -10,6 +10,7 @@
 #include "entries.h"
 #include "isa.h"
 #include "matmul.h"
+#include "pack_strips.h"
 #include "parallel.h"
 #include "peak.h"
 #include "rmsnorm.h"
@@ -23,7 +24,8 @@ size_t saturating_mul (size_t a, size_t b) {
   return __builtin_mul_overflow(a, b, &p) ? SIZE_MAX : p;
 }
 
-// matmulF32 / matmulBf16 (x, m, k, w, n, out, roundBf16, order): order is a MatmulOrder code (matmul.h)
+// matmulF32 / matmulBf16 (x, m, k, w, n, out, roundBf16, order): order is a MatmulOrder code
+// (matmul.h); with 4 (sequential-fma, packed) w is W in strips of 16 rows (packStrips*).
 template <class Code>
 Napi::Value matmul_entry (const Napi::CallbackInfo& info, napi_typedarray_type w_type, const char* w_type_name,
                           void (*kernel)(const float*, size_t, size_t, const Code*, size_t, float*, bool, pdb::MatmulOrder, int)) {
@@ -35,16 +37,19 @@ Napi::Value matmul_entry (const Napi::CallbackInfo& info, napi_typedarray_type w
   if (!w.ok || !pdb::size_arg(info, 4, "n", &n)) return env.Undefined();
   const auto y = pdb::typed_array<float>(info, 5, napi_float32_array, "out", "Float32Array");
   if (!y.ok) return env.Undefined();
-  if (!pdb::check_length(env, "x", x.length, m, k, "m x k") ||
-      !pdb::check_length(env, "w", w.length, n, k, "n x k") ||
-      !pdb::check_length(env, "out", y.length, m, n, "m x n")) return env.Undefined();
   const bool round_bf16 = info.Length() > 6 && info[6].ToBoolean().Value();
   size_t code = 0;
   if (info.Length() > 7 && !pdb::size_arg(info, 7, "order", &code)) return env.Undefined();
-  if (code > size_t(pdb::MatmulOrder::kSequentialFma)) {
-    Napi::RangeError::New(env, "order must be a matmul order code (0 lanes8, 1 blocks128, 2 lanes8-fma, 3 sequential-fma)").ThrowAsJavaScriptException();
+  if (code > size_t(pdb::MatmulOrder::kSequentialFmaPacked)) {
+    Napi::RangeError::New(env, "order must be a matmul order code (0 lanes8, 1 blocks128, 2 lanes8-fma, 3 sequential-fma, 4 sequential-fma packed)").ThrowAsJavaScriptException();
     return env.Undefined();
   }
+  const bool packed = code == size_t(pdb::MatmulOrder::kSequentialFmaPacked);
+  // Packed W holds ceil(n / 16) whole strips: n rounded up to 16, times k.
+  const size_t w_rows = packed ? (n > SIZE_MAX - 15 ? SIZE_MAX : (n + 15) / 16 * 16) : n;
+  if (!pdb::check_length(env, "x", x.length, m, k, "m x k") ||
+      !pdb::check_length(env, "w", w.length, w_rows, k, packed ? "ceil(n / 16) * 16 x k (packed)" : "n x k") ||
+      !pdb::check_length(env, "out", y.length, m, n, "m x n")) return env.Undefined();
   const size_t work = saturating_mul(saturating_mul(m, n), k);
   kernel(x.data, m, k, w.data, n, y.data, round_bf16, pdb::MatmulOrder(int(code)), pdb::threads_for(work));
   return info[5];
@@ -57,6 +62,25 @@ Napi::Value MatmulF32 (const Napi::CallbackInfo& info) {
 Napi::Value MatmulBf16 (const Napi::CallbackInfo& info) {
   return matmul_entry<uint16_t>(info, napi_uint16_array, "Uint16Array", pdb::matmul_bf16);
 }
+
+// packStripsF32 / packStripsBf16 (w, n, k, out): W [n, k] into strips of 16 rows for order 4.
+template <class Code>
+Napi::Value pack_entry (const Napi::CallbackInfo& info, napi_typedarray_type type, const char* type_name) {
+  Napi::Env env = info.Env();
+  size_t n = 0, k = 0;
+  const auto w = pdb::typed_array<Code>(info, 0, type, "w", type_name);
+  if (!w.ok || !pdb::size_arg(info, 1, "n", &n) || !pdb::size_arg(info, 2, "k", &k)) return env.Undefined();
+  const auto out = pdb::typed_array<Code>(info, 3, type, "out", type_name);
+  if (!out.ok) return env.Undefined();
+  const size_t rows = n > SIZE_MAX - 15 ? SIZE_MAX : (n + 15) / 16 * 16;
+  if (!pdb::check_length(env, "w", w.length, n, k, "n x k") ||
+      !pdb::check_length(env, "out", out.length, rows, k, "ceil(n / 16) * 16 x k")) return env.Undefined();
+  pdb::pack_strips_whole(w.data, n, k, out.data);
+  return info[3];
+}
+
+Napi::Value PackStripsF32 (const Napi::CallbackInfo& info) { return pack_entry<float>(info, napi_float32_array, "Float32Array"); }
+Napi::Value PackStripsBf16 (const Napi::CallbackInfo& info) { return pack_entry<uint16_t>(info, napi_uint16_array, "Uint16Array"); }
 
 // rmsNorm (x, rows, d, weight, eps, out)
 Napi::Value RmsNorm (const Napi::CallbackInfo& info) {
@@ -140,12 +164,14 @@ static Napi::Object Init (Napi::Env env, Napi::Object exports) {
   if (pdb::avx512_usable()) isas.Set(isas.Length(), Napi::String::New(env, "avx512"));
   if (pdb::avx2_usable()) isas.Set(isas.Length(), Napi::String::New(env, "avx2"));
   isas.Set(isas.Length(), Napi::String::New(env, "portable"));
-  exports.Set("abiVersion", Napi::Number::New(env, 7));
+  exports.Set("abiVersion", Napi::Number::New(env, 8));
   exports.Set("isa", Napi::String::New(env, pdb::kernels().name));
   exports.Set("isas", isas);
   exports.Set("minParallelWork", Napi::Number::New(env, double(pdb::kMinParallelWork)));
   exports.Set("matmulF32", Napi::Function::New(env, MatmulF32, "matmulF32"));
   exports.Set("matmulBf16", Napi::Function::New(env, MatmulBf16, "matmulBf16"));
+  exports.Set("packStripsF32", Napi::Function::New(env, PackStripsF32, "packStripsF32"));
+  exports.Set("packStripsBf16", Napi::Function::New(env, PackStripsBf16, "packStripsBf16"));
   exports.Set("rmsNorm", Napi::Function::New(env, RmsNorm, "rmsNorm"));
   exports.Set("fmathArray", Napi::Function::New(env, pdb::FmathArrayEntry, "fmathArray"));
   exports.Set("attentionMqa", Napi::Function::New(env, pdb::AttentionMqaEntry, "attentionMqa"));

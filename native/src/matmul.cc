@@ -36,7 +36,8 @@ void matmul (const float* x, size_t m, size_t k, const typename W::Code* w, size
   }
 #endif
   switch (order) {
-    case MatmulOrder::kSequentialFma: return seq::matmul<W>(x, m, k, w, n, y, to_bf16, threads);
+    case MatmulOrder::kSequentialFma: return seq::matmul<W>(x, m, k, w, n, y, to_bf16, threads, false);
+    case MatmulOrder::kSequentialFmaPacked: return seq::matmul<W>(x, m, k, w, n, y, to_bf16, threads, true);
     case MatmulOrder::kBlocks128: return matmul_tiles<W, DotOrder::kBlocks128>(x, m, k, w, n, y, to_bf16, threads);
     case MatmulOrder::kLanes8Fma: return matmul_tiles<W, DotOrder::kLanes8Fma>(x, m, k, w, n, y, to_bf16, threads);
     default: return matmul_tiles<W, DotOrder::kLanes8>(x, m, k, w, n, y, to_bf16, threads);

@@ -13,11 +13,13 @@ enum class MatmulOrder : int {
   kBlocks128 = 1,  // each 128-long block in that order, block sums added in order
   kLanes8Fma = 2,  // kLanes8 with every lane and tail step one fused multiply-add
   kSequentialFma = 3,  // one fused multiply-add chain per output over k in increasing index (matmul_seq.h)
+  kSequentialFmaPacked = 4,  // the same order, W already packed in strips of 16 rows (pack_strips.h)
 };
 
 // Every y[i, j] is the dot product of x row i and W row j in `order` (dot_tile.h, matmul_seq.h), then
 // finish_output (optional bf16 rounding, canonical NaN). Work is split between threads by output
-// column ranges only. The caller guarantees the buffer sizes.
+// column ranges only. The caller guarantees the buffer sizes; for kSequentialFmaPacked, w is W in
+// strips (pack_strips.h): ceil(n / 16) * 16 * k codes.
 void matmul_f32 (const float* x, size_t m, size_t k, const float* w, size_t n, float* y,
                  bool round_bf16, MatmulOrder order, int threads);
 void matmul_bf16 (const float* x, size_t m, size_t k, const uint16_t* w, size_t n, float* y,

@@ -18,6 +18,7 @@
 
 #include "hc_post.h"
 #include "isa_kernels.h"
+#include "pack_strips.h"
 #include "parallel.h"
 
 namespace {
@@ -116,6 +117,19 @@ void run_all (int threads) {
         isa::matmul_bf16(x.data(), c.m, c.k, codes.data(), c.n, y.data(), bf, order, threads);
         record("matmulBf16." + tag, y.data(), y.size());
       }
+    }
+    // The sequential-fma order over W packed once in strips of 16 rows (pack_strips.h).
+    const size_t rows16 = (c.n + 15) / 16 * 16;
+    std::vector<float> wp(rows16 * c.k);
+    std::vector<uint16_t> cp(rows16 * c.k);
+    pdb::pack_strips_whole(w.data(), c.n, c.k, wp.data());
+    pdb::pack_strips_whole(codes.data(), c.n, c.k, cp.data());
+    for (bool bf : { false, true }) {
+      const std::string tag = t + "." + dims({c.m, c.k, c.n}) + ".sequential-fma-packed" + (bf ? ".bf16out" : "");
+      isa::matmul_f32(x.data(), c.m, c.k, wp.data(), c.n, y.data(), bf, pdb::MatmulOrder::kSequentialFmaPacked, threads);
+      record("matmulF32." + tag, y.data(), y.size());
+      isa::matmul_bf16(x.data(), c.m, c.k, cp.data(), c.n, y.data(), bf, pdb::MatmulOrder::kSequentialFmaPacked, threads);
+      record("matmulBf16." + tag, y.data(), y.size());
     }
   }
   struct Rn { size_t rows, d; float eps; };

@@ -11,7 +11,8 @@ import * as hcPostRef from './hc-post.ts'
 import { checkHcPost } from './hc-post.ts'
 import * as indexerRef from './indexer.ts'
 import { checkIndexer } from './indexer.ts'
-import { loadNativeKernels, MATMUL_ORDER_CODES } from './native.ts'
+import { loadNativeKernels, MATMUL_ORDER_CODES, PACKED_SEQUENTIAL_FMA_CODE } from './native.ts'
+import { checkMatmulPacked, checkPack, packReference, unpack, type PackedWeight } from './packed.ts'
 import * as poolRef from './pool.ts'
 import { checkPool, poolFlagBits } from './pool.ts'
 import type { PoolOptions } from './pool.ts'
@@ -31,6 +32,7 @@ export type { TopkOptions } from './topk.ts'
 export { ACCUMULATION_ORDERS } from './validate.ts'
 export { dotInKernelOrder, dotBlocks128, dotLanes8Fma, dotSequentialFma, KERNEL_LANES, ORDER_BLOCK } from './order.ts'
 export { fmaF32 } from './fma.ts'
+export { PACKED_STRIP, packedLength, type PackedWeight } from './packed.ts'
 export { CANONICAL_NAN_BITS } from './output.ts'
 export { loadNativeKernels, DEFAULT_ADDON_PATH } from './native.ts'
 export { expF32, logF32, log1pF32, sigmoidF32, softplusF32, siluF32, sqrtsoftplusF32, FMATH_FUNCTIONS } from './fmath.ts'
@@ -55,6 +57,41 @@ export function matmulF32 (x: Float32Array, m: number, k: number, w: Float32Arra
 export function matmulBf16 (x: Float32Array, m: number, k: number, w: Uint16Array, n: number, out?: Float32Array, opts?: MatmulOptions): Float32Array {
   const a = checkMatmul('matmulBf16', x, m, k, w, n, out, opts, 'Uint16Array')
   return loadNativeKernels().matmulBf16(a.x, a.m, a.k, a.w, a.n, a.out, a.roundBf16, MATMUL_ORDER_CODES[a.order])
+}
+
+/**
+ * W [n, k] (float32 or bf16 codes) packed once in strips of 16 rows for matmulPacked, native. The
+ * codes are moved, not converted; packReference gives the same arrays.
+ */
+export function packSequentialFma (w: Float32Array | Uint16Array, n: number, k: number): PackedWeight {
+  const a = checkPack('packSequentialFma', w, n, k)
+  const k8 = loadNativeKernels()
+  if (a.format === 'bf16') k8.packStripsBf16(a.w as Uint16Array, a.n, a.k, a.out as Uint16Array)
+  else k8.packStripsF32(a.w as Float32Array, a.n, a.k, a.out as Float32Array)
+  return { format: a.format, n: a.n, k: a.k, data: a.out }
+}
+
+/**
+ * y[m, n] = x[m, k] · W^T with W packed by packSequentialFma, native: the bits of matmulF32 /
+ * matmulBf16 on W in the 'sequential-fma' order (the tiles read the strips where they lie instead
+ * of packing W on every call).
+ */
+export function matmulPacked (x: Float32Array, m: number, k: number, packed: PackedWeight, out?: Float32Array, opts?: { roundBf16?: boolean }): Float32Array {
+  const a = checkMatmulPacked('matmulPacked', x, m, k, packed, out, opts)
+  const k8 = loadNativeKernels()
+  return a.p.format === 'bf16'
+    ? k8.matmulBf16(a.x, a.m, a.k, a.p.data as Uint16Array, a.p.n, a.out, a.roundBf16, PACKED_SEQUENTIAL_FMA_CODE)
+    : k8.matmulF32(a.x, a.m, a.k, a.p.data as Float32Array, a.p.n, a.out, a.roundBf16, PACKED_SEQUENTIAL_FMA_CODE)
+}
+
+/** Reference of matmulPacked: W unpacked, then the sequential-fma reference. */
+function matmulPackedReference (x: Float32Array, m: number, k: number, packed: PackedWeight, out?: Float32Array, opts?: { roundBf16?: boolean }): Float32Array {
+  const a = checkMatmulPacked('reference.matmulPacked', x, m, k, packed, out, opts)
+  const w = unpack(a.p)
+  const o = { order: 'sequential-fma' as const, roundBf16: a.roundBf16 }
+  return a.p.format === 'bf16'
+    ? ref.matmulBf16(a.x, a.m, a.k, w as Uint16Array, a.p.n, a.out, o)
+    : ref.matmulF32(a.x, a.m, a.k, w as Float32Array, a.p.n, a.out, o)
 }
 
 /**
@@ -133,6 +170,8 @@ export const reference = {
   ropeRows: ropeRef.ropeRows,
   roundBf16Array: ref.roundBf16InPlace,
   hcPost: hcPostRef.hcPost,
+  packSequentialFma: packReference as (w: Float32Array | Uint16Array, n: number, k: number) => PackedWeight,
+  matmulPacked: matmulPackedReference,
 }
 
 /** Maximum thread count accepted by setKernelThreads. */

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url'
 import { PdBridgeError } from '../errors.ts'
 
 /** The ABI version this TypeScript expects from native/src/addon.cc; a mismatch means a stale build. */
-export const EXPECTED_ABI_VERSION = 7
+export const EXPECTED_ABI_VERSION = 8
 
 /** Where `npm run build:native` writes the addon. */
 export const DEFAULT_ADDON_PATH = fileURLToPath(new URL('../../native/build/Release/pdb_kernels.node', import.meta.url))
@@ -14,6 +14,9 @@ export type KernelIsa = 'avx512' | 'avx2' | 'portable'
 
 /** The addon's code for each accumulation order (native/src/matmul.h, MatmulOrder). */
 export const MATMUL_ORDER_CODES = { lanes8: 0, blocks128: 1, 'lanes8-fma': 2, 'sequential-fma': 3 } as const
+
+/** The addon's code for the sequential-fma order over W packed in strips (src/kernels/packed.ts). */
+export const PACKED_SEQUENTIAL_FMA_CODE = 4
 
 /** The raw functions the addon exports (arguments already validated by src/kernels/index.ts). */
 export interface NativeKernels {
@@ -25,6 +28,9 @@ export interface NativeKernels {
   minParallelWork: number
   matmulF32 (x: Float32Array, m: number, k: number, w: Float32Array, n: number, out: Float32Array, roundBf16: boolean, order?: number): Float32Array
   matmulBf16 (x: Float32Array, m: number, k: number, w: Uint16Array, n: number, out: Float32Array, roundBf16: boolean, order?: number): Float32Array
+  /** W [n, k] into strips of 16 rows (out: ceil(n / 16) * 16 * k codes). */
+  packStripsF32 (w: Float32Array, n: number, k: number, out: Float32Array): Float32Array
+  packStripsBf16 (w: Uint16Array, n: number, k: number, out: Uint16Array): Uint16Array
   rmsNorm (x: Float32Array, rows: number, d: number, weight: Float32Array, eps: number, out: Float32Array): Float32Array
   /** code: FMATH_CODES[name] (src/kernels/fmath.ts). */
   fmathArray (code: number, x: Float32Array, out: Float32Array): Float32Array

@@ -124,8 +124,11 @@ describe('native binding: its own checks stop out-of-bounds access', () => {
     expect(() => raw.matmulF32(F(4), 2.5, 2, F(4), 2, F(4), false)).toThrow(RangeError)
   })
 
-  it('refuses an order code that names no order (0 lanes8, 1 blocks128, 2 lanes8-fma, 3 sequential-fma)', () => {
-    expect(() => raw.matmulF32(F(4), 2, 2, F(4), 2, F(4), false, 4)).toThrow('order must be a matmul order code (0 lanes8, 1 blocks128, 2 lanes8-fma, 3 sequential-fma)')
+  it('refuses an order code that names no order (0 lanes8, 1 blocks128, 2 lanes8-fma, 3 sequential-fma, 4 sequential-fma packed)', () => {
+    expect(() => raw.matmulF32(F(4), 2, 2, F(4), 2, F(4), false, 5)).toThrow('order must be a matmul order code (0 lanes8, 1 blocks128, 2 lanes8-fma, 3 sequential-fma, 4 sequential-fma packed)')
+    // Code 4 reads W in whole strips of 16 rows: a row-major W of n x k is refused, not read past its end.
+    expect(() => raw.matmulF32(F(4), 2, 2, F(4), 2, F(4), false, 4)).toThrow('w has 4 elements, expected ceil(n / 16) * 16 x k (packed) = 16 x 2')
+    expect(() => raw.packStripsF32(F(4), 2, 2, F(4))).toThrow('out has 4 elements, expected ceil(n / 16) * 16 x k = 16 x 2')
     expect(() => raw.matmulBf16(F(4), 2, 2, new Uint16Array(4), 2, F(4), false, 7)).toThrow(RangeError)
     expect(() => raw.matmulF32(F(4), 2, 2, F(4), 2, F(4), false, -1)).toThrow(RangeError)
     expect(() => raw.matmulF32(F(4), 2, 2, F(4), 2, F(4), false, true as unknown as number)).toThrow(TypeError)

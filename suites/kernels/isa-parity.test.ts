@@ -80,6 +80,15 @@ for (const threads of [1, 2]) {
         record('matmulBf16.' + tag, k.matmulBf16(x, m, kk, codes, n, new Float32Array(m * n), bf, order))
       }
     }
+    // Order 4: the same sequential-fma order over W packed in strips of 16 rows.
+    const rows16 = Math.ceil(n / 16) * 16
+    const packed = k.packStripsF32(w, n, kk, new Float32Array(rows16 * kk))
+    const packedCodes = k.packStripsBf16(codes, n, kk, new Uint16Array(rows16 * kk))
+    for (const bf of [false, true]) {
+      const tag = t + '.' + m + 'x' + kk + 'x' + n + '.sequential-fma-packed' + (bf ? '.bf16out' : '')
+      record('matmulF32.' + tag, k.matmulF32(x, m, kk, packed, n, new Float32Array(m * n), bf, 4))
+      record('matmulBf16.' + tag, k.matmulBf16(x, m, kk, packedCodes, n, new Float32Array(m * n), bf, 4))
+    }
   }
   // RMSNorm: a zero row (NaN with eps 0), a huge row (sum overflows), subnormal rows.
   for (const [rows, d, eps] of [[7, 333, 1e-6], [3, 8, 0], [2, 1, 1e-5]]) {
@@ -240,6 +249,9 @@ describe('kernel ISA dispatch', () => {
     expect(a.results['matmulF32.t2.17x1100x37.lanes8-fma'].finite).toBe(17 * 37)
     expect(a.results['matmulF32.t2.9x203x23.sequential-fma'].nan).toBeGreaterThan(0)
     expect(a.results['matmulF32.t2.17x1100x37.sequential-fma'].finite).toBe(17 * 37)
+    // Packed once or per call, the same order gives the same bits.
+    expect(a.results['matmulBf16.t2.9x203x23.sequential-fma-packed'].sha256).toBe(a.results['matmulBf16.t2.9x203x23.sequential-fma'].sha256)
+    expect(a.results['matmulF32.t1.1x9x7.sequential-fma-packed.bf16out'].sha256).toBe(a.results['matmulF32.t1.1x9x7.sequential-fma.bf16out'].sha256)
     const rows = [...kernels].map(([kernel, s]) => `  ${kernel.padEnd(15)} ${String(s.cases).padStart(3)} cases ${String(s.elements).padStart(8)} elements (${s.nan} NaN)  identical`)
     console.log(`isa-parity: ${isa} vs portable, ${names.length} output buffers, SHA-256 equal on all\n${rows.join('\n')}`)
   }, 120_000)

@@ -6,7 +6,7 @@
 // another order than lanes8-fma.
 import fc from 'fast-check'
 import { afterAll, describe, expect, it } from 'vitest'
-import { dotSequentialFma, fmaF32, getKernelThreads, matmulBf16, matmulF32, reference, setKernelThreads } from '../../src/kernels/index.ts'
+import { dotSequentialFma, fmaF32, getKernelThreads, matmulBf16, matmulF32, matmulPacked, packedLength, packSequentialFma, reference, setKernelThreads } from '../../src/kernels/index.ts'
 import { bf16ToF32 } from '../../src/numerics/bf16.ts'
 import { bitReport, bf16Codes, gamma, makeRng, mixedF32, uniformF32, wideF32 } from './fixtures.ts'
 import { expectBatchAndThreadInvariance } from './invariance.ts'
@@ -125,5 +125,54 @@ describe('sequential-fma: what it is and is not', () => {
     let differ = 0
     for (let i = 0; i < seq.length; i++) if (!Object.is(seq[i], lanes[i])) differ++
     expect(differ).toBeGreaterThan(seq.length / 2)
+  })
+})
+
+describe('sequential-fma over W packed once (matmulPacked)', () => {
+  const shapes: Array<[number, number, number]> = [[1, 300, 70], [1, 1031, 203], [2, 257, 33], [6, 256, 15], [13, 513, 193], [33, 100, 400], [3, 0, 17], [1, 9, 16]]
+  it('packs as the reference does, both formats, rows past n zero', () => {
+    const rng = makeRng(65)
+    for (const [, k, n] of shapes) {
+      const w = uniformF32(n * k, rng)
+      const wb = bf16Codes(n * k, rng)
+      const p = packSequentialFma(w, n, k)
+      const pb = packSequentialFma(wb, n, k)
+      expect(p.data.length).toBe(packedLength(n, k))
+      expect(Array.from(p.data)).toEqual(Array.from(reference.packSequentialFma(w, n, k).data))
+      expect(Array.from(pb.data)).toEqual(Array.from(reference.packSequentialFma(wb, n, k).data))
+      expect([p.format, pb.format]).toEqual(['f32', 'bf16'])
+      if (n % 16 !== 0 && k > 0) expect(p.data[(Math.floor(n / 16) * k + k - 1) * 16 + 15]).toBe(0)
+    }
+  })
+
+  it('gives the bits of the unpacked sequential-fma product, and of its reference, on 1, 2 and 3 threads', () => {
+    const rng = makeRng(66)
+    for (const [m, k, n] of shapes) {
+      const x = mixedF32(m * k, rng, 0.02)
+      const w = uniformF32(n * k, rng, 0.5)
+      const wb = bf16Codes(n * k, rng, 0.5)
+      const p = packSequentialFma(w, n, k)
+      const pb = packSequentialFma(wb, n, k)
+      for (const roundBf16 of [false, true]) {
+        const want = matmulF32(x, m, k, w, n, undefined, { order, roundBf16 })
+        const wantB = matmulBf16(x, m, k, wb, n, undefined, { order, roundBf16 })
+        for (const threads of [1, 2, 3]) {
+          setKernelThreads(threads)
+          expect(bitReport(matmulPacked(x, m, k, p, undefined, { roundBf16 }), want), `f32 ${m}x${k}x${n} t${threads}`).toBe('identical')
+          expect(bitReport(matmulPacked(x, m, k, pb, undefined, { roundBf16 }), wantB), `bf16 ${m}x${k}x${n} t${threads}`).toBe('identical')
+        }
+        setKernelThreads(defaultThreads)
+        expect(bitReport(reference.matmulPacked(x, m, k, pb, undefined, { roundBf16 }), wantB), `reference ${m}x${k}x${n}`).toBe('identical')
+      }
+    }
+  })
+
+  it('refuses a packed weight that does not fit, and options it does not have', () => {
+    const p = packSequentialFma(new Float32Array(20 * 8), 20, 8)
+    expect(() => matmulPacked(new Float32Array(9), 1, 9, p)).toThrow('matmulPacked: packed.k is 8, but x rows have k = 9')
+    expect(() => matmulPacked(new Float32Array(8), 1, 8, { ...p, data: p.data.subarray(1) })).toThrow('matmulPacked: packed.data has 255 elements, expected ceil(n / 16) * 16 * k = 256')
+    expect(() => matmulPacked(new Float32Array(8), 1, 8, p, undefined, { order: 'lanes8' } as never)).toThrow('matmulPacked: opts.order is not an option')
+    expect(() => matmulPacked(new Float32Array(8), 1, 8, {} as never)).toThrow('matmulPacked: packed must be a PackedWeight from packSequentialFma')
+    expect(() => packSequentialFma(new Float32Array(7), 2, 4)).toThrow(/packSequentialFma: w has 7 elements/)
   })
 })

@@ -187,6 +187,26 @@ describe('Linear.apply: matmulF32 on the dequantised weights, bit for bit', () =
     }
   })
 
+  it('a profile in the sequential-fma order multiplies through W packed once, with the bits of the unpacked order', () => {
+    const profile = { ...getProfile('decoder'), name: 'decoder-seq', matmulOrder: 'sequential-fma' } as const
+    const w = prepareWeights(store, cfg, profile)
+    const order = { order: 'sequential-fma' } as const
+    for (const name of ['model.layers.1.self_attn.q_a_proj.weight', 'model.layers.1.self_attn.o_a_proj.weight', 'lm_head.weight']) {
+      const l = w.linear(name)
+      for (const m of [1, 7]) {
+        const x = randomRows(m, l.inFeatures, m * 17 + name.length)
+        expect(sameBits(l.apply(x, m), reference.matmulF32(x, m, l.inFeatures, l.values(), l.outFeatures, undefined, order)), `${name} m=${m}`).toBe(true)
+      }
+      // Row blocks on a strip boundary take the packed path, others the unpacked one: same bits.
+      for (const [first, count] of [[16, 16], [0, 20], [3, 9]]) {
+        const b = l.rowBlock(first, count)
+        const x = randomRows(2, l.inFeatures, first + count)
+        const dq = l.values().subarray(first * l.inFeatures, (first + count) * l.inFeatures)
+        expect(sameBits(b.apply(x, 2), matmulF32(x, 2, l.inFeatures, dq, count, undefined, order)), `${name} rows ${first}+${count}`).toBe(true)
+      }
+    }
+  })
+
   it('prefill really sums in blocks of 128 (k = 256 gives other bits than lanes8)', () => {
     const l = prepareWeights(store, cfg, getProfile('prefill')).linear('model.layers.1.self_attn.q_a_proj.weight')
     expect(l.inFeatures).toBeGreaterThan(128)

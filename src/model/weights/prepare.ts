@@ -1,7 +1,7 @@
 // prepareWeights: a checkpoint's weights as one numerics profile holds them. Each tensor is
 // prepared on first use and kept, so only what the engine asks for is ever converted.
 import { CheckpointError, ConfigError, NumericsError } from '../../errors.ts'
-import { ACCUMULATION_ORDERS, matmulBf16, matmulF32 } from '../../kernels/index.ts'
+import { ACCUMULATION_ORDERS, matmulBf16, matmulF32, matmulPacked, PACKED_STRIP, packSequentialFma, type PackedWeight } from '../../kernels/index.ts'
 import { roundBf16 } from '../../numerics/bf16.ts'
 import type { WeightStore } from '../checkpoint/index.ts'
 import type { DeepseekV4Config } from '../config.ts'
@@ -31,7 +31,9 @@ function checkProfile (profile: NumericsProfile): void {
  * The weights of `store` (a checkpoint for `cfg`) under `profile`:
  * - linear(name): the weight quantised/rounded to its group's format at first use, dequantised
  *   values held as bf16 codes where exact (else float32), products through matmulBf16/matmulF32
- *   in profile.matmulOrder, output float32 (the engine applies activation rounding);
+ *   in profile.matmulOrder, output float32 (the engine applies activation rounding); in the
+ *   'sequential-fma' order each linear (and row block starting on a 16-row strip) also keeps W
+ *   packed once, at first use, for matmulPacked: the same bits without the per-call transposes;
  * - vector(name): a float32 copy, rounded to bf16 when profile.vectors is 'bf16';
  * - tid2eid(layer): the hash table of a hash_moe layer as Int32Array;
  * - embedding(tokenId, out): the row of the embedding held in the 'embedding' group's format.
@@ -41,6 +43,8 @@ export function prepareWeights (store: WeightStore, cfg: DeepseekV4Config, profi
   checkProfile(profile)
   const dir = store.dir
   const order = { order: profile.matmulOrder }
+  // Decode would pay the sequential-fma kernel's packing on every step: pack each W once instead.
+  const packOnce = profile.matmulOrder === 'sequential-fma'
   const linears = new Map<string, PreparedLinear>()
   const vectors = new Map<string, Float32Array>()
   const tables = new Map<number, Int32Array>()
@@ -84,6 +88,11 @@ export function prepareWeights (store: WeightStore, cfg: DeepseekV4Config, profi
       }
       const at = first * cols
       const end = at + count * cols
+      if (packOnce && first % PACKED_STRIP === 0) {
+        let packed: PackedWeight | undefined
+        const pack = (): PackedWeight => (packed ??= packSequentialFma(held.container === 'bf16' ? held.codes.subarray(at, end) : held.values.subarray(at, end), count, cols))
+        return { inFeatures: cols, outFeatures: count, apply: (x: Float32Array, m: number, out?: Float32Array) => matmulPacked(x, m, cols, pack(), out) }
+      }
       const apply = held.container === 'bf16'
         ? (x: Float32Array, m: number, out?: Float32Array) => matmulBf16(x, m, cols, held.codes.subarray(at, end), count, out, order)
         : (x: Float32Array, m: number, out?: Float32Array) => matmulF32(x, m, cols, held.values.subarray(at, end), count, out, order)
