@@ -54,6 +54,7 @@ export const ENV_OVERRIDES: readonly EnvOverride[] = [
   { name: 'PD_LINK_TIMEOUT_MS', key: 'deadlines.linkMs', kind: 'integer', help: 'one link check or status poll' },
   { name: 'PD_MAX_BODY_BYTES', key: 'limits.maxBodyBytes', kind: 'integer', help: 'largest request body' },
   { name: 'PD_TOKENIZE_WORKER_BYTES', key: 'limits.tokenizeWorkerBytes', kind: 'integer', help: 'bodies this large are tokenized in a worker thread' },
+  { name: 'PD_WRITER_BUILDERS', key: 'limits.writerBuilders', kind: 'integer', help: 'threads that build blocks ahead of the write stage (0: none)' },
   { name: 'PD_REQUEST_RULES', key: 'decoder.requestRules', kind: 'string', help: "auto, embedded or off: the decoder's request checks run in the front door" },
   { name: 'PD_LOG_FILE', key: 'log.file', kind: 'string', help: 'pino JSON log file' },
   { name: 'PD_LOG_LEVEL', key: 'log.level', kind: 'string', help: 'log level' },

@@ -126,6 +126,12 @@ export const frontConfigSchema = z.strictObject({
     maxBodyBytes: int(1).default(4 * 1024 * 1024),
     /** Bodies of at least this many bytes are tokenized in a worker thread, so the event loop stays free. */
     tokenizeWorkerBytes: int(0).default(256 * 1024),
+    /**
+     * Threads that read, build and encode blocks ahead while the write stage puts them in order
+     * (docs/block-writer.md); 0: all on the event loop. Off by default: on 2 cores the threads' start
+     * costs more than they save.
+     */
+    writerBuilders: int(0).default(0),
   }).prefault({}),
   log: z.strictObject({
     /** pino JSON lines go here (created with its directory); absent: stderr. */

@@ -71,7 +71,7 @@ export async function buildSetup (config: FrontConfig, modelName: string, log: (
       profile: config.decoder.profile,
       blockSize: config.decoder.blockSize,
       log,
-    }))
+    }), { builders: config.limits.writerBuilders })
   let problem: string | undefined
   try {
     target.checkSidecar(sidecar.json)

@@ -43,8 +43,8 @@ export interface DecoderTarget {
   restore?: (tokens: number[]) => Promise<ModelCache | null>
 }
 
-/** Our decoder's block store (oMLX's layout) as a target. */
-export function blockStoreTarget (cache: DecoderPrefixCache): DecoderTarget {
+/** Our decoder's block store (oMLX's layout) as a target; `builders`: the writer's builder threads (0: none). */
+export function blockStoreTarget (cache: DecoderPrefixCache, options: { builders?: number } = {}): DecoderTarget {
   return {
     kind: 'blocks',
     geometryFingerprint: cache.geometryFingerprint,
@@ -52,7 +52,7 @@ export function blockStoreTarget (cache: DecoderPrefixCache): DecoderTarget {
     size: () => cache.store.size,
     totalBytes: () => cache.store.totalBytes,
     checkSidecar: (json) => checkCaptureTarget(json, cache),
-    openWriter: async (dir, o) => await BlockWriter.open(dir, { target: cache, sidecar: o.sidecar, requestId: o.requestId, tokens: o.tokens, ...(o.spool !== undefined ? { spool: o.spool } : {}) }),
+    openWriter: async (dir, o) => await BlockWriter.open(dir, { target: cache, sidecar: o.sidecar, requestId: o.requestId, tokens: o.tokens, builders: options.builders ?? 0, ...(o.spool !== undefined ? { spool: o.spool } : {}) }),
     restore: async (tokens) => (await cache.lookup(tokens)).cache,
   }
 }

@@ -35,6 +35,7 @@ describe('defaults', () => {
     expect(config.sidecar).toBeUndefined()
     expect(config.limits.maxBodyBytes).toBe(4 * 1024 * 1024)
     expect(config.limits.tokenizeWorkerBytes).toBe(256 * 1024)
+    expect(config.limits.writerBuilders).toBe(0)
   })
 })
 

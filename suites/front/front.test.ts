@@ -55,6 +55,8 @@ beforeAll(async () => {
     blind: c({ decoder: { url: stack.reference.url } }),
     // Submits through a proxy that records them and can rewrite them.
     digest: c({ prefill: { url: submits.url } }),
+    // The write stage with two builder threads (limits.writerBuilders).
+    builders: c({ limits: { writerBuilders: 2 } }),
   }
   const started = await Promise.all(Object.entries(specs).map(async ([name, spec]) => [name, await startFront(tmp.dir, name, spec)] as const))
   for (const [name, f] of started) fronts[name] = f
@@ -448,6 +450,15 @@ describe('fallback: every failure still gets the native answer and a true verdic
     expect(a.verdict).toBe(`partial ${b}/${p.ids.length}`)
     expect(a.pd).toMatchObject({ verdict: `partial ${b}/${p.ids.length}`, bridged_tokens: b, cached_tokens: b, blocks: { bridged: b / BLOCK } })
     expect(a.cached).toBe(b)
+    expect(a.ids).toEqual(await reference('chat', p.messages))
+    await expectStoreClean()
+  })
+
+  it('with builder threads in the write stage: complete, the same greedy tokens, nothing half-written', async () => {
+    const p = chatPrompt(art.tokenizer, 141, 1100)
+    const a = await chat(fronts.builders, p.messages)
+    expectComplete(a, p.ids.length)
+    expect(a.pd.blocks.bridged).toBeGreaterThanOrEqual(3)
     expect(a.ids).toEqual(await reference('chat', p.messages))
     await expectStoreClean()
   })

@@ -21,7 +21,7 @@ const full = {
   routing: { minTokens: 1024, minTail: 256, maxBridgeTokens: 262144 },
   queue: { maxWaiting: 4, whenFull: 'native' },
   deadlines: {},
-  limits: { maxBodyBytes: 4194304, tokenizeWorkerBytes: 262144 },
+  limits: { maxBodyBytes: 4194304, tokenizeWorkerBytes: 262144, writerBuilders: 0 },
   log: { level: 'info' },
 }
 const minimal = { decoder: { url: 'http://127.0.0.1:8011' } }

@@ -4,6 +4,9 @@ import { mkdir, readdir, stat } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { SafetensorsFile, SafetensorsStreamWriter, type Tensor } from '../../formats/safetensors/index.ts'
 import { SafetensorsError } from '../../errors.ts'
+import { writeFileAtomic } from '../../formats/atomic-file.ts'
+import { headerLengthPrefix, planLayout } from '../../formats/safetensors/stream-writer.ts'
+import { checkData } from '../../formats/safetensors/write-checks.ts'
 import { BlockStoreError } from './errors.ts'
 import { planLayers, materializeLayers, type LayerRef } from './decode.ts'
 import { encodeLayers } from './encode.ts'
@@ -95,6 +98,22 @@ export async function readBlockFile (path: string): Promise<BlockContents> {
   })
 }
 
+/** A block file encoded in memory, not yet written: its bytes and the content digest stamped in them. */
+export interface EncodedBlock {
+  bytes: Uint8Array
+  contentDigest: string
+}
+
+// The tensors in oMLX's order and the metadata with the content digest of exactly those bytes stamped.
+function blockFileParts (layout: StoreLayout, hash: string, payload: BlockPayload, createdAt: number, parentHash: string | null):
+  { tensors: Array<{ name: string, tensor: Tensor }>, metadata: Record<string, string>, contentDigest: string } {
+  const encoded = encodeLayers(payload.layers)
+  const formatVersion = holdsPoolingDelta(payload.layers) ? FORMAT_VERSION_POOLING_DELTA : FORMAT_VERSION_PLAIN
+  const stamped: Record<string, string> = { ...blockMetadata(layout, hash, layout.blockSize, formatVersion, payload.layerMetaStates, createdAt, parentHash), ...encoded.metadata }
+  const contentDigest = blockContentDigest(stamped, encoded.tensors.map((t) => ({ name: t.name, ...t.tensor })))
+  return { tensors: encoded.tensors, metadata: { ...stamped, [META.contentSha256]: contentDigest }, contentDigest }
+}
+
 /**
  * Write a block atomically: a temporary sibling (see TEMP_FILE_NAME), every byte written, fsync,
  * rename onto `<hash>.safetensors`, fsync the directory. Tensors go in oMLX's order. The content
@@ -105,20 +124,16 @@ export async function readBlockFile (path: string): Promise<BlockContents> {
 export async function writeBlockFile (root: string, layout: StoreLayout, hash: string, payload: BlockPayload, createdAt: number,
   parentHash: string | null = null): Promise<{ path: string, bytes: number, contentDigest: string }> {
   const path = blockPath(root, hash)
-  const encoded = encodeLayers(payload.layers)
-  const formatVersion = holdsPoolingDelta(payload.layers) ? FORMAT_VERSION_POOLING_DELTA : FORMAT_VERSION_PLAIN
-  const stamped: Record<string, string> = { ...blockMetadata(layout, hash, layout.blockSize, formatVersion, payload.layerMetaStates, createdAt, parentHash), ...encoded.metadata }
-  const contentDigest = blockContentDigest(stamped, encoded.tensors.map((t) => ({ name: t.name, ...t.tensor })))
-  const metadata = { ...stamped, [META.contentSha256]: contentDigest }
+  const { tensors, metadata, contentDigest } = blockFileParts(layout, hash, payload, createdAt, parentHash)
   let writer: SafetensorsStreamWriter
   try {
     await mkdir(dirname(path), { recursive: true })
-    writer = await SafetensorsStreamWriter.create(path, encoded.tensors.map((t) => ({ name: t.name, dtype: t.tensor.dtype, shape: t.tensor.shape })), metadata)
+    writer = await SafetensorsStreamWriter.create(path, tensors.map((t) => ({ name: t.name, dtype: t.tensor.dtype, shape: t.tensor.shape })), metadata)
   } catch (e) {
     throw asBlockError(path, e)
   }
   try {
-    for (const t of encoded.tensors) await writer.write(t.name, t.tensor.data)
+    for (const t of tensors) await writer.write(t.name, t.tensor.data)
   } catch (e) {
     await writer.abort()
     throw asBlockError(path, e)
@@ -129,6 +144,39 @@ export async function writeBlockFile (root: string, layout: StoreLayout, hash: s
     throw asBlockError(path, e)
   }
   return { path, bytes: (await stat(path)).size, contentDigest }
+}
+
+/**
+ * The bytes `writeBlockFile` would write for the same arguments, in memory: the same layout
+ * (planLayout, header, tensors back to back in oMLX's order). A builder thread encodes blocks with
+ * it; `writeEncodedBlockFile` then puts them on disk.
+ */
+export function encodeBlockFile (layout: StoreLayout, hash: string, payload: BlockPayload, createdAt: number, parentHash: string | null = null): EncodedBlock {
+  const { tensors, metadata, contentDigest } = blockFileParts(layout, hash, payload, createdAt, parentHash)
+  const name = `block ${hash}`
+  const plan = planLayout(name, tensors.map((t) => ({ name: t.name, dtype: t.tensor.dtype, shape: t.tensor.shape })), metadata)
+  const dataStart = 8 + plan.header.length
+  const bytes = new Uint8Array(dataStart + plan.dataLength)
+  bytes.set(headerLengthPrefix(plan.header.length), 0)
+  bytes.set(plan.header, 8)
+  tensors.forEach((t, i) => {
+    const entry = plan.entries[i]
+    checkData(name, t.name, t.tensor.data, entry.end - entry.begin)
+    bytes.set(t.tensor.data, dataStart + entry.begin)
+  })
+  return { bytes, contentDigest }
+}
+
+/** Write an encoded block atomically (as writeBlockFile does: temporary sibling, fsync, rename, fsync the directory). */
+export async function writeEncodedBlockFile (root: string, hash: string, block: EncodedBlock): Promise<{ path: string, bytes: number, contentDigest: string }> {
+  const path = blockPath(root, hash)
+  try {
+    await mkdir(dirname(path), { recursive: true })
+    await writeFileAtomic(path, block.bytes)
+  } catch (e) {
+    throw asBlockError(path, e)
+  }
+  return { path, bytes: block.bytes.byteLength, contentDigest: block.contentDigest }
 }
 
 /** What one subdirectory entry is. */

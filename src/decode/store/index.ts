@@ -11,7 +11,7 @@ export {
   canonicalCacheTypes, compatSignature, signatureObject, blockMetadata, readBlockInfo, incompatibility,
   type StoreLayout, type BlockInfo, type IncompatibleReason, type Incompatibility,
 } from './metadata.ts'
-export { SUBDIRS, BLOCK_FILE_NAME, TEMP_FILE_NAME, blockPath, readBlockHeader, readBlockFile, writeBlockFile, listBlockDir, type BlockHeader, type BlockContents, type DirEntry } from './block-file.ts'
+export { SUBDIRS, BLOCK_FILE_NAME, TEMP_FILE_NAME, blockPath, readBlockHeader, readBlockFile, writeBlockFile, encodeBlockFile, writeEncodedBlockFile, listBlockDir, type BlockHeader, type EncodedBlock, type BlockContents, type DirEntry } from './block-file.ts'
 export {
   ROTATING, POOLING, POOLING_DELTA, CACHE_LIST, POOLING_ARITY, POOLING_DELTA_ARITY, POOLING_DESCRIPTOR,
   deepseekV4CacheLayout, layoutCacheTypes, layoutCachelistSubtypes, deepseekV4StoreLayout, rotatingState, poolingDeltaRange,
@@ -21,7 +21,7 @@ export {
 export { restoreChain, SLICEABLE_CACHE_TYPES, type ChainBlock, type RestoredCache } from './restore.ts'
 export { geometryFingerprint, deepseekV4GeometryFingerprint, type GeometryInputs } from '../../wire/geometry.ts'
 export { QUARANTINE_DIR, quarantineFile, quarantineForeignGeometry, type QuarantineOptions, type QuarantineReport } from './quarantine.ts'
-export { BlockStore, type BlockStoreOptions, type StoreEvent, type StoreStats, type ScanReport, type LoadedBlock, type PutResult, type RestoreResult } from './store.ts'
+export { BlockStore, checkBlockPayload, type BlockStoreOptions, type StoreEvent, type StoreStats, type ScanReport, type LoadedBlock, type PutResult, type RestoreResult } from './store.ts'
 export { compareBlockDirs, compareBlockFiles, type VerifyReport, type BlockComparison } from './verify.ts'
 export { surveyBlockDir, type Survey, type SurveyedBlock } from './survey.ts'
 export { CONTENT_DIGEST_KEY, blockContentDigest, isContentDigest, type DigestTensor } from './content-digest.ts'

@@ -10,7 +10,7 @@ import { basename, join } from 'node:path'
 import { BlockStoreError } from './errors.ts'
 import { syncDirectory } from '../../formats/atomic-file.ts'
 import { blockKeyChain, isBlockKeyHex } from './block-key.ts'
-import { blockPath, listBlockDir, readBlockFile, readBlockHeader, writeBlockFile, SUBDIRS, type BlockHeader } from './block-file.ts'
+import { blockPath, listBlockDir, readBlockFile, readBlockHeader, writeBlockFile, writeEncodedBlockFile, SUBDIRS, type BlockHeader, type EncodedBlock } from './block-file.ts'
 import { BlockIndex, type IndexEntry } from './block-index.ts'
 import { canonicalCacheTypes, checkLayout, incompatibility, INTEGRITY_REASONS, META, type BlockInfo, type IncompatibleReason, type StoreLayout } from './metadata.ts'
 import type { BlockPayload } from './payload.ts'
@@ -115,6 +115,26 @@ function pidAlive (pid: number): boolean {
   } catch (e) {
     return (e as NodeJS.ErrnoException).code === 'EPERM'
   }
+}
+
+/** Refuse a payload that does not fit `layout`: layer count, meta states, cache types per layer. */
+export function checkBlockPayload (layout: StoreLayout, hash: string, payload: BlockPayload): void {
+  const n = layout.layerCacheTypes.length
+  if (payload == null || !Array.isArray(payload.layers)) throw new BlockStoreError(hash, 'payload must have a layers list')
+  if (payload.layers.length !== n) throw new BlockStoreError(hash, `payload has ${payload.layers.length} layers, the store's layout has ${n}`)
+  if (!Array.isArray(payload.layerMetaStates) || payload.layerMetaStates.length !== n) {
+    throw new BlockStoreError(hash, `payload needs ${n} layer meta states, has ${payload.layerMetaStates?.length}`)
+  }
+  const ours = canonicalCacheTypes(layout.layerCacheTypes)
+  const theirs = canonicalCacheTypes(payload.layerCacheTypes ?? [])
+  const k = ours.findIndex((t, i) => theirs[i] !== t)
+  if (k >= 0) throw new BlockStoreError(hash, `payload layer ${k} is ${theirs[k]}, the store's layout says ${ours[k]}`)
+  payload.layers.forEach((l, i) => {
+    const listType = ours[i] === 'CacheList'
+    if (l.kind !== 'placeholder' && (l.kind === 'cache-list') !== listType) {
+      throw new BlockStoreError(hash, `payload layer ${i} is a ${l.kind} but its cache type is ${ours[i]}`)
+    }
+  })
 }
 
 /** The block store. Open with `BlockStore.open`. */
@@ -374,22 +394,7 @@ export class BlockStore {
   }
 
   private checkPayload (hash: string, payload: BlockPayload): void {
-    const n = this.layout.layerCacheTypes.length
-    if (payload == null || !Array.isArray(payload.layers)) throw new BlockStoreError(hash, 'payload must have a layers list')
-    if (payload.layers.length !== n) throw new BlockStoreError(hash, `payload has ${payload.layers.length} layers, the store's layout has ${n}`)
-    if (!Array.isArray(payload.layerMetaStates) || payload.layerMetaStates.length !== n) {
-      throw new BlockStoreError(hash, `payload needs ${n} layer meta states, has ${payload.layerMetaStates?.length}`)
-    }
-    const ours = canonicalCacheTypes(this.layout.layerCacheTypes)
-    const theirs = canonicalCacheTypes(payload.layerCacheTypes ?? [])
-    const k = ours.findIndex((t, i) => theirs[i] !== t)
-    if (k >= 0) throw new BlockStoreError(hash, `payload layer ${k} is ${theirs[k]}, the store's layout says ${ours[k]}`)
-    payload.layers.forEach((l, i) => {
-      const listType = ours[i] === 'CacheList'
-      if (l.kind !== 'placeholder' && (l.kind === 'cache-list') !== listType) {
-        throw new BlockStoreError(hash, `payload layer ${i} is a ${l.kind} but its cache type is ${ours[i]}`)
-      }
-    })
+    checkBlockPayload(this.layout, hash, payload)
   }
 
   /**
@@ -428,6 +433,23 @@ export class BlockStore {
     if (options.parentHash != null) this.checkHash(options.parentHash)
     this.checkHash(hash)
     this.checkPayload(hash, payload)
+    return await this.place(hash, async () => await this.writeTracked(hash, async () => await writeBlockFile(this.root, this.layout, hash, payload, Date.now() / 1000, options.parentHash ?? null)))
+  }
+
+  /**
+   * `put` for a block already encoded (encodeBlockFile, by a builder thread): the same rules (a
+   * compatible block there is kept, an incompatible file quarantined, the size limit enforced),
+   * and the bytes must be a block this store serves under `hash` (its header is read back and
+   * checked before the block is indexed; a refused one is quarantined and the call fails).
+   */
+  async putEncoded (hash: string, block: EncodedBlock): Promise<PutResult> {
+    this.checkHash(hash)
+    if (!(block?.bytes instanceof Uint8Array) || typeof block.contentDigest !== 'string') throw new BlockStoreError(hash, 'an encoded block needs its bytes (a Uint8Array) and its content digest')
+    return await this.place(hash, async () => await this.writeTracked(hash, async () => await writeEncodedBlockFile(this.root, hash, block)))
+  }
+
+  // Everything put does around the write itself.
+  private async place (hash: string, write: () => Promise<{ path: string, bytes: number }>): Promise<PutResult> {
     const path = blockPath(this.root, hash)
     const existing = await this.locate(hash)
     if (existing !== null) {
@@ -454,9 +476,15 @@ export class BlockStore {
       }
       await this.quarantine(hash, path, why)
     }
-    const written = await this.writeTracked(hash, payload, options.parentHash ?? null)
+    const written = await write()
     this.refusals.delete(hash)
     const header = await readBlockHeader(written.path)
+    const refusal = incompatibility(header.info, this.layout, hash)
+    if (refusal !== null) {
+      // Only bytes encoded elsewhere can get here: never index what would not be served.
+      await this.quarantine(hash, written.path, `${refusal.reason}: ${refusal.detail}`)
+      throw new BlockStoreError(written.path, `the block written is not one this store serves under ${hash} (${refusal.reason}: ${refusal.detail}); quarantined`)
+    }
     this.index.add(this.entryFrom(hash, header, Date.now()))
     this.counters.writes++
     this.log({ kind: 'written', hash, path: written.path, bytes: written.bytes })
@@ -464,12 +492,12 @@ export class BlockStore {
     return { written: true, path: written.path, bytes: written.bytes }
   }
 
-  private async writeTracked (hash: string, payload: BlockPayload, parentHash: string | null): Promise<{ path: string, bytes: number }> {
+  private async writeTracked (hash: string, write: () => Promise<{ path: string, bytes: number }>): Promise<{ path: string, bytes: number }> {
     // Register the temp-name prefix, so a scan in this process (another store instance too) leaves it alone.
     const marker = `${blockPath(this.root, hash)}.partial-${process.pid}-`
     inFlight.set(marker, (inFlight.get(marker) ?? 0) + 1)
     try {
-      return await writeBlockFile(this.root, this.layout, hash, payload, Date.now() / 1000, parentHash)
+      return await write()
     } finally {
       const left = (inFlight.get(marker) ?? 1) - 1
       if (left > 0) inFlight.set(marker, left)

@@ -13,6 +13,8 @@ import { checkManifestTokens, MANIFEST_FILE, type CaptureManifest } from '../../
 import { openCaptureFiles, type OpenedCapture } from './capture-files.ts'
 import { blockCacheBytes, blockPayloadFromState, readBlockState } from './block-state.ts'
 import { payloadDigest, payloadTensorBytes } from './digest.ts'
+import type { BuiltBlock } from './block-build.ts'
+import { BlockBuildPool } from './build-pool.ts'
 import { HeldBytes } from './held-bytes.ts'
 import { checkCaptureTarget, type BlockTarget, type WriterSidecarJson } from './target.ts'
 
@@ -28,6 +30,12 @@ export interface BlockWriterOptions {
   tokens: ArrayLike<number>
   /** When the capture was spooled from the share (src/front/stages/capture-source.ts): reported in the timings. */
   spool?: SpoolTimes
+  /**
+   * Builder threads (build-pool.ts): with n >= 1 and at least two blocks to write, n threads read,
+   * build and encode blocks ahead (at most 2n past the one being put) while this thread puts them
+   * in the store in order. 0 (the default): every step on this thread. The blocks are the same.
+   */
+  builders?: number
 }
 
 /** One block the writer put in the store. */
@@ -59,10 +67,16 @@ export interface BlockWriterReport {
   verified: number
   /** File bytes of those blocks. */
   bytes: number
-  /** The most bytes of block data held at once (block-local cache, a read in flight, the payload). */
+  /**
+   * The most bytes of block data held at once (block-local cache, a read in flight, the payload).
+   * With builder threads, a bound: the largest sum of the builds' own peaks over any 2n consecutive
+   * blocks (at most that many are in flight together), or this thread's peak if larger.
+   */
   peakHeldBytes: number
   /**
-   * Milliseconds: open (manifest, checksums), read, build, write (store.put), verify, total; for
+   * Milliseconds: open (manifest, checksums), read, build, write (store.put), verify, total; with
+   * builder threads read and build are 0 here and buildWait is how long this thread waited for a
+   * built block, builderRead and builderBuild the threads' own times summed (CPU, not wall); for
    * a spooled capture also spool (stream until the capture was local), firstLayer and lastLayer (when they
    * landed in the spool) and firstBlockAfterLastLayer (from the last layer to the first block).
    */
@@ -93,6 +107,12 @@ export class BlockWriter {
   private readonly started: number
   private finished = false
   private firstBlockAt: number | undefined
+  /** Builder threads, started at the first parallel step; builds launched ahead, by block. */
+  private pool: BlockBuildPool | undefined
+  private readonly ahead = new Map<number, Promise<BuiltBlock>>()
+  private nextLaunch = 0
+  /** Each built block's own peak, in order (for the bound on what was in flight). */
+  private readonly builtPeaks: number[] = []
 
   private constructor (
     private readonly capture: OpenedCapture,
@@ -104,6 +124,7 @@ export class BlockWriter {
     started: number,
     openMs: number,
     private readonly spool: SpoolTimes | undefined,
+    private readonly builders: number,
   ) {
     this.started = started
     this.timings.open = openMs
@@ -120,6 +141,8 @@ export class BlockWriter {
   static async open (dir: string, options: BlockWriterOptions): Promise<BlockWriter> {
     const started = options.spool?.started ?? performance.now()
     const { target, sidecar, requestId, tokens, spool } = options
+    const builders = options.builders ?? 0
+    if (!Number.isSafeInteger(builders) || builders < 0) throw new PdBridgeError(`block writer: builders must be a non-negative integer, got ${String(builders)}`)
     checkTokens(tokens)
     checkCaptureTarget(sidecar.json, target)
     const bs = target.store.layout.blockSize
@@ -140,7 +163,7 @@ export class BlockWriter {
       await capture.close()
       throw e
     }
-    return new BlockWriter(capture, target, keys, firstBlock, requestId, started, performance.now() - t0, spool)
+    return new BlockWriter(capture, target, keys, firstBlock, requestId, started, performance.now() - t0, spool, builders)
   }
 
   /** The validated manifest. */
@@ -165,7 +188,7 @@ export class BlockWriter {
 
   /** The most bytes of block data held at once so far. */
   get peakHeldBytes (): number {
-    return this.held.peak
+    return Math.max(this.held.peak, this.inFlightBound())
   }
 
   /** Write the next block and release it; null when every block of the prefix is written. */
@@ -173,6 +196,7 @@ export class BlockWriter {
     if (this.finished) throw new PdBridgeError(`block writer ${this.requestId}: already finalized`)
     const k = this.firstBlock + this.done.length
     if (k >= this.keys.length) return null
+    if (this.pool !== undefined || (this.builders > 0 && this.keys.length - k >= 2)) return await this.writeBuilt(k)
     const { cfg, store, storage } = this.target
     const bs = store.layout.blockSize
     const hash = this.keys[k]
@@ -189,14 +213,76 @@ export class BlockWriter {
       t = performance.now()
       const put = await store.put(hash, payload, { parentHash: k > 0 ? this.keys[k - 1] : null })
       this.timings.write += performance.now() - t
-      this.firstBlockAt ??= performance.now()
-      const block: WrittenBlock = { block: k, hash, boundary: (k + 1) * bs, written: put.written, bytes: put.bytes }
-      this.done.push({ ...block, digest })
-      return block
+      return this.record(k, hash, put, digest)
     } finally {
       // The block's state and payload go out of scope here; nothing of it is kept but the digest.
       this.held.clear()
     }
+  }
+
+  private record (k: number, hash: string, put: { written: boolean, bytes: number }, digest: string): WrittenBlock {
+    this.firstBlockAt ??= performance.now()
+    const block: WrittenBlock = { block: k, hash, boundary: (k + 1) * this.target.store.layout.blockSize, written: put.written, bytes: put.bytes }
+    this.done.push({ ...block, digest })
+    return block
+  }
+
+  // Builds launched ahead of block k: up to 2n past it, on the builder threads.
+  private launchFrom (k: number): void {
+    if (this.pool === undefined) {
+      const { cfg, store, storage } = this.target
+      this.pool = new BlockBuildPool(this.builders, { layerFiles: this.capture.layers.map((l) => ({ index: l.index, path: l.path })), cfg, layout: store.layout, storage })
+      this.nextLaunch = k
+    }
+    const limit = Math.min(this.keys.length, k + 2 * this.builders)
+    for (; this.nextLaunch < limit; this.nextLaunch++) {
+      const j = this.nextLaunch
+      const build = this.pool.build(j, this.keys[j], j > 0 ? this.keys[j - 1] : null)
+      build.catch(() => {}) // awaited in order below; one that is never reached must not go unhandled
+      this.ahead.set(j, build)
+    }
+  }
+
+  // Block k built by a thread, put here: blocks enter the store in order, so a failure leaves a prefix.
+  private async writeBuilt (k: number): Promise<WrittenBlock> {
+    this.launchFrom(k)
+    const hash = this.keys[k]
+    try {
+      let t = performance.now()
+      const built = await (this.ahead.get(k) as Promise<BuiltBlock>)
+      this.ahead.delete(k)
+      this.timings.buildWait = (this.timings.buildWait ?? 0) + performance.now() - t
+      this.timings.builderRead = (this.timings.builderRead ?? 0) + built.readMs
+      this.timings.builderBuild = (this.timings.builderBuild ?? 0) + built.buildMs
+      this.builtPeaks.push(built.peakHeldBytes)
+      this.held.set('payload', built.encoded.bytes.byteLength)
+      t = performance.now()
+      const put = await this.target.store.putEncoded(hash, built.encoded)
+      this.timings.write += performance.now() - t
+      return this.record(k, hash, put, built.digest)
+    } finally {
+      this.held.clear()
+      if (this.ahead.size === 0) await this.stopBuilders()
+    }
+  }
+
+  private async stopBuilders (): Promise<void> {
+    const pool = this.pool
+    if (pool === undefined) return
+    this.ahead.clear()
+    await pool.close()
+  }
+
+  // The bound on bytes in flight with builder threads: the largest sum of 2n consecutive builds' peaks.
+  private inFlightBound (): number {
+    const w = 2 * this.builders
+    let best = 0
+    let sum = 0
+    for (let i = 0; i < this.builtPeaks.length; i++) {
+      sum += this.builtPeaks[i] - (i >= w ? this.builtPeaks[i - w] : 0)
+      best = Math.max(best, sum)
+    }
+    return best
   }
 
   /** Write every remaining block, in order. */
@@ -253,11 +339,12 @@ export class BlockWriter {
         reused: this.done.filter((b) => !b.written).length,
         verified: this.done.length,
         bytes: this.done.reduce((a, b) => a + b.bytes, 0),
-        peakHeldBytes: this.held.peak,
+        peakHeldBytes: Math.max(this.held.peak, this.inFlightBound()),
         timings,
       }
     } finally {
       this.finished = true
+      await this.stopBuilders()
       await this.capture.close()
     }
   }
@@ -265,6 +352,7 @@ export class BlockWriter {
   /** Stop without finalizing: close the capture files (blocks already put stay, each complete). */
   async close (): Promise<void> {
     this.finished = true
+    await this.stopBuilders()
     await this.capture.close()
   }
 }

@@ -47,10 +47,13 @@ export function shortCapture (report: BlockWriterReport, captureTokens: number):
   return { reason: `the capture was sealed at ${report.sealedLength} of ${captureTokens} tokens (memory budget), less than one block`, code: PD_ERR.CAPTURE_SHORT }
 }
 
-/** The writer's part of the timings: reading and building; store.put plus verification. */
+/**
+ * The writer's part of the timings: reading and building (with builder threads, the wall time the
+ * write stage waited for them); store.put plus verification.
+ */
 export function writerTimings (report: BlockWriterReport): Pick<BridgeTimings, 'assembly' | 'block_write'> {
   return {
-    assembly: round((report.timings.read ?? 0) + (report.timings.build ?? 0)),
+    assembly: round((report.timings.read ?? 0) + (report.timings.build ?? 0) + (report.timings.buildWait ?? 0)),
     block_write: round((report.timings.write ?? 0) + (report.timings.verify ?? 0)),
   }
 }
