@@ -52,7 +52,9 @@ export function blockStoreTarget (cache: DecoderPrefixCache, options: { builders
     size: () => cache.store.size,
     totalBytes: () => cache.store.totalBytes,
     checkSidecar: (json) => checkCaptureTarget(json, cache),
-    openWriter: async (dir, o) => await BlockWriter.open(dir, { target: cache, sidecar: o.sidecar, requestId: o.requestId, tokens: o.tokens, builders: options.builders ?? 0, ...(o.spool !== undefined ? { spool: o.spool } : {}) }),
+    openWriter: async (dir, o) => await BlockWriter.open(dir, {
+      target: cache, sidecar: o.sidecar, requestId: o.requestId, tokens: o.tokens, builders: options.builders ?? 0, ...(o.spool !== undefined ? { spool: o.spool } : {}),
+    }),
     restore: async (tokens) => (await cache.lookup(tokens)).cache,
   }
 }
