@@ -180,6 +180,9 @@ static Napi::Object Init (Napi::Env env, Napi::Object exports) {
   exports.Set("ropeRows", Napi::Function::New(env, pdb::RopeRowsEntry, "ropeRows"));
   exports.Set("roundBf16Array", Napi::Function::New(env, pdb::RoundBf16ArrayEntry, "roundBf16Array"));
   exports.Set("hcPost", Napi::Function::New(env, pdb::HcPostEntry, "hcPost"));
+  exports.Set("hcCollapse", Napi::Function::New(env, pdb::HcCollapseEntry, "hcCollapse"));
+  exports.Set("unweightedNormRows", Napi::Function::New(env, pdb::UnweightedNormRowsEntry, "unweightedNormRows"));
+  exports.Set("topkRows", Napi::Function::New(env, pdb::TopkRowsEntry, "topkRows"));
   exports.Set("setThreads", Napi::Function::New(env, SetThreads, "setThreads"));
   exports.Set("getThreads", Napi::Function::New(env, GetThreads, "getThreads"));
   exports.Set("measurePeakGflops", Napi::Function::New(env, MeasurePeakGflops, "measurePeakGflops"));

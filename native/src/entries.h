@@ -14,5 +14,8 @@ Napi::Value SoftmaxPoolEntry (const Napi::CallbackInfo& info);
 Napi::Value RopeRowsEntry (const Napi::CallbackInfo& info);
 Napi::Value RoundBf16ArrayEntry (const Napi::CallbackInfo& info);
 Napi::Value HcPostEntry (const Napi::CallbackInfo& info);
+Napi::Value HcCollapseEntry (const Napi::CallbackInfo& info);
+Napi::Value UnweightedNormRowsEntry (const Napi::CallbackInfo& info);
+Napi::Value TopkRowsEntry (const Napi::CallbackInfo& info);
 
 }  // namespace pdb

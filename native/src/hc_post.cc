@@ -1,35 +1,11 @@
 #include "hc_post.h"
 
-#include <cmath>
-#include <cstdint>
-#include <cstring>
 #include <vector>
 
+#include "bf16_scalar.h"
 #include "parallel.h"
 
 namespace pdb {
-
-namespace {
-
-// round_bf16.cc's rule for one value: RNE on the bits, NaN keeps its sign and becomes quiet.
-inline float to_bf16 (float x) {
-  uint32_t b;
-  std::memcpy(&b, &x, 4);
-  if ((b & 0x7f800000u) == 0x7f800000u && (b & 0x007fffffu) != 0) b = (b & 0x80000000u) | 0x7fc00000u;
-  else b = (b + 0x7fffu + ((b >> 16) & 1u)) & 0xffff0000u;
-  std::memcpy(&x, &b, 4);
-  return x;
-}
-
-inline float canonical (float x) {
-  if (std::isnan(x)) {
-    const uint32_t b = 0x7fc00000u;
-    std::memcpy(&x, &b, 4);
-  }
-  return x;
-}
-
-}  // namespace
 
 void hc_post (const float* h, size_t n, const float* post, const float* comb, const float* sub,
               size_t hc, size_t hidden, bool bf16, float* out, int threads) {

@@ -7,6 +7,8 @@ import { FMATH_CODES } from './fmath.ts'
 import type { FmathName } from './fmath.ts'
 import * as fmathArrayRef from './fmath-array.ts'
 import { checkFmathArray } from './fmath-array.ts'
+import * as hcCollapseRef from './hc-collapse.ts'
+import { checkHcCollapse } from './hc-collapse.ts'
 import * as hcPostRef from './hc-post.ts'
 import { checkHcPost } from './hc-post.ts'
 import * as indexerRef from './indexer.ts'
@@ -21,6 +23,10 @@ import type { MatmulOptions } from './reference.ts'
 import * as ropeRef from './rope-rows.ts'
 import { checkRopeRows } from './rope-rows.ts'
 import type { RopeRowsOptions } from './rope-rows.ts'
+import * as topkRowsRef from './topk-rows.ts'
+import { checkTopkRows, type TopkRows } from './topk-rows.ts'
+import * as unweightedNormRef from './unweighted-norm.ts'
+import { checkUnweightedNorm } from './unweighted-norm.ts'
 import { checkMatmul, checkRmsNorm } from './validate.ts'
 
 export type { MatmulOptions, AccumulationOrder } from './reference.ts'
@@ -37,6 +43,7 @@ export { CANONICAL_NAN_BITS } from './output.ts'
 export { loadNativeKernels, DEFAULT_ADDON_PATH } from './native.ts'
 export { expF32, logF32, log1pF32, sigmoidF32, softplusF32, siluF32, sqrtsoftplusF32, FMATH_FUNCTIONS } from './fmath.ts'
 export { topkIndices } from './topk.ts'
+export { topkRow, type TopkRows } from './topk-rows.ts'
 
 /**
  * y[m, n] = x[m, k] · W[n, k]^T (W an nn.Linear weight, row-major [out, in], float32), native.
@@ -170,6 +177,9 @@ export const reference = {
   ropeRows: ropeRef.ropeRows,
   roundBf16Array: ref.roundBf16InPlace,
   hcPost: hcPostRef.hcPost,
+  hcCollapse: hcCollapseRef.hcCollapse,
+  unweightedNormRows: unweightedNormRef.unweightedNormRows,
+  topkRows: topkRowsRef.topkRows,
   packSequentialFma: packReference as (w: Float32Array | Uint16Array, n: number, k: number) => PackedWeight,
   matmulPacked: matmulPackedReference,
 }
@@ -191,6 +201,40 @@ export function hcPost (h: Float32Array, n: number, post: Float32Array, comb: Fl
   hc: number, hidden: number, bf16: boolean, out?: Float32Array): Float32Array {
   const a = checkHcPost('hcPost', h, n, post, comb, sub, hc, hidden, bf16, out)
   return loadNativeKernels().hcPost(a.h, a.n, a.post, a.comb, a.sub, a.hc, a.hidden, a.bf16, a.out)
+}
+
+/**
+ * The hyper-connections' collapse, native: out [n, hidden] = act(sum_j pre_{t,j} * h_{t,j}) per
+ * token, j ascending (bf16 RNE when `bf16`). Bit-identical to reference.hcCollapse
+ * (src/kernels/hc-collapse.ts), NaN written canonical.
+ */
+export function hcCollapse (h: Float32Array, n: number, pre: Float32Array, hc: number, hidden: number, bf16: boolean,
+  out?: Float32Array): Float32Array {
+  const a = checkHcCollapse('hcCollapse', h, n, pre, hc, hidden, bf16, out)
+  return loadNativeKernels().hcCollapse(a.h, a.n, a.pre, a.hc, a.hidden, a.bf16, a.out)
+}
+
+/**
+ * DeepseekV4UnweightedRMSNorm of each row of x [rows, d] in place, native: x = act(x * act(1 /
+ * sqrt(mean(x^2) + eps))), the sum in the lanes8 order. Bit-identical to
+ * reference.unweightedNormRows (src/kernels/unweighted-norm.ts), NaN written canonical.
+ */
+export function unweightedNormRows (x: Float32Array, rows: number, d: number, eps: number, bf16: boolean): Float32Array {
+  const a = checkUnweightedNorm('unweightedNormRows', x, rows, d, eps, bf16)
+  return loadNativeKernels().unweightedNormRows(a.x, a.rows, a.d, a.eps, a.bf16)
+}
+
+/**
+ * The min(k, lengths[r]) best entries of each row r of scores [rows, stride] (its first lengths[r]),
+ * ascending index, native: topkIndices(row, k, { order: 'index' }) per row, threads over rows.
+ * The same picks as reference.topkRows (src/kernels/topk-rows.ts); read a row with topkRow.
+ */
+export function topkRows (scores: Float32Array, rows: number, stride: number, lengths: Int32Array, k: number): TopkRows {
+  const a = checkTopkRows('topkRows', scores, rows, stride, lengths, k)
+  const indices = new Int32Array(a.rows * a.k)
+  const counts = new Int32Array(a.rows)
+  loadNativeKernels().topkRows(a.scores, a.rows, a.stride, a.lengths, a.k, indices, counts)
+  return { indices, counts, k: a.k }
 }
 
 /** Below this many elements the TypeScript loop beats a native call and its threads. */

@@ -47,6 +47,12 @@ export interface NativeKernels {
   roundBf16Array (x: Float32Array): Float32Array
   /** The hyper-connections' write-back (src/kernels/hc-post.ts is its reference). */
   hcPost (h: Float32Array, n: number, post: Float32Array, comb: Float32Array, sub: Float32Array, hc: number, hidden: number, bf16: boolean, out: Float32Array): Float32Array
+  /** The hyper-connections' collapse (src/kernels/hc-collapse.ts is its reference). */
+  hcCollapse (h: Float32Array, n: number, pre: Float32Array, hc: number, hidden: number, bf16: boolean, out: Float32Array): Float32Array
+  /** Per-row unweighted RMSNorm in place (src/kernels/unweighted-norm.ts is its reference). */
+  unweightedNormRows (x: Float32Array, rows: number, d: number, eps: number, bf16: boolean): Float32Array
+  /** Top-k per row (src/kernels/topk-rows.ts is its reference); returns indices. */
+  topkRows (scores: Float32Array, rows: number, stride: number, lengths: Int32Array, k: number, indices: Int32Array, counts: Int32Array): Int32Array
   setThreads (n: number): void
   getThreads (): number
   measurePeakGflops (threads: number, millis: number): number

@@ -13,7 +13,7 @@ import { Compressor } from './compressor.ts'
 import { coreAttention } from './core-attention.ts'
 import { Indexer } from './indexer.ts'
 import type { ModelNumerics } from './numerics.ts'
-import { unweightedRmsNormInPlace, weightedRmsNorm } from './norms.ts'
+import { unweightedRmsNormRows, weightedRmsNorm } from './norms.ts'
 
 /** Sizes and constants shared by every layer. */
 export interface AttentionShape {
@@ -114,7 +114,7 @@ export class Attention {
     // Queries: q_a -> q_a_norm (the q residual) -> q_b -> per-head unweighted norm -> rope.
     const qResidual = weightedRmsNorm(act.roundAll(w.qA.apply(x, n)), n, w.qA.outFeatures, w.qANorm, rmsEps, act)
     const q = act.roundAll(w.qB.apply(qResidual, n))
-    for (let r = 0; r < n * heads; r++) unweightedRmsNormInPlace(q, r * d, d, rmsEps, act)
+    unweightedRmsNormRows(q, n * heads, d, rmsEps, act)
     // Rope in fp32, then cast (rounding the whole row is the same: the nope part is already cast).
     ropeRows(q, n, heads, d, nope, ropeDim, table.cos, table.sin, { firstTableRow: start })
     act.roundAll(q)

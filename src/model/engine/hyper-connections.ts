@@ -2,7 +2,7 @@
 // sublayer input by `pre`, written back by `post` and mixed by a Sinkhorn-projected `comb`.
 // Everything here is fp32 as in transformers (the mixing maths upcasts); only the collapsed input,
 // the mixing weights and the new streams are cast to the activation dtype.
-import { expF32, hcPost as hcPostKernel, matmulF32, rmsNorm, sigmoidF32 } from '../../kernels/index.ts'
+import { expF32, hcCollapse, hcPost as hcPostKernel, matmulF32, rmsNorm, sigmoidF32 } from '../../kernels/index.ts'
 import type { ActivationRounding } from './activation.ts'
 
 const fround = Math.fround
@@ -48,21 +48,6 @@ function mixLogits (h: Float32Array, n: number, s: HcShape, fn: Float32Array, ou
   const width = s.hc * s.hidden
   const flat = rmsNorm(h, n, width, ones(width), s.rmsEps)
   return matmulF32(flat, n, width, fn, outs)
-}
-
-// sum_j w[j] * h[j][d] over the streams, j ascending, then cast.
-function collapse (h: Float32Array, t: number, w: Float32Array, wOff: number, s: HcShape, out: Float32Array, act: ActivationRounding): void {
-  const { hc, hidden } = s
-  const row = t * hc * hidden
-  const o = t * hidden
-  const w0 = w[wOff]
-  for (let d = 0; d < hidden; d++) out[o + d] = fround(w0 * h[row + d])
-  for (let j = 1; j < hc; j++) {
-    const wj = w[wOff + j]
-    const src = row + j * hidden
-    for (let d = 0; d < hidden; d++) out[o + d] = fround(out[o + d] + fround(wj * h[src + d]))
-  }
-  act.roundAll(out, o, o + hidden)
 }
 
 /**
@@ -116,22 +101,21 @@ export function hcPre (h: Float32Array, n: number, p: HcParams, s: HcShape, act:
   const logits = mixLogits(h, n, s, p.fn, mix)
   const eps32 = fround(s.hcEps)
   const [s0, s1, s2] = p.scale
-  const pre = new Float32Array(hc)
+  const pre = new Float32Array(n * hc)
   const post = new Float32Array(n * hc)
   const comb = new Float32Array(n * hc * hc)
-  const collapsed = new Float32Array(n * hidden)
   for (let t = 0; t < n; t++) {
     const l = t * mix
     for (let i = 0; i < hc; i++) {
-      pre[i] = fround(sigmoidF32(fround(fround(logits[l + i] * s0) + p.base[i])) + eps32)
+      pre[t * hc + i] = fround(sigmoidF32(fround(fround(logits[l + i] * s0) + p.base[i])) + eps32)
       post[t * hc + i] = fround(2 * sigmoidF32(fround(fround(logits[l + hc + i] * s1) + p.base[hc + i])))
     }
     const c = t * hc * hc
     for (let i = 0; i < hc * hc; i++) comb[c + i] = fround(fround(logits[l + 2 * hc + i] * s2) + p.base[2 * hc + i])
     sinkhorn(comb, c, hc, s.sinkhornIters, s.hcEps)
-    collapse(h, t, pre, 0, s, collapsed, act)
   }
-  return { post, comb, collapsed }
+  // collapsed = act(sum_j pre_j h_j), j ascending (the native kernel; src/kernels/hc-collapse.ts its reference).
+  return { post, comb, collapsed: hcCollapse(h, n, pre, hc, hidden, act.bf16) }
 }
 
 /**
@@ -159,10 +143,8 @@ export function hcHead (h: Float32Array, n: number, p: HcHeadParams, s: HcShape,
   const logits = mixLogits(h, n, s, p.fn, hc)
   const eps32 = fround(s.hcEps)
   const pre = new Float32Array(n * hc)
-  const out = new Float32Array(n * hidden)
   for (let t = 0; t < n; t++) {
     for (let i = 0; i < hc; i++) pre[t * hc + i] = fround(sigmoidF32(fround(fround(logits[t * hc + i] * p.scale[0]) + p.base[i])) + eps32)
-    collapse(h, t, pre, t * hc, s, out, act)
   }
-  return out
+  return hcCollapse(h, n, pre, hc, hidden, act.bf16)
 }

@@ -2,7 +2,7 @@
 // score(t, s) = sum_h (act(w_h(x_t)) * n_h^-1/2) * (relu(q_{t,h} . k_s) * d_I^-1/2) over the
 // entries s visible to t (s < (t+1) // ratio), heads in order (the kernels' indexerScores);
 // the top min(index_topk, visible) scores, ties to the lower index, returned ascending.
-import { indexerScores, ropeRows, topkIndices } from '../../kernels/index.ts'
+import { indexerScores, ropeRows, topkRow, topkRows } from '../../kernels/index.ts'
 import type { Linear } from '../weights/index.ts'
 import type { ActivationRounding } from './activation.ts'
 import type { CompressorState } from './cache.ts'
@@ -59,9 +59,9 @@ export function indexerSelect (x: Float32Array, qResidual: Float32Array, n: numb
   for (let i = 0; i < n; i++) visible[i] = Math.min(entryCount, Math.floor((start + i + 1) / ratio))
   const scores = indexerScores(q, n, heads, headDim, entries.subarray(0, entryCount * headDim), entryCount, weights, visible,
     Math.pow(headDim, -0.5), Math.pow(heads, -0.5))
+  // Per query the top min(topk, visible) of its visible scores (native, threads over queries).
+  const picked = topkRows(scores, n, entryCount, visible, p.topk)
   const picks: Int32Array[] = []
-  for (let i = 0; i < n; i++) {
-    picks.push(topkIndices(scores.subarray(i * entryCount, i * entryCount + visible[i]), Math.min(p.topk, visible[i]), { order: 'index' }))
-  }
+  for (let i = 0; i < n; i++) picks.push(topkRow(picked, i))
   return picks
 }

@@ -46,24 +46,34 @@ export class Moe {
 }
 
 /**
- * The clamped SwiGLU, elementwise into out: act(act(silu(min(gate, limit))) * clamp(up, -limit, limit)),
- * silu the kernels' siluF32 (in bulk, native).
+ * The clamped SwiGLU of `rows` rows, elementwise into out: act(act(silu(min(gate, limit))) *
+ * clamp(up, -limit, limit)), silu the kernels' siluF32. Gate row r is gate[gOff + r * gStride, + count),
+ * up likewise, out row r out[oOff + r * count, + count): all rows go through fmathArray and each
+ * rounding as one array (native in bulk).
  */
-function swiglu (gate: Float32Array, gOff: number, up: Float32Array, uOff: number, count: number, limit: number, out: Float32Array, oOff: number, act: ActivationRounding): void {
+function swiglu (gate: Float32Array, gOff: number, up: Float32Array, uOff: number, count: number, limit: number,
+  out: Float32Array, oOff: number, act: ActivationRounding, rows = 1, gStride = count, uStride = count): void {
   const lim = fround(limit)
-  const g = new Float32Array(count)
-  for (let i = 0; i < count; i++) {
-    const v = gate[gOff + i]
-    g[i] = v > lim ? lim : v
+  const g = new Float32Array(rows * count)
+  for (let r = 0; r < rows; r++) {
+    const src = gOff + r * gStride
+    for (let i = 0; i < count; i++) {
+      const v = gate[src + i]
+      g[r * count + i] = v > lim ? lim : v
+    }
   }
   act.roundAll(fmathArray('silu', g, g))
-  for (let i = 0; i < count; i++) {
-    let u = up[uOff + i]
-    if (u > lim) u = lim
-    else if (u < -lim) u = -lim
-    out[oOff + i] = fround(g[i] * u)
+  for (let r = 0; r < rows; r++) {
+    const src = uOff + r * uStride
+    const o = oOff + r * count
+    for (let i = 0; i < count; i++) {
+      let u = up[src + i]
+      if (u > lim) u = lim
+      else if (u < -lim) u = -lim
+      out[o + i] = fround(g[r * count + i] * u)
+    }
   }
-  act.roundAll(out, oOff, oOff + count)
+  act.roundAll(out, oOff, oOff + rows * count)
 }
 
 /** Router scores: sqrt(softplus(logit)); in bf16 two ops each cast to bf16, as transformers' bf16 model computes it. */
@@ -121,14 +131,16 @@ export function moeBlock (w: MoeWeights, s: MoeShape, x: Float32Array, n: number
     rows.forEach((t, r) => xin.set(x.subarray(t * hidden, (t + 1) * hidden), r * hidden))
     const gu = act.roundAll(w.gateUp[e].apply(xin, m))
     const h = new Float32Array(m * inter)
-    for (let r = 0; r < m; r++) swiglu(gu, r * 2 * inter, gu, r * 2 * inter + inter, inter, s.swigluLimit, h, r * inter, act)
+    swiglu(gu, 0, gu, inter, inter, s.swigluLimit, h, 0, act, m, 2 * inter, 2 * inter)
     const y = act.roundAll(w.down[e].apply(h, m))
-    // routed += act(y * weight) in fp32, experts in ascending id.
+    // routed += act(y * weight) in fp32, experts in ascending id (the cast is elementwise: one call).
     for (let r = 0; r < m; r++) {
-      const o = rows[r] * hidden
       const wr = wts[r]
       for (let c = 0; c < hidden; c++) y[r * hidden + c] = fround(y[r * hidden + c] * wr)
-      act.roundAll(y, r * hidden, (r + 1) * hidden)
+    }
+    act.roundAll(y)
+    for (let r = 0; r < m; r++) {
+      const o = rows[r] * hidden
       for (let c = 0; c < hidden; c++) routed[o + c] = fround(routed[o + c] + y[r * hidden + c])
     }
   }

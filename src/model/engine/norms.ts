@@ -1,5 +1,5 @@
 // The two RMSNorms of DeepSeek-V4, with transformers' rounding points.
-import { dotInKernelOrder, rmsNorm } from '../../kernels/index.ts'
+import { rmsNorm, unweightedNormRows } from '../../kernels/index.ts'
 import type { ActivationRounding } from './activation.ts'
 
 const fround = Math.fround
@@ -26,12 +26,10 @@ export function weightedRmsNorm (x: Float32Array, rows: number, d: number, weigh
 }
 
 /**
- * DeepseekV4UnweightedRMSNorm, in place on x[off, off + d): the factor 1 / sqrt(mean(x²) + eps) is
- * computed in fp32 and cast to the activation dtype before the multiply: x <- act(x * act(r)).
+ * DeepseekV4UnweightedRMSNorm of each of `rows` rows of length d, in place: the factor
+ * 1 / sqrt(mean(x²) + eps) is computed in fp32 and cast to the activation dtype before the
+ * multiply: x <- act(x * act(r)). The native kernel (src/kernels/unweighted-norm.ts its reference).
  */
-export function unweightedRmsNormInPlace (x: Float32Array, off: number, d: number, eps: number, act: ActivationRounding): void {
-  const ss = dotInKernelOrder(x, off, x, off, d)
-  const r = act.round(fround(1 / fround(Math.sqrt(fround(fround(ss / d) + fround(eps))))))
-  for (let i = off; i < off + d; i++) x[i] = fround(x[i] * r)
-  act.roundAll(x, off, off + d)
+export function unweightedRmsNormRows (x: Float32Array, rows: number, d: number, eps: number, act: ActivationRounding): Float32Array {
+  return unweightedNormRows(x, rows, d, eps, act.bf16)
 }
