@@ -58,6 +58,16 @@ inline bool size_arg (const Napi::CallbackInfo& info, size_t index, const char* 
   return true;
 }
 
+// A boolean argument, or a TypeError naming it.
+inline bool bool_arg (const Napi::CallbackInfo& info, size_t index, const char* name, bool* out) {
+  if (index >= info.Length() || !info[index].IsBoolean()) {
+    Napi::TypeError::New(info.Env(), std::string(name) + " must be a boolean").ThrowAsJavaScriptException();
+    return false;
+  }
+  *out = info[index].As<Napi::Boolean>().Value();
+  return true;
+}
+
 // a * b must equal `length` exactly (no overflow) or a RangeError naming the buffer is thrown.
 inline bool check_length (Napi::Env env, const char* name, size_t length, size_t a, size_t b,
                           const char* shape) {

@@ -16,11 +16,8 @@ Napi::Value HcPostEntry (const Napi::CallbackInfo& info) {
   const auto comb = typed_array<float>(info, 3, napi_float32_array, "comb", "Float32Array");
   const auto sub = typed_array<float>(info, 4, napi_float32_array, "sub", "Float32Array");
   if (!post.ok || !comb.ok || !sub.ok || !size_arg(info, 5, "hc", &hc) || !size_arg(info, 6, "hidden", &hidden)) return env.Undefined();
-  if (info.Length() <= 7 || !info[7].IsBoolean()) {
-    Napi::TypeError::New(env, "bf16 must be a boolean").ThrowAsJavaScriptException();
-    return env.Undefined();
-  }
-  const bool bf16 = info[7].As<Napi::Boolean>().Value();
+  bool bf16 = false;
+  if (!bool_arg(info, 7, "bf16", &bf16)) return env.Undefined();
   const auto out = typed_array<float>(info, 8, napi_float32_array, "out", "Float32Array");
   if (!out.ok) return env.Undefined();
   if (hc < 1) {
@@ -45,11 +42,8 @@ Napi::Value HcCollapseEntry (const Napi::CallbackInfo& info) {
   if (!h.ok || !size_arg(info, 1, "n", &n)) return env.Undefined();
   const auto pre = typed_array<float>(info, 2, napi_float32_array, "pre", "Float32Array");
   if (!pre.ok || !size_arg(info, 3, "hc", &hc) || !size_arg(info, 4, "hidden", &hidden)) return env.Undefined();
-  if (info.Length() <= 5 || !info[5].IsBoolean()) {
-    Napi::TypeError::New(env, "bf16 must be a boolean").ThrowAsJavaScriptException();
-    return env.Undefined();
-  }
-  const bool bf16 = info[5].As<Napi::Boolean>().Value();
+  bool bf16 = false;
+  if (!bool_arg(info, 5, "bf16", &bf16)) return env.Undefined();
   const auto out = typed_array<float>(info, 6, napi_float32_array, "out", "Float32Array");
   if (!out.ok) return env.Undefined();
   if (hc < 1) {

@@ -16,11 +16,8 @@ Napi::Value UnweightedNormRowsEntry (const Napi::CallbackInfo& info) {
     return env.Undefined();
   }
   const float eps = float(info[3].As<Napi::Number>().DoubleValue());
-  if (info.Length() <= 4 || !info[4].IsBoolean()) {
-    Napi::TypeError::New(env, "bf16 must be a boolean").ThrowAsJavaScriptException();
-    return env.Undefined();
-  }
-  const bool bf16 = info[4].As<Napi::Boolean>().Value();
+  bool bf16 = false;
+  if (!bool_arg(info, 4, "bf16", &bf16)) return env.Undefined();
   if (d < 1) {
     Napi::RangeError::New(env, "d must be at least 1").ThrowAsJavaScriptException();
     return env.Undefined();

@@ -3,9 +3,8 @@
 //   out_t = act(sum_j pre_{t,j} * h_{t,j}), j ascending,
 // every product and sum rounded to float32, act = bf16 round to nearest even when bf16, else
 // identity. NaN written canonical.
-import { NumericsError } from '../errors.ts'
 import { bitsView, storeOutput } from './output.ts'
-import { checkArray, checkShape } from './validate.ts'
+import { checkBoolean, checkFloat32Shape, checkIntegers } from './validate.ts'
 
 const fround = Math.fround
 
@@ -22,22 +21,13 @@ export interface HcCollapseArgs {
 
 export function checkHcCollapse (kernel: string, h: unknown, n: unknown, pre: unknown, hc: unknown, hidden: unknown,
   bf16: unknown, out: unknown): HcCollapseArgs {
-  for (const [name, v, min] of [['n', n, 0], ['hc', hc, 1], ['hidden', hidden, 1]] as const) {
-    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min) throw new NumericsError(`${kernel}: ${name} must be an integer >= ${min}, got ${String(v)}`)
-  }
-  if (typeof bf16 !== 'boolean') throw new NumericsError(`${kernel}: bf16 must be a boolean, got ${String(bf16)}`)
-  const N = n as number
-  const H = hc as number
-  const D = hidden as number
-  const arr = (name: string, v: unknown, dims: number[], shape: string): Float32Array => {
-    const x = checkArray(kernel, name, v, 'Float32Array')
-    checkShape(kernel, name, x, dims, shape)
-    return x
-  }
+  const [N, H, D] = checkIntegers(kernel, [['n', n, 0], ['hc', hc, 1], ['hidden', hidden, 1]])
+  const flag = checkBoolean(kernel, 'bf16', bf16)
+  const arr = (name: string, v: unknown, dims: number[], shape: string) => checkFloat32Shape(kernel, name, v, dims, shape)
   const hs = arr('h', h, [N * H * D], '[n * hc * hidden]')
   const ps = arr('pre', pre, [N * H], '[n * hc]')
   const o = out === undefined ? new Float32Array(N * D) : arr('out', out, [N * D], '[n * hidden]')
-  return { h: hs, n: N, pre: ps, hc: H, hidden: D, bf16, out: o }
+  return { h: hs, n: N, pre: ps, hc: H, hidden: D, bf16: flag, out: o }
 }
 
 /** Reference: returns out [n, hidden]. */

@@ -3,10 +3,9 @@
 //   new_k = act(act(post_k * sub) + act(sum_j comb[j][k] * h_j)), j ascending,
 // every product and sum rounded to float32, post and comb first cast by act (bf16 round to nearest
 // even when bf16, else identity; transformers' `.to(dtype)`). NaN written canonical.
-import { NumericsError } from '../errors.ts'
 import { bitsView, storeOutput } from './output.ts'
 import { roundBf16InPlace } from './reference.ts'
-import { checkArray, checkShape } from './validate.ts'
+import { checkBoolean, checkFloat32Shape, checkIntegers } from './validate.ts'
 
 const fround = Math.fround
 
@@ -25,24 +24,15 @@ export interface HcPostArgs {
 
 export function checkHcPost (kernel: string, h: unknown, n: unknown, post: unknown, comb: unknown, sub: unknown,
   hc: unknown, hidden: unknown, bf16: unknown, out: unknown): HcPostArgs {
-  for (const [name, v] of [['n', n], ['hc', hc], ['hidden', hidden]] as const) {
-    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < (name === 'n' ? 0 : 1)) throw new NumericsError(`${kernel}: ${name} must be an integer >= ${name === 'n' ? 0 : 1}, got ${String(v)}`)
-  }
-  if (typeof bf16 !== 'boolean') throw new NumericsError(`${kernel}: bf16 must be a boolean, got ${String(bf16)}`)
-  const N = n as number
-  const H = hc as number
-  const D = hidden as number
-  const arr = (name: string, v: unknown, dims: number[], shape: string): Float32Array => {
-    const x = checkArray(kernel, name, v, 'Float32Array')
-    checkShape(kernel, name, x, dims, shape)
-    return x
-  }
+  const [N, H, D] = checkIntegers(kernel, [['n', n, 0], ['hc', hc, 1], ['hidden', hidden, 1]])
+  const flag = checkBoolean(kernel, 'bf16', bf16)
+  const arr = (name: string, v: unknown, dims: number[], shape: string) => checkFloat32Shape(kernel, name, v, dims, shape)
   const hs = arr('h', h, [N * H * D], '[n * hc * hidden]')
   const ps = arr('post', post, [N * H], '[n * hc]')
   const cs = arr('comb', comb, [N * H * H], '[n * hc * hc]')
   const ss = arr('sub', sub, [N * D], '[n * hidden]')
   const o = out === undefined ? new Float32Array(N * H * D) : arr('out', out, [N * H * D], '[n * hc * hidden]')
-  return { h: hs, n: N, post: ps, comb: cs, sub: ss, hc: H, hidden: D, bf16, out: o }
+  return { h: hs, n: N, post: ps, comb: cs, sub: ss, hc: H, hidden: D, bf16: flag, out: o }
 }
 
 /** Reference: returns out [n, hc, hidden]. */

@@ -4,11 +4,10 @@
 //   x = act(x * r)
 // every op rounded to float32, act = bf16 round to nearest even when bf16, else identity. NaN
 // written canonical.
-import { NumericsError } from '../errors.ts'
 import { roundBf16 } from '../numerics/bf16.ts'
 import { dotInKernelOrder } from './order.ts'
 import { bitsView, storeOutput } from './output.ts'
-import { checkArray, checkFinite, checkShape } from './validate.ts'
+import { checkBoolean, checkFinite, checkFloat32Shape, checkIntegers } from './validate.ts'
 
 const fround = Math.fround
 
@@ -16,14 +15,11 @@ const fround = Math.fround
 export interface UnweightedNormArgs { x: Float32Array, rows: number, d: number, eps: number, bf16: boolean }
 
 export function checkUnweightedNorm (kernel: string, x: unknown, rows: unknown, d: unknown, eps: unknown, bf16: unknown): UnweightedNormArgs {
-  for (const [name, v, min] of [['rows', rows, 0], ['d', d, 1]] as const) {
-    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min) throw new NumericsError(`${kernel}: ${name} must be an integer >= ${min}, got ${String(v)}`)
-  }
-  if (typeof bf16 !== 'boolean') throw new NumericsError(`${kernel}: bf16 must be a boolean, got ${String(bf16)}`)
+  const [R, D] = checkIntegers(kernel, [['rows', rows, 0], ['d', d, 1]])
+  const flag = checkBoolean(kernel, 'bf16', bf16)
   const e = checkFinite(kernel, 'eps', eps)
-  const xs = checkArray(kernel, 'x', x, 'Float32Array')
-  checkShape(kernel, 'x', xs, [rows as number, d as number], '[rows * d]')
-  return { x: xs, rows: rows as number, d: d as number, eps: e, bf16 }
+  const xs = checkFloat32Shape(kernel, 'x', x, [R, D], '[rows * d]')
+  return { x: xs, rows: R, d: D, eps: e, bf16: flag }
 }
 
 /** Reference: x normalised in place; returns x. */

@@ -62,6 +62,27 @@ export function checkShape (kernel: string, name: string, arr: Typed, dims: read
   }
 }
 
+/** Each [name, value, minimum] must be a safe integer >= its minimum, or NumericsError. */
+export function checkIntegers (kernel: string, sizes: ReadonlyArray<readonly [string, unknown, number]>): number[] {
+  return sizes.map(([name, v, min]) => {
+    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min) throw new NumericsError(`${kernel}: ${name} must be an integer >= ${min}, got ${String(v)}`)
+    return v
+  })
+}
+
+/** `v` as a boolean flag, or NumericsError. */
+export function checkBoolean (kernel: string, name: string, v: unknown): boolean {
+  if (typeof v !== 'boolean') throw new NumericsError(`${kernel}: ${name} must be a boolean, got ${String(v)}`)
+  return v
+}
+
+/** `v` as a Float32Array of exactly prod(dims) elements, or NumericsError naming `shape`. */
+export function checkFloat32Shape (kernel: string, name: string, v: unknown, dims: readonly number[], shape: string): Float32Array {
+  const x = checkArray(kernel, name, v, 'Float32Array')
+  checkShape(kernel, name, x, dims, shape)
+  return x
+}
+
 /** `v` as a finite number (scales, epsilons), or NumericsError. */
 export function checkFinite (kernel: string, name: string, v: unknown): number {
   if (typeof v !== 'number' || !Number.isFinite(v)) {

@@ -8,29 +8,11 @@ import fc from 'fast-check'
 import { afterAll, describe, expect, it } from 'vitest'
 import { dotInKernelOrder, getKernelThreads, hcCollapse, reference, setKernelThreads, topkIndices, topkRow, topkRows, unweightedNormRows } from '../../src/kernels/index.ts'
 import { roundBf16 } from '../../src/numerics/bf16.ts'
-import { makeRng } from './fixtures.ts'
+import { differingBits, makeRng, mixedValues } from './fixtures.ts'
 
 const fround = Math.fround
 const defaultThreads = getKernelThreads()
 afterAll(() => setKernelThreads(defaultThreads))
-
-function values (n: number, seed: number, special: boolean): Float32Array {
-  const rng = makeRng(seed)
-  const a = new Float32Array(n)
-  for (let i = 0; i < n; i++) {
-    const r = rng()
-    a[i] = special && i % 97 === 5 ? [Infinity, -Infinity, NaN, 0, -0, 1e38, 1e-40][i % 7] : (r - 0.5) * (i % 13 === 0 ? 1e4 : 2)
-  }
-  return a
-}
-
-function differing (a: Float32Array, b: Float32Array): number {
-  const x = new Uint32Array(a.buffer, a.byteOffset, a.length)
-  const y = new Uint32Array(b.buffer, b.byteOffset, b.length)
-  let n = 0
-  for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) n++
-  return n
-}
 
 const roundAll = (bf16: boolean) => (a: Float32Array, from = 0, to = a.length): void => { if (bf16) for (let i = from; i < to; i++) a[i] = roundBf16(a[i]) }
 
@@ -76,12 +58,12 @@ describe('hcCollapse', () => {
       it(`${label}, ${bf16 ? 'bf16' : 'f32'}: native == reference at 1 and ${defaultThreads} threads; reference == the engine's loop as it was`, () => {
         for (const special of [false, true]) {
           const seed = n * 17 + hidden + (bf16 ? 1 : 0) + (special ? 5 : 0)
-          const h = values(n * hc * hidden, seed, special)
-          const pre = values(n * hc, seed + 1, special)
+          const h = mixedValues(n * hc * hidden, seed, special)
+          const pre = mixedValues(n * hc, seed + 1, special)
           const ref = reference.hcCollapse(h, n, pre, hc, hidden, bf16)
-          expect(differing(atThreads(1, () => hcCollapse(h, n, pre, hc, hidden, bf16)), ref)).toBe(0)
-          expect(differing(hcCollapse(h, n, pre, hc, hidden, bf16), ref)).toBe(0)
-          if (!special) expect(differing(ref, collapseAsItWas(h, n, pre, hc, hidden, bf16))).toBe(0)
+          expect(differingBits(atThreads(1, () => hcCollapse(h, n, pre, hc, hidden, bf16)), ref)).toBe(0)
+          expect(differingBits(hcCollapse(h, n, pre, hc, hidden, bf16), ref)).toBe(0)
+          if (!special) expect(differingBits(ref, collapseAsItWas(h, n, pre, hc, hidden, bf16))).toBe(0)
         }
       })
     }
@@ -101,12 +83,12 @@ describe('unweightedNormRows', () => {
     for (const bf16 of [true, false]) {
       it(`${label}, ${bf16 ? 'bf16' : 'f32'}: native == reference at 1 and ${defaultThreads} threads; reference == the engine's loop as it was`, () => {
         for (const special of [false, true]) {
-          const x = values(rows * d, rows + d + (bf16 ? 3 : 0) + (special ? 11 : 0), special)
+          const x = mixedValues(rows * d, rows + d + (bf16 ? 3 : 0) + (special ? 11 : 0), special)
           const eps = 1e-6
           const ref = reference.unweightedNormRows(x.slice(), rows, d, eps, bf16)
-          expect(differing(atThreads(1, () => unweightedNormRows(x.slice(), rows, d, eps, bf16)), ref)).toBe(0)
-          expect(differing(unweightedNormRows(x.slice(), rows, d, eps, bf16), ref)).toBe(0)
-          if (!special) expect(differing(ref, normAsItWas(x.slice(), rows, d, eps, bf16))).toBe(0)
+          expect(differingBits(atThreads(1, () => unweightedNormRows(x.slice(), rows, d, eps, bf16)), ref)).toBe(0)
+          expect(differingBits(unweightedNormRows(x.slice(), rows, d, eps, bf16), ref)).toBe(0)
+          if (!special) expect(differingBits(ref, normAsItWas(x.slice(), rows, d, eps, bf16))).toBe(0)
         }
       })
     }

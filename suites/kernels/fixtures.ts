@@ -117,3 +117,26 @@ export function randomBitsF32 (n: number, rng: () => number): Float32Array {
   }
   return new Float32Array(bits.buffer)
 }
+
+/**
+ * n seeded values in about [-1, 1) with every 13th scaled by 1e4; with `special`, every 97th
+ * (offset 5) one of +-Inf, NaN, +-0, 1e38 or a subnormal.
+ */
+export function mixedValues (n: number, seed: number, special: boolean): Float32Array {
+  const rng = makeRng(seed)
+  const a = new Float32Array(n)
+  for (let i = 0; i < n; i++) {
+    const r = rng()
+    a[i] = special && i % 97 === 5 ? [Infinity, -Infinity, NaN, 0, -0, 1e38, 1e-40][i % 7] : (r - 0.5) * (i % 13 === 0 ? 1e4 : 2)
+  }
+  return a
+}
+
+/** How many elements of a and b differ in their bits. */
+export function differingBits (a: Float32Array, b: Float32Array): number {
+  const x = new Uint32Array(a.buffer, a.byteOffset, a.length)
+  const y = new Uint32Array(b.buffer, b.byteOffset, b.length)
+  let n = 0
+  for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) n++
+  return n
+}

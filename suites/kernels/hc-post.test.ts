@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest'
 import { hcPost, reference } from '../../src/kernels/index.ts'
 import { roundBf16 } from '../../src/numerics/bf16.ts'
-import { makeRng } from './fixtures.ts'
+import { differingBits, mixedValues } from './fixtures.ts'
 
 const fround = Math.fround
 
@@ -45,38 +45,20 @@ function engineLoopAsItWas (h: Float32Array, n: number, postIn: Float32Array, co
   return out
 }
 
-function values (n: number, seed: number, special: boolean): Float32Array {
-  const rng = makeRng(seed)
-  const a = new Float32Array(n)
-  for (let i = 0; i < n; i++) {
-    const r = rng()
-    a[i] = special && i % 97 === 5 ? [Infinity, -Infinity, NaN, 0, -0, 1e38, 1e-40][i % 7] : (r - 0.5) * (i % 13 === 0 ? 1e4 : 2)
-  }
-  return a
-}
-
-function same (a: Float32Array, b: Float32Array): number {
-  const x = new Uint32Array(a.buffer, a.byteOffset, a.length)
-  const y = new Uint32Array(b.buffer, b.byteOffset, b.length)
-  let differ = 0
-  for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) differ++
-  return differ
-}
-
 describe('hcPost', () => {
   for (const [label, n, hc, hidden] of [['tiny widths', 37, 4, 256], ['V4-Flash width', 9, 4, 4096], ['one stream', 5, 1, 24]] as const) {
     for (const bf16 of [true, false]) {
       it(`${label}, ${bf16 ? 'bf16' : 'f32'} activations: native == reference, every bit (specials included)`, () => {
         for (const special of [false, true]) {
           const seed = n * 31 + hidden + (bf16 ? 1 : 0) + (special ? 7 : 0)
-          const h = values(n * hc * hidden, seed, special)
-          const post = values(n * hc, seed + 1, special)
-          const comb = values(n * hc * hc, seed + 2, special)
-          const sub = values(n * hidden, seed + 3, special)
+          const h = mixedValues(n * hc * hidden, seed, special)
+          const post = mixedValues(n * hc, seed + 1, special)
+          const comb = mixedValues(n * hc * hc, seed + 2, special)
+          const sub = mixedValues(n * hidden, seed + 3, special)
           const native = hcPost(h, n, post, comb, sub, hc, hidden, bf16)
           const ref = reference.hcPost(h, n, post, comb, sub, hc, hidden, bf16)
-          expect(same(native, ref)).toBe(0)
-          if (!special) expect(same(ref, engineLoopAsItWas(h, n, post, comb, sub, hc, hidden, bf16))).toBe(0)
+          expect(differingBits(native, ref)).toBe(0)
+          if (!special) expect(differingBits(ref, engineLoopAsItWas(h, n, post, comb, sub, hc, hidden, bf16))).toBe(0)
         }
       })
     }
