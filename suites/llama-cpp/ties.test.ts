@@ -5,7 +5,7 @@
 // - An indexer score is sum_h w_h * relu(q_h . k_s) / sqrt(heads * dim): it is exactly 0 whenever
 //   every head's q_h . k_s <= 0. With 4 (tiny) or 2 (hf-saved) random heads that is common, so
 //   the top-k cut often falls among several entries scored exactly 0.
-// - Our rule (src/kernels/topk.ts, used by src/model/engine/indexer.ts): descending score, ties to
+// - Our rule (src/kernels/topk.ts; the indexer runs it per query as topkRows): descending score, ties to
 //   the lower entry index (+0 and -0 equal), -Inf and NaN never picked; the picks are used in
 //   ascending index order. transformers' CUDA top-k broke every tie here the same way (its logits
 //   are within 1.5e-6 of ours; with libstdc++'s order ours moves 1e-2 away from it). llama.cpp's CPU top-k (ggml_compute_forward_top_k_f32) is
@@ -31,26 +31,35 @@ import { libstdcxxTopk } from './partial-sort.ts'
 // The stand-in: counts the indexer's selections that cut through a tie (and the tied value), and
 // answers with libstdc++'s picks when `emulate` is on. Off, it returns our own picks unchanged.
 const probe = { emulate: false, indexTopk: 0, selections: 0, ties: 0, tieValues: new Set<number>() }
-vi.mock('../../src/kernels/topk.ts', async (importOriginal) => {
-  const real = await importOriginal<typeof import('../../src/kernels/topk.ts')>()
+vi.mock('../../src/kernels/index.ts', async (importOriginal) => {
+  const real = await importOriginal<typeof import('../../src/kernels/index.ts')>()
   return {
     ...real,
-    topkIndices: (scores: Float32Array, k: number, opts?: { order?: 'score' | 'index' }) => {
-      // The indexer asks for min(index_topk, visible); the router for num_experts_per_tok (smaller here).
-      if (k === probe.indexTopk && scores.length > k) {
-        probe.selections++
-        const sorted = Float32Array.from(scores).sort().reverse()
-        if (sorted[k - 1] === sorted[k]) {
-          probe.ties++
-          probe.tieValues.add(sorted[k])
+    // The indexer's picks, query by query (src/model/engine/indexer.ts calls topkRows).
+    topkRows: (scores: Float32Array, rows: number, stride: number, lengths: Int32Array, k: number) => {
+      const ours = real.topkRows(scores, rows, stride, lengths, k)
+      if (k !== probe.indexTopk) return ours
+      const indices = new Int32Array(rows * k).fill(-1)
+      const counts = new Int32Array(rows)
+      for (let r = 0; r < rows; r++) {
+        const row = scores.subarray(r * stride, r * stride + lengths[r])
+        let picks = real.topkRow(ours, r)
+        if (row.length > k) {
+          probe.selections++
+          const sorted = Float32Array.from(row).sort().reverse()
+          if (sorted[k - 1] === sorted[k]) {
+            probe.ties++
+            probe.tieValues.add(sorted[k])
+          }
+          if (probe.emulate) picks = libstdcxxTopk(row, k)
         }
-        if (probe.emulate) return libstdcxxTopk(scores, k)
+        indices.set(picks, r * k)
+        counts[r] = picks.length
       }
-      return real.topkIndices(scores, k, opts)
+      return { indices, counts, k }
     },
   }
 })
-
 
 const checkpoints = new Checkpoints()
 const table: string[] = []
