@@ -36,6 +36,12 @@ describe('decode rate', () => {
     expect(decodeRate({ totalMs: 1500, ttftMs: 500, completionTokens: 1 })).toBeNull()
     expect(decodeRate({ totalMs: 500, ttftMs: 500, completionTokens: 11 })).toBeNull()
   })
+
+  it('is null when the text after the first piece arrived in one burst (under 1 ms a token)', () => {
+    expect(decodeRate({ totalMs: 115261.06, ttftMs: 115260.43, completionTokens: 32 })).toBeNull() // the 130K record
+    expect(decodeRate({ totalMs: 1009.99, ttftMs: 1000, completionTokens: 11 })).toBeNull()
+    expect(decodeRate({ totalMs: 1010, ttftMs: 1000, completionTokens: 11 })).toBe(1000)
+  })
 })
 
 describe('a size whose only bridged run was declined', () => {
