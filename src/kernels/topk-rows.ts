@@ -4,7 +4,7 @@
 // higher score first, the same score (+0 == -0) to the lower index, -Inf and NaN never kept.
 import { NumericsError } from '../errors.ts'
 import { topkIndices } from './topk.ts'
-import { checkArray, checkShape, checkSize } from './validate.ts'
+import { checkArray, checkFloat32Shape, checkShape, checkSize } from './validate.ts'
 
 /** The picks of every row: row r's ascending indices are indices[r * k, r * k + counts[r]), the rest -1. */
 export interface TopkRows { indices: Int32Array, counts: Int32Array, k: number }
@@ -17,8 +17,7 @@ export function checkTopkRows (kernel: string, scores: unknown, rows: unknown, s
   const st = checkSize(kernel, 'stride', stride)
   const kk = checkSize(kernel, 'k', k)
   if (st > 0x7fffffff) throw new NumericsError(`${kernel}: stride must fit an Int32Array index, got ${st}`)
-  const s = checkArray(kernel, 'scores', scores, 'Float32Array')
-  checkShape(kernel, 'scores', s, [r, st], '[rows * stride]')
+  const s = checkFloat32Shape(kernel, 'scores', scores, [r, st], '[rows * stride]')
   const ls = checkArray(kernel, 'lengths', lengths, 'Int32Array')
   checkShape(kernel, 'lengths', ls, [r], '[rows]')
   for (let i = 0; i < r; i++) {
