@@ -109,7 +109,7 @@ export const INTEGRATION: ProjectList = [
   'suites/profiles/weights.test.ts',
   'suites/progress/native-check.test.ts',
   'suites/results/faults-section.test.ts', 'suites/results/load-section.test.ts', 'suites/results/warm-section.test.ts',
-  'suites/results/cost-chart.test.ts',
+  'suites/results/cost-chart.test.ts', 'suites/results/apart-leg.test.ts',
   'suites/share/api-key.test.ts', 'suites/share/cli.test.ts', 'suites/share/client-resume.test.ts',
   'suites/share/client-stream.test.ts', 'suites/share/manifest-atomic.test.ts',
   'suites/share/server-http.test.ts', 'suites/share/server-refusals.test.ts',

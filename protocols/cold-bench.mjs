@@ -10,8 +10,8 @@
 //   npx zx protocols/cold-bench.mjs --sizes 4096,16384,32000 --repeats 3 [--seed N]
 //   npx zx protocols/cold-bench.mjs --help
 import { createHash, randomBytes } from 'node:crypto'
-import { mkdir, readFile, writeFile } from 'node:fs/promises'
-import { join, resolve } from 'node:path'
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
+import { basename, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { argv } from 'zx'
 import { Agent, fetch } from 'undici'
@@ -49,6 +49,14 @@ ${prefillEngineUsage(25)}  --url URL              a deployment's bridged front d
                          decoder-alone leg (no record for it): for runs whose alone legs are costly
   --bridged-only         no decoder-alone leg at all (records with native: null): the long runs
                          (docs/long-runs.md), where the alone leg would double hours of prefill
+  --alone-only           the decoder-alone legs only (embedded stack), each written to --legs to
+                         wait for its bridged leg: for a pair too long for one call of a lender
+                         that ends its processes with the call (docs/BENCHMARK-PROTOCOL.md)
+  --pair-apart           the bridged leg of every leg waiting in --legs from this environment and
+                         commit, on the same prompt and answer budget (so no --sizes, --repeats,
+                         --seed or --max-tokens); one run record per pair, the leg moved to paired/
+  --legs DIR             where --alone-only writes and --pair-apart reads (default: legs/ in the
+                         state directory, which outlives the checkout on a lent machine)
   --runs DIR             where run records go (default results/runs in this checkout)
   --micro DIR            micro-benchmark records for the report (default micro/ next to --runs)
   --out DIR              where RESULTS.md, report.html and the charts go (default results/ in this
@@ -64,7 +72,8 @@ helpAndExit(USAGE)
 checkArgv('cold-bench', argv, {
   sizes: 'string', repeats: 'string', seed: 'string', 'max-tokens': 'string', url: 'string', 'native-url': 'string',
   runs: 'string', micro: 'string', out: 'string', generate: 'negatable', preset: 'string', 'block-size': 'string',
-  'state-dir': 'string', 'leg-timeout-s': 'string', model: 'string', 'stop-unless-complete': 'boolean', 'bridged-only': 'boolean', ...PREFILL_ENGINE_FLAGS,
+  'state-dir': 'string', 'leg-timeout-s': 'string', model: 'string', 'stop-unless-complete': 'boolean', 'bridged-only': 'boolean',
+  'alone-only': 'boolean', 'pair-apart': 'boolean', legs: 'string', ...PREFILL_ENGINE_FLAGS,
 })
 
 function fail (message) {
@@ -100,13 +109,25 @@ const opts = {
   model: argv.model === undefined ? undefined : String(argv.model),
   stopUnlessComplete: argv['stop-unless-complete'] === true,
   bridgedOnly: argv['bridged-only'] === true,
+  aloneOnly: argv['alone-only'] === true,
+  pairApart: argv['pair-apart'] === true,
+  legs: argv.legs === undefined ? undefined : resolve(String(argv.legs)),
   torchFlags: prefillEngineFlags('cold-bench', argv, argv.url !== undefined),
 }
 // The report is regenerated from --runs alone; into the checkout's results/ only from the
 // checkout's own records, anywhere else only where --out says.
-const regenerate = opts.generate && (argv.out !== undefined || opts.runs === DEFAULT_RUNS)
+// --alone-only writes no run record, so there is nothing new to report.
+const regenerate = opts.generate && !opts.aloneOnly && (argv.out !== undefined || opts.runs === DEFAULT_RUNS)
 if ((opts.url === undefined) !== (opts.nativeUrl === undefined) && opts.url === undefined) fail('--native-url needs --url (the bridged front door) too')
 if (opts.bridgedOnly && opts.nativeUrl !== undefined) fail('--bridged-only runs no decoder-alone leg: leave out --native-url')
+if ([opts.bridgedOnly, opts.aloneOnly, opts.pairApart].filter(Boolean).length > 1) fail('--bridged-only, --alone-only and --pair-apart each choose the legs: give one')
+if ((opts.aloneOnly || opts.pairApart) && opts.url !== undefined) fail(`--${opts.aloneOnly ? 'alone-only' : 'pair-apart'} runs on the embedded stack: leave out --url`)
+if (opts.legs !== undefined && !opts.aloneOnly && !opts.pairApart) fail('--legs goes with --alone-only or --pair-apart')
+if (opts.pairApart) {
+  const given = ['sizes', 'repeats', 'seed', 'max-tokens'].filter((f) => argv[f] !== undefined)
+  if (given.length > 0) fail(`--pair-apart takes each prompt's size, seed and answer budget from its decoder-alone leg: leave out ${given.map((f) => `--${f}`).join(', ')}`)
+  if (opts.stopUnlessComplete) fail('--pair-apart runs no decoder-alone leg for --stop-unless-complete to spare: leave it out')
+}
 
 // The stack and the generator are TypeScript; tsx lets this protocol import them as they are.
 register()
@@ -129,6 +150,7 @@ catch (err) {
 const { generateResults } = await import('../verify/results/generate.ts')
 const { embeddedEnvironment, embeddedModelName, remoteEnvironment } = await import('../verify/results/environment.ts')
 const { RUN_RECORD_SCHEMA, parseRunRecord } = await import('../verify/results/record.ts')
+const { APART_LEG_SCHEMA, pairApartLeg, parseApartLeg, promptDigest, readApartLegs, runIdOf } = await import('../verify/results/apart-leg.ts')
 const { resolveProgressMode, startProgress } = await import('../src/progress/index.ts')
 try {
   resolveProgressMode(process.stderr) // a bad PD_PROGRESS is a usage error, found before anything starts
@@ -289,6 +311,8 @@ let tokenizer = roughTokenizer
 // The environment block (verify/results/environment.ts, shared with the micro benchmarks).
 let env = remoteEnvironment(opts.url ?? '')
 let nativeDecoder
+// --alone-only writes its legs here, --pair-apart reads them (the state directory's legs/ unless --legs).
+let legsDir
 const pids = new Map([['protocol', process.pid]])
 
 const stopAll = async () => { await stack?.stop().catch(() => {}) }
@@ -304,7 +328,7 @@ try {
       onDeath: (message) => say(`a child died: ${message}`),
     })
     frontUrl = stack.urls.front
-    if (!opts.bridgedOnly) {
+    if (!opts.bridgedOnly && !opts.pairApart) {
       say('starting a second decoder with an empty block store (the decoder-alone leg)')
       const native = nativeDecoder = await startNativeLeg(stack, 'cold-bench')
       nativeUrl = native.url
@@ -315,74 +339,113 @@ try {
     if (modelName !== embeddedModelName(opts.preset, EMBEDDED_DEFAULTS.seed)) throw new Error(`the stack serves ${modelName}, but verify/results/environment.ts names it ${embeddedModelName(opts.preset, EMBEDDED_DEFAULTS.seed)}; fix embeddedModelName`)
     env = embeddedEnvironment({ preset: opts.preset, seed: EMBEDDED_DEFAULTS.seed, blockSize: opts.blockSize, prefillProfile: stack.prefillLabel,
       sidecarFingerprint: stack.sidecar.fingerprint }, undefined, stack.prefillGpu)
+    legsDir = opts.legs ?? join(stateDir, 'legs')
+  }
+
+  // The runs: sizes x repeats with fresh seeds, or (--pair-apart) the legs waiting for this environment and commit.
+  const jobs = []
+  if (opts.pairApart) {
+    const waiting = await readApartLegs(legsDir)
+    for (const { file, record } of waiting) {
+      if (record.environment.id === env.id && record.environment.commit === env.commit) jobs.push({ size: record.targetTokens, repeat: record.repeat, seed: record.seed, leg: record, file })
+      else say(`leaving ${basename(file)}: it ran in ${record.environment.id} at ${record.environment.commit}, this is ${env.id} at ${env.commit}`)
+    }
+    if (jobs.length === 0) throw new Error(`--pair-apart: no decoder-alone leg of environment ${env.id} at commit ${env.commit} waits in ${legsDir} (${waiting.length} other${waiting.length === 1 ? '' : 's'}); run --alone-only first`)
+    const budgets = [...new Set(jobs.map((j) => j.leg.answerBudget))]
+    if (budgets.length > 1) throw new Error(`--pair-apart: the legs in ${legsDir} have answer budgets ${budgets.join(', ')}; pair one budget per invocation (move the others aside)`)
+    opts.maxTokens = budgets[0]
+  }
+  else {
+    let i = 0
+    for (const size of opts.sizes) {
+      for (let repeat = 0; repeat < opts.repeats; repeat++, i++) jobs.push({ size, repeat, seed: runSeed(i + 1) })
+    }
   }
 
   // Warm both legs on a prompt of their own, so engines, kernels and connections are hot.
-  const warmPrompt = buildDemoPrompt(tokenizer, Math.min(1024, Math.max(...opts.sizes)), (opts.seed ^ 0x5a5a5a5a) >>> 0)
-  say('warming the bridged leg')
-  await streamLeg('warm-up bridged', frontUrl, modelName, warmPrompt.messages)
+  const warmPrompt = buildDemoPrompt(tokenizer, Math.min(1024, Math.max(...jobs.map((j) => j.size))), (opts.seed ^ 0x5a5a5a5a) >>> 0)
+  if (!opts.aloneOnly) {
+    say('warming the bridged leg')
+    await streamLeg('warm-up bridged', frontUrl, modelName, warmPrompt.messages)
+  }
   if (nativeUrl !== undefined) {
     say('warming the decoder-alone leg')
     await streamLeg('warm-up native', nativeUrl, modelName, warmPrompt.messages)
   }
 
   await mkdir(opts.runs, { recursive: true })
-  const total = opts.sizes.length * opts.repeats
+  if (legsDir !== undefined) await mkdir(join(legsDir, 'paired'), { recursive: true })
+  const total = jobs.length
   progress = startProgress({ label: 'cold-bench', total, unit: 'runs' })
-  let i = 0
-  for (const size of opts.sizes) {
-    for (let repeat = 0; repeat < opts.repeats; repeat++, i++) {
-      progress.tick(i, `${size} tokens, repeat ${repeat + 1}/${opts.repeats}`)
-      const seed = runSeed(i + 1)
-      const startedAt = new Date().toISOString()
-      const prompt = buildDemoPrompt(tokenizer, size, seed)
-      if (window !== undefined && prompt.tokens.length + opts.maxTokens > window) {
-        throw new Error(`run ${i + 1}: the prompt of seed ${seed} has ${prompt.tokens.length} tokens; with the answer budget of ${opts.maxTokens} it does not fit the window of ${window}; use a smaller size`)
-      }
-      if (stack !== undefined) {
-        const warm = await presentKeys(stack.cacheDir, promptBlockKeys(modelName, prompt.tokens, opts.blockSize))
-        if (warm.length > 0) throw new Error(`run ${i + 1}: the prompt of seed ${seed} already has ${warm.length} blocks in the decoder's store; not a cold prompt`)
-      }
-      say(`[${i + 1}/${total}] ${size} tokens, repeat ${repeat + 1}/${opts.repeats}, seed ${seed}: bridged leg`)
-      const b = await streamLeg('bridged', frontUrl, modelName, prompt.messages)
-      const bridged = bridgedLeg(b)
+  for (const [i, { size, repeat, seed, leg, file: legFile }] of jobs.entries()) {
+    const repeats = opts.pairApart ? 1 : opts.repeats
+    progress.tick(i, `${size} tokens, repeat ${repeat + 1}/${repeats}`)
+    const startedAt = new Date().toISOString()
+    const prompt = buildDemoPrompt(tokenizer, size, seed)
+    if (window !== undefined && prompt.tokens.length + opts.maxTokens > window) {
+      throw new Error(`run ${i + 1}: the prompt of seed ${seed} has ${prompt.tokens.length} tokens; with the answer budget of ${opts.maxTokens} it does not fit the window of ${window}; use a smaller size`)
+    }
+    if (stack !== undefined) {
+      const warm = await presentKeys(stack.cacheDir, promptBlockKeys(modelName, prompt.tokens, opts.blockSize))
+      if (warm.length > 0) throw new Error(`run ${i + 1}: the prompt of seed ${seed} already has ${warm.length} blocks in the decoder's store; not a cold prompt`)
+    }
+    let b
+    let bridged = null
+    if (!opts.aloneOnly) {
+      say(`[${i + 1}/${total}] ${size} tokens, repeat ${repeat + 1}/${repeats}, seed ${seed}: bridged leg`)
+      b = await streamLeg('bridged', frontUrl, modelName, prompt.messages)
+      bridged = bridgedLeg(b)
       if (stack !== undefined) Object.assign(bridged, await captureMemory(stack, b.bridge?.capture?.request_id))
       say(`[${i + 1}/${total}]   bridged: ${bridged.verdict} in ${(bridged.totalMs / 1000).toFixed(2)} s`)
       if (opts.stopUnlessComplete && !bridged.verdict.startsWith('complete')) {
         throw new Error(`run ${i + 1}: the bridged leg's verdict is "${bridged.verdict}", not complete (--stop-unless-complete: no decoder-alone leg, no record)`)
       }
-      let native = null
-      let n
-      if (nativeUrl !== undefined) {
-        say(`[${i + 1}/${total}]   decoder-alone leg`)
-        n = await streamLeg('native', nativeUrl, modelName, prompt.messages)
-        native = nativeLeg(n)
-        say(`[${i + 1}/${total}]   decoder alone: ${(native.totalMs / 1000).toFixed(2)} s`)
-      }
-      const peakMemoryBytes = {}
-      for (const [name, pid] of pids) {
-        const peak = await peakRss(pid)
-        if (peak !== undefined) peakMemoryBytes[name] = peak
-      }
-      const record = {
-        schema: RUN_RECORD_SCHEMA,
-        runId: `${startedAt.replace(/[:.]/g, '-')}-${size}-r${repeat}-${seed}`,
-        startedAt,
-        environment: env,
-        targetTokens: size,
-        seed,
-        repeat,
-        answerBudget: opts.maxTokens,
-        native,
-        bridged,
-        peakMemoryBytes,
-        answersAgree: n === undefined ? null : n.text === b.text && n.finishReason === b.finishReason && native.completionTokens === bridged.completionTokens,
-      }
-      const file = join(opts.runs, `${record.runId}.json`)
-      parseRunRecord(record, file)
-      await writeFile(file, JSON.stringify(record, null, 2) + '\n')
-      say(`[${i + 1}/${total}]   wrote ${file}`)
     }
+    let native = null
+    let n
+    if (nativeUrl !== undefined) {
+      say(`[${i + 1}/${total}] ${opts.aloneOnly ? `${size} tokens, repeat ${repeat + 1}/${repeats}, seed ${seed}: ` : '  '}decoder-alone leg`)
+      n = await streamLeg('native', nativeUrl, modelName, prompt.messages)
+      native = nativeLeg(n)
+      say(`[${i + 1}/${total}]   decoder alone: ${(native.totalMs / 1000).toFixed(2)} s`)
+    }
+    const peakMemoryBytes = {}
+    for (const [name, pid] of pids) {
+      const peak = await peakRss(pid)
+      if (peak !== undefined) peakMemoryBytes[name] = peak
+    }
+    const runId = runIdOf(startedAt, size, repeat, seed)
+    if (opts.aloneOnly) {
+      const waiting = { schema: APART_LEG_SCHEMA, startedAt, environment: env, targetTokens: size, seed, repeat, answerBudget: opts.maxTokens,
+        promptSha256: promptDigest(prompt.tokens), native, peakMemoryBytes }
+      const file = join(legsDir, `${runId}.json`)
+      parseApartLeg(waiting, file)
+      await writeFile(file, JSON.stringify(waiting, null, 2) + '\n')
+      say(`[${i + 1}/${total}]   wrote ${file} (its bridged leg: cold-bench --pair-apart)`)
+      continue
+    }
+    const record = leg !== undefined
+      ? pairApartLeg(leg, { environment: env, promptSha256: promptDigest(prompt.tokens), answerBudget: opts.maxTokens, bridged, peakMemoryBytes })
+      : {
+          schema: RUN_RECORD_SCHEMA,
+          runId,
+          startedAt,
+          environment: env,
+          targetTokens: size,
+          seed,
+          repeat,
+          answerBudget: opts.maxTokens,
+          native,
+          bridged,
+          peakMemoryBytes,
+          answersAgree: n === undefined ? null : n.text === b.text && n.finishReason === b.finishReason && native.completionTokens === bridged.completionTokens,
+        }
+    const file = join(opts.runs, `${record.runId}.json`)
+    parseRunRecord(record, file)
+    await writeFile(file, JSON.stringify(record, null, 2) + '\n')
+    say(`[${i + 1}/${total}]   wrote ${file}`)
+    // Paired: the leg leaves the waiting list, kept under paired/ (the record holds its numbers).
+    if (legFile !== undefined) await rename(legFile, join(legsDir, 'paired', basename(legFile)))
   }
   progress.tick(total)
   progress.done()
@@ -405,6 +468,6 @@ if (regenerate) {
   const r = await generateResults(opts.runs, opts.out, opts.micro === undefined ? undefined : resolve(opts.micro))
   say(`results: ${r.records} run records, ${r.microRecords} micro-benchmark records, ${r.environments} environments -> ${r.files.map((f) => join(opts.out, f)).join(', ')}`)
 }
-else if (opts.generate) {
+else if (opts.generate && !opts.aloneOnly) {
   say('RESULTS.md not regenerated: --runs was given without --out (pass --out DIR to write a report with these records)')
 }

@@ -16,6 +16,10 @@
 #   needle:L,L,...   the needle protocol through the GPU bridge (preset needle), depths 0, 0.5, 1
 #   bench:S,S,...    cold-bench, bridged vs decoder alone, one fresh seed per size (preset flash-attn)
 #   bridged:S,S,...  cold-bench's bridged leg alone (--bridged-only): sizes whose decoder-alone leg outlasts a call
+#   alone:S,S,...    cold-bench's decoder-alone legs alone (--alone-only), left waiting in the state
+#                    directory's legs/ (it outlives the call on a warm machine)
+#   pair             the bridged legs of the waiting legs (--pair-apart): with alone, a pair whose two
+#                    legs together outlast a call, as two calls on one warm machine and one commit
 #
 # PD_TORCH_PYTHON (python3), PD_TORCH_DEVICE (cuda), PD_RUNG_PRESET (flash-attn, for hook and bench)
 # and PD_RUNG_BUDGET_S (560: the steps' total) change the defaults; PD_RUNG_COLD_FLAGS (e.g.
@@ -35,6 +39,9 @@
 # call cut short still brings back what exists. The machine must stay warm between the calls, and
 # the lender must let processes outlive a call: the H200 lender here does not (2026-12-02: the
 # detached run was terminated when the call that started it ended), so there a leg must fit one call.
+# A pair whose legs fit one call each runs as two calls on the warm machine instead:
+#   bash protocols/cuda-rung/run.sh setup alone:65536      the decoder-alone leg, left waiting
+#   bash protocols/cuda-rung/run.sh setup pair             its bridged leg, and the paired record
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
@@ -151,11 +158,18 @@ for step in "${steps[@]}"; do
       timeout "$limit" node protocols/needle.mjs --preset needle --prefill-engine torch --torch-python "$python" --torch-device "$device" \
         --lengths "$arg" --depths 0,0.5,1 --no-generate --state-dir "$state" 2>&1 | grep -v '^{"progress' | tail -25
       ;;
-    bench|bridged)
-      # bridged: the bridged leg alone (records with native: null), for sizes whose decoder-alone leg outlasts a call
-      if [ "$name" = bench ]; then legs=--stop-unless-complete; else legs=--bridged-only; fi
+    bench|bridged|alone|pair)
+      # bridged: the bridged leg alone (records with native: null), for sizes whose decoder-alone leg outlasts a call;
+      # alone then pair: both legs, in two calls (the pair takes sizes, seeds and budget from the waiting legs)
+      case "$name" in
+        bench) legs=(--sizes "$arg" --repeats 1 --max-tokens 32 --stop-unless-complete) ;;
+        bridged) legs=(--sizes "$arg" --repeats 1 --max-tokens 32 --bridged-only) ;;
+        alone) legs=(--sizes "$arg" --repeats 1 --max-tokens 32 --alone-only) ;;
+        pair) legs=(--pair-apart) ;;
+      esac
       timeout "$limit" node protocols/cold-bench.mjs --preset "$preset" --prefill-engine torch --torch-python "$python" --torch-device "$device" \
-        --sizes "$arg" --repeats 1 --max-tokens 32 --no-generate "$legs" --state-dir "$state" ${PD_RUNG_COLD_FLAGS:-} 2>&1 | grep -v '^{"progress'
+        "${legs[@]}" --no-generate --state-dir "$state" ${PD_RUNG_COLD_FLAGS:-} 2>&1 | grep -v '^{"progress'
+      [ "$name" = alone ] && find "$state/legs" -maxdepth 1 -name '*.json' -exec cp {} "$out/" \; 2>/dev/null
       ;;
     *) log "unknown step $step"; exit 2 ;;
   esac

@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import { execa } from 'execa'
 import { describe, expect, it } from 'vitest'
 import { prepareBench } from '../../verify/results/bench-setup.ts'
+import { readApartLegs } from '../../verify/results/apart-leg.ts'
 import { readRunRecords } from '../../verify/results/record.ts'
 
 const ROOT = join(import.meta.dirname, '..', '..')
@@ -78,6 +79,51 @@ describe('the cold-bench protocol, smoke run on the embedded stack', () => {
       const both = await execa('node', ['protocols/cold-bench.mjs', '--bridged-only', '--url', 'http://127.0.0.1:1', '--native-url', 'http://127.0.0.1:2', '--model', 'x'], { cwd: ROOT, reject: false, all: true })
       expect(both.exitCode).not.toBe(0)
       expect(both.all).toMatch(/--bridged-only runs no decoder-alone leg/)
+    }
+    finally {
+      await rm(dir, { recursive: true, force: true })
+    }
+  }, 300_000)
+
+  // A pair split over two invocations: --alone-only writes the decoder-alone leg to wait in legs/,
+  // --pair-apart runs the bridged leg on the same prompt and writes one record with both.
+  it('--alone-only then --pair-apart write one paired record; nothing waits after it', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'pd-cold-bench-apart-'))
+    try {
+      const runs = join(dir, 'runs')
+      const legs = join(dir, 'legs')
+      const bench = async (...args: string[]) => execa('node', ['protocols/cold-bench.mjs', ...args, '--state-dir', join(dir, 'state'), '--runs', runs, '--legs', legs, '--no-generate'],
+        { cwd: ROOT, reject: false, timeout: 240_000, all: true })
+      const alone = await bench('--sizes', '600', '--repeats', '1', '--seed', '7', '--max-tokens', '8', '--alone-only')
+      expect(alone.exitCode, alone.all).toBe(0)
+      expect(alone.all).not.toMatch(/warming the bridged leg|: bridged leg$/m)
+      expect(await readRunRecords(runs)).toEqual([])
+      const waiting = await readApartLegs(legs)
+      expect(waiting).toHaveLength(1)
+      const leg = waiting[0].record
+      expect(leg.answerBudget).toBe(8)
+      const paired = await bench('--pair-apart')
+      expect(paired.exitCode, paired.all).toBe(0)
+      expect(paired.all).not.toMatch(/decoder-alone leg/)
+      const [rec] = await readRunRecords(runs)
+      expect(rec.runId).toBe(waiting[0].file.split('/').at(-1)!.replace(/\.json$/, ''))
+      expect(rec.native).toEqual({ ...leg.native, apart: { startedAt: leg.startedAt } })
+      expect(rec.bridged?.verdict).toBe('complete')
+      expect(rec.bridged?.promptTokens).toBe(leg.native.promptTokens)
+      expect(rec.answersAgree).toBe(true)
+      expect(Object.keys(rec.peakMemoryBytes)).toContain('decoder-native')
+      expect(await readApartLegs(legs)).toEqual([])
+      expect(await readdir(join(legs, 'paired'))).toEqual([waiting[0].file.split('/').at(-1)])
+      // Nothing left to pair; and the legs' own settings are not given twice.
+      const again = await bench('--pair-apart')
+      expect(again.exitCode).toBe(1)
+      expect(again.all).toMatch(/--pair-apart: no decoder-alone leg of environment env-\w+ at commit \w+ waits in/)
+      const sized = await bench('--pair-apart', '--sizes', '600')
+      expect(sized.exitCode).not.toBe(0)
+      expect(sized.all).toMatch(/leave out --sizes/)
+      const both = await bench('--alone-only', '--bridged-only')
+      expect(both.exitCode).not.toBe(0)
+      expect(both.all).toMatch(/each choose the legs: give one/)
     }
     finally {
       await rm(dir, { recursive: true, force: true })

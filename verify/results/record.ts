@@ -39,8 +39,14 @@ const answerSchema = z.object({
   answerSha256: z.string().regex(/^[0-9a-f]{64}$/).optional(),
 }).strict()
 
-/** The decoder alone: the same prompt to a decoder whose store is empty. */
-export const nativeLegSchema = answerSchema
+/**
+ * The decoder alone: the same prompt to a decoder whose store is empty. `apart`: the leg ran in an
+ * earlier invocation than the bridged leg, on the same environment and commit (cold-bench
+ * --alone-only, then --pair-apart; verify/results/apart-leg.ts), and started then.
+ */
+export const nativeLegSchema = answerSchema.extend({
+  apart: z.object({ startedAt: z.string().datetime() }).strict().optional(),
+}).strict()
 
 /** The bridged leg through the front door, with what its `pd_bridge` field said. */
 export const bridgedLegSchema = answerSchema.extend({

@@ -4,7 +4,7 @@
 // own numbers; nothing is computed across environments.
 import { tally } from '../needle/heatmap.ts'
 import { verdictKind, type EnvironmentSummary } from './summary.ts'
-import { formatBytes, NOT_RUN, type Table } from './tables.ts'
+import { formatBytes, NOT_RUN, ratioCell, type Table } from './tables.ts'
 
 /** The summary's tables. */
 export type SummaryTableKind = 'headline' | 'verdicts' | 'needle' | 'environments'
@@ -45,10 +45,10 @@ function headline (envs: EnvironmentSummary[]): SummaryTable {
     headers: ['environment', 'model', 'cold prompt tokens', 'runs', 'decoder alone', 'bridged (complete only)', 'decoder alone / bridged (median, paired)', 'reading'],
     rows: envs.flatMap((e) => e.sizes.map((s) => [
       e.environment.id, e.environment.model, String(Math.round(s.promptTokens ?? s.targetTokens)), String(s.runs), seconds(s.nativeMs), seconds(s.bridgedMs),
-      s.ratio === null ? NOT_RUN : `${s.ratio.toFixed(2)}× (${s.pairs} paired)`, ratioReading(s.ratio),
+      ratioCell(s), ratioReading(s.ratio),
     ])),
     empty: 'No cold-prompt runs in any environment.',
-    note: 'Times are medians. The ratio is the median of decoder-alone / bridged time over paired runs (one run with both legs and a complete verdict): above 1 the bridge was faster. The cold-prompt details of each environment are below.',
+    note: 'Times are medians. The ratio is the median of decoder-alone / bridged time over paired runs (one run with both legs and a complete verdict): above 1 the bridge was faster. A pair "in two invocations" ran its decoder-alone leg first, in an invocation of its own on the same environment and commit (cold-bench --alone-only, then --pair-apart). The cold-prompt details of each environment are below.',
   }
 }
 

@@ -78,6 +78,8 @@ export interface SizeSummary {
   /** Median of native/bridged over paired runs (both legs, verdict complete). */
   ratio: number | null
   pairs: number
+  /** Of `pairs`, those whose decoder-alone leg ran in an earlier invocation (native.apart). */
+  pairsApart: number
   /** How many runs ended with each verdict (`not run` when the bridged leg was missing). */
   verdicts: Record<string, number>
   /** Runs whose answers differed from the native leg's. */
@@ -138,6 +140,7 @@ function summarizeSize (targetTokens: number, runs: RunRecord[]): SizeSummary {
     bridgedMs: medianOf(bridged, (b) => b.totalMs),
     ratio: medianOf(pairs, (r) => r.bridged!.totalMs > 0 ? r.native!.totalMs / r.bridged!.totalMs : null),
     pairs: pairs.length,
+    pairsApart: pairs.filter((r) => r.native!.apart !== undefined).length,
     verdicts,
     disagreements: runs.filter((r) => r.answersAgree === false).length,
     truncated: runs.filter((r) => r.native?.finishReason === 'length' || r.bridged?.finishReason === 'length').length,

@@ -40,8 +40,10 @@ function tokensCell (s: SizeSummary): string {
   return String(Math.round(s.promptTokens ?? s.targetTokens))
 }
 
-function ratioCell (s: SizeSummary): string {
-  return s.ratio === null ? NOT_RUN : `${s.ratio.toFixed(2)}× (${s.pairs} paired)`
+/** The ratio with how many pairs it is over, and how many of those ran their legs in two invocations. */
+export function ratioCell (s: SizeSummary): string {
+  if (s.ratio === null) return NOT_RUN
+  return `${s.ratio.toFixed(2)}× (${s.pairs} paired${s.pairsApart > 0 ? `, ${s.pairsApart} in two invocations` : ''})`
 }
 
 /** The cold-prompt tables of one environment, in report order (none when it has no runs). */
