@@ -164,7 +164,7 @@ static Napi::Object Init (Napi::Env env, Napi::Object exports) {
   if (pdb::avx512_usable()) isas.Set(isas.Length(), Napi::String::New(env, "avx512"));
   if (pdb::avx2_usable()) isas.Set(isas.Length(), Napi::String::New(env, "avx2"));
   isas.Set(isas.Length(), Napi::String::New(env, "portable"));
-  exports.Set("abiVersion", Napi::Number::New(env, 8));
+  exports.Set("abiVersion", Napi::Number::New(env, 9));
   exports.Set("isa", Napi::String::New(env, pdb::kernels().name));
   exports.Set("isas", isas);
   exports.Set("minParallelWork", Napi::Number::New(env, double(pdb::kMinParallelWork)));
@@ -183,6 +183,9 @@ static Napi::Object Init (Napi::Env env, Napi::Object exports) {
   exports.Set("hcCollapse", Napi::Function::New(env, pdb::HcCollapseEntry, "hcCollapse"));
   exports.Set("unweightedNormRows", Napi::Function::New(env, pdb::UnweightedNormRowsEntry, "unweightedNormRows"));
   exports.Set("topkRows", Napi::Function::New(env, pdb::TopkRowsEntry, "topkRows"));
+  exports.Set("mxRoundTrip", Napi::Function::New(env, pdb::MxRoundTripEntry, "mxRoundTrip"));
+  exports.Set("decodeBf16Array", Napi::Function::New(env, pdb::DecodeBf16ArrayEntry, "decodeBf16Array"));
+  exports.Set("exactBf16Codes", Napi::Function::New(env, pdb::ExactBf16CodesEntry, "exactBf16Codes"));
   exports.Set("setThreads", Napi::Function::New(env, SetThreads, "setThreads"));
   exports.Set("getThreads", Napi::Function::New(env, GetThreads, "getThreads"));
   exports.Set("measurePeakGflops", Napi::Function::New(env, MeasurePeakGflops, "measurePeakGflops"));

@@ -17,5 +17,8 @@ Napi::Value HcPostEntry (const Napi::CallbackInfo& info);
 Napi::Value HcCollapseEntry (const Napi::CallbackInfo& info);
 Napi::Value UnweightedNormRowsEntry (const Napi::CallbackInfo& info);
 Napi::Value TopkRowsEntry (const Napi::CallbackInfo& info);
+Napi::Value MxRoundTripEntry (const Napi::CallbackInfo& info);
+Napi::Value DecodeBf16ArrayEntry (const Napi::CallbackInfo& info);
+Napi::Value ExactBf16CodesEntry (const Napi::CallbackInfo& info);
 
 }  // namespace pdb

@@ -3,6 +3,8 @@ import { NumericsError } from '../errors.ts'
 import * as attentionRef from './attention.ts'
 import { attentionFlagBits, checkAttention } from './attention.ts'
 import type { AttentionOptions } from './attention.ts'
+import * as bf16ArraysRef from './bf16-arrays.ts'
+import { checkDecodeBf16Array, checkExactBf16Codes } from './bf16-arrays.ts'
 import { FMATH_CODES } from './fmath.ts'
 import type { FmathName } from './fmath.ts'
 import * as fmathArrayRef from './fmath-array.ts'
@@ -13,6 +15,8 @@ import * as hcPostRef from './hc-post.ts'
 import { checkHcPost } from './hc-post.ts'
 import * as indexerRef from './indexer.ts'
 import { checkIndexer } from './indexer.ts'
+import * as mxRoundTripRef from './mx-round-trip.ts'
+import { checkMxRoundTrip, MX_ELEMENT_CODES, type MxElement } from './mx-round-trip.ts'
 import { loadNativeKernels, MATMUL_ORDER_CODES, PACKED_SEQUENTIAL_FMA_CODE } from './native.ts'
 import { checkMatmulPacked, checkPack, packReference, unpack, type PackedWeight } from './packed.ts'
 import * as poolRef from './pool.ts'
@@ -34,6 +38,7 @@ export type { AttentionOptions } from './attention.ts'
 export type { PoolOptions } from './pool.ts'
 export type { RopeRowsOptions } from './rope-rows.ts'
 export type { FmathName } from './fmath.ts'
+export type { MxElement } from './mx-round-trip.ts'
 export type { TopkOptions } from './topk.ts'
 export { ACCUMULATION_ORDERS } from './validate.ts'
 export { dotInKernelOrder, dotBlocks128, dotLanes8Fma, dotSequentialFma, KERNEL_LANES, ORDER_BLOCK } from './order.ts'
@@ -180,6 +185,9 @@ export const reference = {
   hcCollapse: hcCollapseRef.hcCollapse,
   unweightedNormRows: unweightedNormRef.unweightedNormRows,
   topkRows: topkRowsRef.topkRows,
+  mxRoundTrip: mxRoundTripRef.mxRoundTrip,
+  decodeBf16Array: bf16ArraysRef.decodeBf16Array,
+  exactBf16Codes: bf16ArraysRef.exactBf16Codes,
   packSequentialFma: packReference as (w: Float32Array | Uint16Array, n: number, k: number) => PackedWeight,
   matmulPacked: matmulPackedReference,
 }
@@ -235,6 +243,33 @@ export function topkRows (scores: Float32Array, rows: number, stride: number, le
   const counts = new Int32Array(a.rows)
   loadNativeKernels().topkRows(a.scores, a.rows, a.stride, a.lengths, a.k, indices, counts)
   return { indices, counts, k: a.k }
+}
+
+/**
+ * The values quantise -> dequantise leaves of x in consecutive blocks of `block` values, native:
+ * one ue8m0 scale per block, elements 'e4m3' (saturating at 448) or 'e2m1' (block even), ties to
+ * even; a block holding NaN or ±Inf comes back all 0x7fc00000. Bit-identical to
+ * reference.mxRoundTrip, the composition of src/numerics' quantize and dequantize. `out` may be x.
+ */
+export function mxRoundTrip (x: Float32Array, block: number, element: MxElement, out?: Float32Array): Float32Array {
+  const a = checkMxRoundTrip('mxRoundTrip', x, block, element, out)
+  return loadNativeKernels().mxRoundTrip(a.x, a.block, MX_ELEMENT_CODES[a.element], a.out)
+}
+
+/** bf16 codes widened to float32 (exact), native: reference.decodeBf16Array, src/numerics decodeBf16. */
+export function decodeBf16Array (codes: Uint16Array, out?: Float32Array): Float32Array {
+  const a = checkDecodeBf16Array('decodeBf16Array', codes, out)
+  return loadNativeKernels().decodeBf16Array(a.codes, a.out)
+}
+
+/**
+ * The bf16 codes of `values` (written into `out` when given) when every value is exactly a bf16
+ * value, else null, native: reference.exactBf16Codes. An exact value's code is its top 16 bits;
+ * a NaN with low bits set becomes the quiet bf16 NaN of its sign. After null, out holds no result.
+ */
+export function exactBf16Codes (values: Float32Array, out?: Uint16Array): Uint16Array | null {
+  const a = checkExactBf16Codes('exactBf16Codes', values, out)
+  return loadNativeKernels().exactBf16Codes(a.values, a.out) ? a.out : null
 }
 
 /** Below this many elements the TypeScript loop beats a native call and its threads. */

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url'
 import { PdBridgeError } from '../errors.ts'
 
 /** The ABI version this TypeScript expects from native/src/addon.cc; a mismatch means a stale build. */
-export const EXPECTED_ABI_VERSION = 8
+export const EXPECTED_ABI_VERSION = 9
 
 /** Where `npm run build:native` writes the addon. */
 export const DEFAULT_ADDON_PATH = fileURLToPath(new URL('../../native/build/Release/pdb_kernels.node', import.meta.url))
@@ -53,6 +53,12 @@ export interface NativeKernels {
   unweightedNormRows (x: Float32Array, rows: number, d: number, eps: number, bf16: boolean): Float32Array
   /** Top-k per row (src/kernels/topk-rows.ts is its reference); returns indices. */
   topkRows (scores: Float32Array, rows: number, stride: number, lengths: Int32Array, k: number, indices: Int32Array, counts: Int32Array): Int32Array
+  /** Quantise -> dequantise per block (src/kernels/mx-round-trip.ts is its reference); element: MX_ELEMENT_CODES. */
+  mxRoundTrip (x: Float32Array, block: number, element: number, out: Float32Array): Float32Array
+  /** bf16 codes widened to float32 (src/kernels/bf16-arrays.ts is its reference). */
+  decodeBf16Array (codes: Uint16Array, out: Float32Array): Float32Array
+  /** true with out filled when every value is exactly bf16, else false (src/kernels/bf16-arrays.ts). */
+  exactBf16Codes (values: Float32Array, out: Uint16Array): boolean
   setThreads (n: number): void
   getThreads (): number
   measurePeakGflops (threads: number, millis: number): number

@@ -30,10 +30,26 @@ export function roundBf16 (x: number): number {
 }
 
 /** Decode a whole bf16 buffer into float32. */
-export function decodeBf16 (codes: Uint16Array, out = new Float32Array(codes.length)): Float32Array {
+export function decodeBf16 (codes: Uint16Array, out: Float32Array = new Float32Array(codes.length)): Float32Array {
   const outBits = new Uint32Array(out.buffer, out.byteOffset, out.length)
   for (let i = 0; i < codes.length; i++) outBits[i] = codes[i] << 16
   return out
+}
+
+/**
+ * The bf16 codes of `values` if every value is exactly a bf16 value (low 16 bits zero: the code
+ * is the top half; any other NaN counts too: it becomes the quiet bf16 NaN of its sign), else null.
+ */
+export function exactBf16Codes (values: Float32Array): Uint16Array | null {
+  const bits = new Uint32Array(values.buffer, values.byteOffset, values.length)
+  const codes = new Uint16Array(values.length)
+  for (let i = 0; i < bits.length; i++) {
+    const b = bits[i]
+    if ((b & 0xffff) === 0) codes[i] = b >>> 16
+    else if ((b & 0x7fffffff) > 0x7f800000) codes[i] = ((b >>> 16) & 0x8000) | BF16_QUIET_NAN
+    else return null
+  }
+  return codes
 }
 
 /** Encode a float32 buffer into bf16 codes (round to nearest even). */

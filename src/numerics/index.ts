@@ -1,6 +1,6 @@
 // The public surface of the number formats: one import for every codec and quantiser.
 export { bitsToF32, f32ToBits } from './bits.ts'
-export { BF16_QUIET_NAN, bf16ToF32, decodeBf16, encodeBf16, f32ToBf16, roundBf16 } from './bf16.ts'
+export { BF16_QUIET_NAN, bf16ToF32, decodeBf16, encodeBf16, exactBf16Codes, f32ToBf16, roundBf16 } from './bf16.ts'
 export { decodeF16, encodeF16, F16_INF, F16_MAX, F16_QUIET_NAN, f16ToF32, f32ToF16, roundF16 } from './f16.ts'
 export {
   decodeE4m3, E4M3_MAX, E4M3_NAN, E4M3_VALUES, e4m3ToF32, encodeE4m3, encodeE4m3NoSat,
