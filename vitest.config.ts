@@ -16,7 +16,7 @@ export const UNIT: ProjectList = [
   'suites/blocks-store/block-key.test.ts', 'suites/blocks-store/compatibility.test.ts',
   'suites/blocks-store/deepseek-v4-layout.test.ts', 'suites/blocks-store/eviction.test.ts',
   'suites/blocks-store/payload-roundtrip.test.ts', 'suites/blocks-store/restore.test.ts',
-  'suites/blocks-store/scan-rescan.test.ts',
+  'suites/blocks-store/scan-rescan.test.ts', 'suites/blocks-store/load-chain.test.ts',
   'suites/checkpoint/params.test.ts', 'suites/checkpoint/random.test.ts',
   'suites/cli/native-check.test.ts',
   'suites/consistency/launch.test.ts', 'suites/consistency/seed-case.test.ts',

@@ -288,30 +288,25 @@ export class DecoderPrefixCache {
     const notes: string[] = []
     let geometry = false
     let integrity = false
-    for (const [k, hash] of keys.entries()) {
-      if ((k + 1) * bs === n && options.exactPromptRule !== false) {
-        // This block holds the prompt's last token: it is never restored, only its presence matters.
-        if (await this.store.has(hash)) {
-          this.counters.exactPromptDrops++
-          notes.push(`all ${n} tokens are in blocks, but the decoder must prefill at least one token to produce logits, so block ${k} (the last) is left out`)
-        } else {
-          const why = this.whyMissing(k, hash)
-          geometry = why.geometry
-          integrity = why.integrity
-          notes.push(why.reason)
-        }
-        break
-      }
-      // load() checks the block's content against its digest before handing any tensor out.
-      const block = await this.store.load(hash)
-      if (block === null) {
-        const why = this.whyMissing(k, hash)
-        geometry = why.geometry
-        integrity = why.integrity
-        notes.push(why.reason)
-        break
-      }
-      chain.push({ hash, payload: block.payload })
+    // A block holding the prompt's last token is never restored, only its presence matters.
+    const lastHeld = keys.length > 0 && keys.length * bs === n && options.exactPromptRule !== false
+    const restorable = lastHeld ? keys.slice(0, -1) : keys
+    // Loaded in order up to the first miss; each block's content is checked against its digest
+    // before any tensor is handed out; the files are read a few blocks ahead (loadChain).
+    for (const block of await this.store.loadChain(restorable)) chain.push({ hash: block.hash, payload: block.payload })
+    const missed = (k: number): void => {
+      const why = this.whyMissing(k, keys[k])
+      geometry = why.geometry
+      integrity = why.integrity
+      notes.push(why.reason)
+    }
+    if (chain.length < restorable.length) missed(chain.length)
+    else if (lastHeld) {
+      const k = keys.length - 1
+      if (await this.store.has(keys[k])) {
+        this.counters.exactPromptDrops++
+        notes.push(`all ${n} tokens are in blocks, but the decoder must prefill at least one token to produce logits, so block ${k} (the last) is left out`)
+      } else missed(k)
     }
     if (geometry) this.counters.geometryMisses++
     if (keys.length === 0) notes.push(`the ${n}-token prompt is shorter than one block (${bs} tokens)`)

@@ -90,8 +90,7 @@ export async function readBlockHeader (path: string): Promise<BlockHeader> {
  */
 export async function readBlockFile (path: string): Promise<BlockContents> {
   return await withFile(path, async (file, header) => {
-    const raw = new Map<string, Tensor>()
-    for (const name of file.tensors.keys()) raw.set(name, await file.read(name))
+    const raw = await file.readAll()
     const contentDigest = blockContentDigest(file.metadata, [...raw].map(([name, t]) => ({ name, ...t })))
     const layers = await materializeLayers(header.plan, async (name) => raw.get(name) ?? await file.read(name))
     return { header, payload: { layers, layerCacheTypes: header.info.layerCacheTypes, layerMetaStates: header.info.layerMetaStates }, contentDigest }

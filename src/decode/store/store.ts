@@ -10,7 +10,7 @@ import { basename, join } from 'node:path'
 import { BlockStoreError } from './errors.ts'
 import { syncDirectory } from '../../formats/atomic-file.ts'
 import { blockKeyChain, isBlockKeyHex } from './block-key.ts'
-import { blockPath, listBlockDir, readBlockFile, readBlockHeader, writeBlockFile, writeEncodedBlockFile, SUBDIRS, type BlockHeader, type EncodedBlock } from './block-file.ts'
+import { blockPath, listBlockDir, readBlockFile, readBlockHeader, writeBlockFile, writeEncodedBlockFile, SUBDIRS, type BlockContents, type BlockHeader, type EncodedBlock } from './block-file.ts'
 import { BlockIndex, type IndexEntry } from './block-index.ts'
 import { canonicalCacheTypes, checkLayout, incompatibility, INTEGRITY_REASONS, META, type BlockInfo, type IncompatibleReason, type StoreLayout } from './metadata.ts'
 import type { BlockPayload } from './payload.ts'
@@ -93,6 +93,9 @@ export type RestoreResult =
 
 /** Temp-name prefixes of writes in flight in this process, by any store instance (a scan never removes them), with counts. */
 const inFlight = new Map<string, number>()
+
+/** Block files loadChain reads ahead of the one being checked. */
+const LOAD_AHEAD = 8
 
 /** An integrity refusal when a block's content does not hash to the digest it was written with. */
 function contentMismatch (info: BlockInfo, computed: string): { reason: IncompatibleReason, detail: string } | null {
@@ -361,6 +364,40 @@ export class BlockStore {
    */
   async load (hash: string): Promise<LoadedBlock | null> {
     this.checkHash(hash)
+    return await this.loadRead(hash, null)
+  }
+
+  /**
+   * load() of consecutive blocks in order, stopping at the first that is not served (what a
+   * prefix lookup restores). Up to `ahead` files are read before their turn, so the file-system
+   * round trips of one block overlap the next ones'; each block is still located, checked against
+   * its digest, counted and touched in order, exactly as load() would, and nothing past the first
+   * miss is counted or touched. What was read early is checked against its digest and the
+   * store's layout like any read (a file replaced meanwhile is another valid copy of the block or a refusal).
+   */
+  async loadChain (hashes: readonly string[], ahead = LOAD_AHEAD): Promise<LoadedBlock[]> {
+    for (const hash of hashes) this.checkHash(hash)
+    const early = new Map<number, Promise<{ path: string, contents: BlockContents } | null>>()
+    const readEarly = (i: number): void => {
+      if (i >= hashes.length || early.has(i)) return
+      const path = blockPath(this.root, hashes[i])
+      // A failed early read is read again in its turn, where load()'s error handling applies.
+      early.set(i, readBlockFile(path).then((contents) => ({ path, contents }), () => null))
+    }
+    const out: LoadedBlock[] = []
+    for (let i = 0; i < hashes.length; i++) {
+      for (let j = i; j <= i + ahead; j++) readEarly(j)
+      const read = await early.get(i)!
+      early.delete(i)
+      const block = await this.loadRead(hashes[i], read)
+      if (block === null) break
+      out.push(block)
+    }
+    return out
+  }
+
+  // load() with the block's file perhaps read already (by loadChain).
+  private async loadRead (hash: string, read: { path: string, contents: BlockContents } | null): Promise<LoadedBlock | null> {
     const entry = await this.locate(hash)
     if (entry === null) {
       this.counters.misses++
@@ -368,7 +405,7 @@ export class BlockStore {
     }
     let contents
     try {
-      contents = await readBlockFile(entry.path)
+      contents = read !== null && read.path === entry.path ? read.contents : await readBlockFile(entry.path)
     } catch (e) {
       this.index.remove(hash)
       // A file deleted since it was indexed is a plain miss; anything else is worth a log line.

@@ -1,5 +1,5 @@
 // Random access to one safetensors file: the header is read and checked once, each tensor's bytes
-// are read at their offset on demand. Never reads the whole file.
+// are read at their offset on demand, or all at once (readAll) for small files such as cache blocks.
 import { open, type FileHandle } from 'node:fs/promises'
 import { constants as bufferConstants } from 'node:buffer'
 import { SafetensorsError } from '../../errors.ts'
@@ -102,6 +102,26 @@ export class SafetensorsFile {
       throw new SafetensorsError(this.path, `tensor ${JSON.stringify(name)}: file ended after ${got} of ${data.length} bytes (changed since it was opened?)`)
     }
     return data
+  }
+
+  /**
+   * Read every tensor with one read of the whole data section (a block file's dozens of tensors
+   * read one by one cost a file-system round trip each). Each tensor gets its own copy of its
+   * bytes, as `read` gives. For files that fit one buffer; a larger one is a SafetensorsError.
+   */
+  async readAll (): Promise<Map<string, Tensor>> {
+    if (this.closed) throw new SafetensorsError(this.path, 'cannot read the tensors: file is closed')
+    let length = 0
+    for (const info of this.tensors.values()) length = Math.max(length, info.end)
+    if (length > bufferConstants.MAX_LENGTH) {
+      throw new SafetensorsError(this.path, `the data section's ${length} bytes exceed the largest buffer Node can allocate; read the tensors one by one`)
+    }
+    const section = new Uint8Array(length)
+    const got = await readAt(this.fh, section, this.dataStart)
+    if (got !== length) throw new SafetensorsError(this.path, `file ended after ${got} of the data section's ${length} bytes (changed since it was opened?)`)
+    const out = new Map<string, Tensor>()
+    for (const [name, info] of this.tensors) out.set(name, { dtype: info.dtype, shape: [...info.shape], data: section.slice(info.begin, info.end) })
+    return out
   }
 
   /** Close the file; later reads fail. Closing twice is harmless. */
