@@ -215,6 +215,7 @@ async function streamLeg (name, baseUrl, model, messages) {
   let finishReason = ''
   let usage
   let bridge
+  let timings
   await forEachEvent(res.body, (event) => {
     const choice = event.choices?.[0]
     if (typeof choice?.delta?.content === 'string' && choice.delta.content !== '') {
@@ -223,15 +224,24 @@ async function streamLeg (name, baseUrl, model, messages) {
     }
     if (choice?.finish_reason) finishReason = choice.finish_reason
     if (event.usage) usage = event.usage
+    // The decoder's own clock, on its usage chunk (src/engines/decoder/responses.ts DecoderTimings).
+    if (event.pd_decoder) timings = event.pd_decoder
     if (event.pd_bridge) bridge = event.pd_bridge
   })
   const totalMs = performance.now() - started
   if (usage === undefined) throw new Error(`${name} leg: ${baseUrl} sent no usage chunk`)
-  return { totalMs, ttftMs, text, finishReason, usage, bridge, header: res.headers.get('x-pd-bridge') ?? undefined }
+  return { totalMs, ttftMs, text, finishReason, usage, bridge, timings, header: res.headers.get('x-pd-bridge') ?? undefined }
 }
 
 function num (v) {
   return typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : null
+}
+
+/** The decoder's own prefill and decode ms, when its usage chunk said them (absent from other deployments). */
+function decoderMs (leg) {
+  const prefill = num(leg.timings?.prefill_ms)
+  const decode = num(leg.timings?.decode_ms)
+  return prefill === null || decode === null ? {} : { decoderMs: { prefill, decode } }
 }
 
 function bridgedLeg (leg) {
@@ -245,6 +255,7 @@ function bridgedLeg (leg) {
     completionTokens: leg.usage.completion_tokens,
     finishReason: leg.finishReason,
     answerSha256: sha256(leg.text),
+    ...decoderMs(leg),
     // No verdict at all is not a bridge: record it as declined, never as complete.
     verdict: b.verdict ?? leg.header ?? 'declined',
     route: b.route ?? 'unknown',
@@ -280,7 +291,7 @@ async function captureMemory (stack, requestId) {
 }
 
 function nativeLeg (leg) {
-  return { totalMs: leg.totalMs, ttftMs: leg.ttftMs, promptTokens: leg.usage.prompt_tokens, completionTokens: leg.usage.completion_tokens, finishReason: leg.finishReason, answerSha256: sha256(leg.text) }
+  return { totalMs: leg.totalMs, ttftMs: leg.ttftMs, promptTokens: leg.usage.prompt_tokens, completionTokens: leg.usage.completion_tokens, finishReason: leg.finishReason, answerSha256: sha256(leg.text), ...decoderMs(leg) }
 }
 
 /** The answer's digest in the record: what protocols/rerun-records.mjs compares between commits. */

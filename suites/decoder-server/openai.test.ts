@@ -102,6 +102,12 @@ describe('chat completions, streamed', () => {
     const last = chunks[chunks.length - 1]
     expect(last.choices).toEqual([])
     expect(last.usage).toEqual({ prompt_tokens: prompt.length, completion_tokens: want.length, total_tokens: prompt.length + want.length, prompt_tokens_details: { cached_tokens: 0 } })
+    // The decoder's own clock rides on the usage chunk; the openai client passes the field through.
+    const timings = (last as unknown as { pd_decoder: { prefill_ms: number, decode_ms: number } }).pd_decoder
+    expect(Object.keys(timings).sort()).toEqual(['decode_ms', 'prefill_ms'])
+    expect(Number.isInteger(timings.prefill_ms) && timings.prefill_ms >= 0).toBe(true)
+    expect(Number.isInteger(timings.decode_ms) && timings.decode_ms >= 0).toBe(true)
+    for (const c of chunks.slice(0, -1)) expect(c).not.toHaveProperty('pd_decoder')
     for (const c of chunks.slice(0, -1)) expect(c.usage).toBeNull()
     expect(new Set(chunks.map((c) => c.id)).size).toBe(1)
     expect(chunks.every((c) => c.object === 'chat.completion.chunk')).toBe(true)

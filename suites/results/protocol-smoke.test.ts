@@ -31,6 +31,12 @@ describe('the cold-bench protocol, smoke run on the embedded stack', () => {
       expect(rec.bridged?.verdict).toBe('complete')
       expect(rec.bridged?.promptTokens).toBe(rec.native?.promptTokens)
       expect(rec.answersAgree).toBe(true)
+      // Both legs carry the decoder's own clock, through the front door for the bridged one.
+      for (const leg of [rec.native!, rec.bridged!]) {
+        expect(leg.decoderMs!.prefill).toBeGreaterThan(0)
+        expect(leg.decoderMs!.decode).toBeGreaterThan(0)
+        expect(leg.decoderMs!.prefill + leg.decoderMs!.decode).toBeLessThanOrEqual(leg.totalMs)
+      }
       expect(Object.keys(rec.peakMemoryBytes).sort()).toEqual(['decoder', 'decoder-native', 'front', 'prefill-engine', 'protocol', 'share'])
       // The capture's peak, from the engine's own prefill-end line; staged (no PD_CAPTURE_SPILL here).
       expect(rec.bridged?.capturePeakHeldBytes).toBeGreaterThan(0)

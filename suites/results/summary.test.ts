@@ -42,6 +42,14 @@ describe('decode rate', () => {
     expect(decodeRate({ totalMs: 1009.99, ttftMs: 1000, completionTokens: 11 })).toBeNull()
     expect(decodeRate({ totalMs: 1010, ttftMs: 1000, completionTokens: 11 })).toBe(1000)
   })
+
+  it("takes the decoder's own decode time where the record has it, the client's where not", () => {
+    // The 130K record's client saw one burst; the decoder's clock would still tell the rate.
+    expect(decodeRate({ totalMs: 115261.06, ttftMs: 115260.43, completionTokens: 32, decoderMs: { decode: 3100 } })).toBe(10)
+    expect(decodeRate({ totalMs: 1500, ttftMs: null, completionTokens: 11, decoderMs: { decode: 2000 } })).toBe(5)
+    expect(decodeRate({ totalMs: 1500, ttftMs: 500, completionTokens: 1, decoderMs: { decode: 2000 } })).toBeNull()
+    expect(decodeRate({ totalMs: 1500, ttftMs: 500, completionTokens: 11, decoderMs: { decode: 5 } })).toBeNull()
+  })
 })
 
 describe('a size whose only bridged run was declined', () => {

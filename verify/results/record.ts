@@ -37,6 +37,11 @@ const answerSchema = z.object({
   finishReason: z.string(),
   /** SHA-256 of the answer's text (UTF-8, hex): two runs of one seed can be compared bit for bit. Absent in older records. */
   answerSha256: z.string().regex(/^[0-9a-f]{64}$/).optional(),
+  /**
+   * The decoder's own clock (its usage chunk's pd_decoder): prefill to the first token's logits,
+   * decode from there to the last token, ms. Absent in older records and from other deployments.
+   */
+  decoderMs: z.object({ prefill: ms, decode: ms }).strict().optional(),
 }).strict()
 
 /**

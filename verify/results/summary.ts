@@ -32,10 +32,14 @@ export function median (values: number[]): number | null {
  */
 const MIN_MS_PER_TOKEN = 1
 
-/** Decode rate after the first token, tokens/s; null when it cannot be told. */
-export function decodeRate (leg: { totalMs: number, ttftMs: number | null, completionTokens: number }): number | null {
-  if (leg.ttftMs === null || leg.completionTokens < 2) return null
-  const decodeMs = leg.totalMs - leg.ttftMs
+/**
+ * Decode rate after the first token, tokens/s; null when it cannot be told. By the decoder's own
+ * clock where the record has it (decoderMs.decode), else by the client's (total - TTFT).
+ */
+export function decodeRate (leg: { totalMs: number, ttftMs: number | null, completionTokens: number, decoderMs?: { decode: number } }): number | null {
+  if (leg.completionTokens < 2) return null
+  if (leg.decoderMs === undefined && leg.ttftMs === null) return null
+  const decodeMs = leg.decoderMs?.decode ?? leg.totalMs - leg.ttftMs!
   if (!(decodeMs >= MIN_MS_PER_TOKEN * (leg.completionTokens - 1))) return null
   return (leg.completionTokens - 1) / (decodeMs / 1000)
 }

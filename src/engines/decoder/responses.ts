@@ -10,6 +10,22 @@ export interface Usage {
   prompt_tokens_details: { cached_tokens: number }
 }
 
+/**
+ * The decoder's own clock for one generation, on the streamed usage chunk as `pd_decoder`:
+ * prefill_ms from the request's start to the first token's logits (prefix lookup included),
+ * decode_ms from there to the last token. A client timing text pieces sees the decode only as
+ * well as the pieces arrive (held back at partial characters and possible stop strings).
+ */
+export interface DecoderTimings {
+  prefill_ms: number
+  decode_ms: number
+}
+
+/** The timings of a finished generation, whole milliseconds. */
+export function timingsOf (o: Pick<GenerationOutcome, 'prefillMs' | 'decodeMs'>): DecoderTimings {
+  return { prefill_ms: Math.round(o.prefillMs), decode_ms: Math.round(o.decodeMs) }
+}
+
 /** Fields every body of one response shares. */
 export interface ResponseHead {
   id: string
@@ -117,8 +133,8 @@ export class ChunkMaker {
     })
   }
 
-  /** The usage chunk (empty choices), sent last when include_usage is on. */
-  usage (usage: Usage): object {
-    return { ...this.chunk(null), usage }
+  /** The usage chunk (empty choices), sent last when include_usage is on; with the decoder's own timings when given. */
+  usage (usage: Usage, timings?: DecoderTimings): object {
+    return { ...this.chunk(null), usage, ...(timings !== undefined ? { pd_decoder: timings } : {}) }
   }
 }

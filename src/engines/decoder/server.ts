@@ -14,7 +14,7 @@ import type { WriteFailure } from '../../decode/prefix-cache/index.ts'
 import { completionBudget, promptTokens } from './prompt.ts'
 import { EngineQueue, QueueAbandoned, type QueueStats } from './queue.ts'
 import { parseChatRequest, parseCompletionRequest, type GenerationRequest } from './request.ts'
-import { ChunkMaker, chatCompletion, textCompletion, usageOf, type ResponseHead } from './responses.ts'
+import { ChunkMaker, chatCompletion, textCompletion, timingsOf, usageOf, type ResponseHead } from './responses.ts'
 import { SseWriter } from './sse.ts'
 
 /** What the server shows of a prefix cache, whichever engine it belongs to: stats for /health, and a rescan. */
@@ -265,7 +265,7 @@ export async function startDecoderServer (opts: DecoderServerOptions): Promise<D
         event: 'generation', id, endpoint: parsed.endpoint, stream: parsed.stream,
         prompt_tokens: outcome.promptTokens, cached_tokens: outcome.cachedTokens, stored_blocks: outcome.storedBlocks, reused_blocks: outcome.reusedBlocks, failed_blocks: outcome.failedBlocks,
         completion_tokens: outcome.completionIds.length, finish_reason: outcome.finishReason,
-        prefill_ms: Math.round(outcome.prefillMs), decode_ms: Math.round(outcome.decodeMs),
+        ...timingsOf(outcome),
       }, 'generation finished')
     } finally {
       release?.()
@@ -327,7 +327,7 @@ export async function startDecoderServer (opts: DecoderServerOptions): Promise<D
       return outcome
     }
     await sse.send(chunks.finish(outcome.finishReason, parsed.returnTokenIds ? outcome.completionIds : undefined))
-    if (parsed.includeUsage) await sse.send(chunks.usage(usageOf(outcome)))
+    if (parsed.includeUsage) await sse.send(chunks.usage(usageOf(outcome), timingsOf(outcome)))
     await sse.done()
     return outcome
   }
