@@ -291,7 +291,10 @@ async function captureMemory (stack, requestId) {
 }
 
 function nativeLeg (leg) {
-  return { totalMs: leg.totalMs, ttftMs: leg.ttftMs, promptTokens: leg.usage.prompt_tokens, completionTokens: leg.usage.completion_tokens, finishReason: leg.finishReason, answerSha256: sha256(leg.text), ...decoderMs(leg) }
+  return {
+    totalMs: leg.totalMs, ttftMs: leg.ttftMs, promptTokens: leg.usage.prompt_tokens, completionTokens: leg.usage.completion_tokens, finishReason: leg.finishReason,
+    answerSha256: sha256(leg.text), ...decoderMs(leg),
+  }
 }
 
 /** The answer's digest in the record: what protocols/rerun-records.mjs compares between commits. */
