@@ -5,12 +5,13 @@
 // deleted) and counted; `pd-bridge cache scan --verify` finds such blocks without serving them.
 import { execFile } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { open, readFile, stat } from 'node:fs/promises'
+import { readFile, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { SafetensorsFile, writeSafetensors, type Tensor } from '../../src/formats/safetensors/index.ts'
 import { blockPath, QUARANTINE_DIR, type StoreEvent } from '../../src/decode/store/index.ts'
+import { flipTensorBit as flipBit } from '../support/flip-bit.ts'
 import { BLOCK, GEOMETRY_B, blockPayload, openStore, payloadDiff, tempDir, tokens } from './helpers.ts'
 
 const run = promisify(execFile)
@@ -39,18 +40,6 @@ async function threeBlocks (): Promise<string[]> {
   return keys
 }
 
-/** Flip one bit of the first byte of `tensor`'s data in the block file, in place (the header stays valid). */
-async function flipBit (path: string, tensor: string, bit = 0): Promise<void> {
-  const f = await SafetensorsFile.open(path)
-  const at = f.dataStart + f.info(tensor).begin
-  await f.close()
-  const fh = await open(path, 'r+')
-  const byte = new Uint8Array(1)
-  await fh.read(byte, 0, 1, at)
-  byte[0] ^= 1 << bit
-  await fh.write(byte, 0, 1, at)
-  await fh.close()
-}
 
 /** Rewrite a block file with its tensors unchanged and its metadata edited (the digest is NOT stamped anew). */
 async function rewriteMetadata (path: string, change: (meta: Record<string, string>) => void): Promise<void> {

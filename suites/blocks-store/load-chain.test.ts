@@ -3,10 +3,11 @@
 // refuse exactly as those loads would: nothing past the first miss is counted or touched, a
 // corrupt block mid-chain is refused and quarantined as load() does. readAll (one read of a file's
 // data) gives what per-tensor reads give.
-import { open, stat, unlink, utimes } from 'node:fs/promises'
+import { stat, unlink, utimes } from 'node:fs/promises'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { SafetensorsFile } from '../../src/formats/safetensors/index.ts'
 import { blockPath } from '../../src/decode/store/index.ts'
+import { flipTensorBit } from '../support/flip-bit.ts'
 import { BLOCK, blockPayload, openStore, payloadDiff, tempDir, tokens } from './helpers.ts'
 
 let dir: string
@@ -62,16 +63,7 @@ describe('BlockStore.loadChain', () => {
   it('refuses and quarantines a corrupt block mid-chain as load() does, and serves the blocks before it', async () => {
     const { keys } = await chainStore()
     const path = blockPath(dir, keys[3])
-    const f = await SafetensorsFile.open(path)
-    const [first] = f.tensors.keys()
-    const at = f.dataStart + f.info(first).begin
-    await f.close()
-    const fh = await open(path, 'r+')
-    const byte = new Uint8Array(1)
-    await fh.read(byte, 0, 1, at)
-    byte[0] ^= 1
-    await fh.write(byte, 0, 1, at)
-    await fh.close()
+    await flipTensorBit(path, 'layer_0_state_0')
     const { store } = await openStore(dir)
     const got = await store.loadChain(keys)
     expect(got).toHaveLength(3)

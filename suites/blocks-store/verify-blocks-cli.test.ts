@@ -1,10 +1,10 @@
 // `pd-bridge verify-blocks` run as a real child process on two stores that wrote the same prompt.
 import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
-import { open } from 'node:fs/promises'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { SafetensorsFile } from '../../src/formats/safetensors/index.ts'
+import { flipTensorBit } from '../support/flip-bit.ts'
 import { PLACEHOLDER, blockPath } from '../../src/decode/store/index.ts'
 import { BLOCK, blockPayload, openStore, tempDir, tokens } from './helpers.ts'
 
@@ -62,16 +62,7 @@ describe('identical directories', () => {
 describe('one changed value', () => {
   it('names the block and the tensor, counts it, and exits 1', async () => {
     // Flip the low byte of the first element of block 1's CSA main pool rows.
-    const path = blockPath(dirB, keys[1])
-    const f = await SafetensorsFile.open(path)
-    const at = f.dataStart + f.info('layer_1_sub_1_state_2').begin
-    await f.close()
-    const fh = await open(path, 'r+')
-    const byte = new Uint8Array(1)
-    await fh.read(byte, 0, 1, at)
-    byte[0] ^= 1
-    await fh.write(byte, 0, 1, at)
-    await fh.close()
+    await flipTensorBit(blockPath(dirB, keys[1]), 'layer_1_sub_1_state_2')
 
     const r = await cli('verify-blocks', dirA, dirB)
     expect(r.code).toBe(1)

@@ -2,11 +2,12 @@
 // array with a native prefill. All bit-exact -> exit 0; a tampered block tensor (its digest stamped
 // anew, as a wrong writer would leave it) is named -> exit 1; bad input -> exit 2.
 import { execFile } from 'node:child_process'
-import { open, writeFile } from 'node:fs/promises'
+import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { SafetensorsFile } from '../../src/formats/safetensors/index.ts'
+import { flipTensorBit } from '../support/flip-bit.ts'
 import { blockPath } from '../../src/decode/store/index.ts'
 import { BS, arrayCount, nativePrefill, openPrefixCache, prompt, restampContentDigest, tinyModel, type TinyModel } from './helpers.ts'
 
@@ -67,15 +68,9 @@ describe('a tampered block tensor', () => {
     const path = blockPath(root, hashes[1])
     const f = await SafetensorsFile.open(path)
     const info = f.info('layer_1_sub_1_state_2')
-    const at = f.dataStart + info.begin
     await f.close()
     expect(info.dtype).toBe('BF16')
-    const fh = await open(path, 'r+')
-    const byte = new Uint8Array(1)
-    await fh.read(byte, 0, 1, at)
-    byte[0] ^= 1
-    await fh.write(byte, 0, 1, at)
-    await fh.close()
+    await flipTensorBit(path, 'layer_1_sub_1_state_2')
     await restampContentDigest(path)
 
     const r = await cli(...args())

@@ -3,10 +3,11 @@
 // is a hit of block 0 only (cached_tokens 256, not 512), answered with exactly the greedy tokens a
 // second decoder with an empty store gives, and /health, the decoder's log and the store's
 // quarantine all show the refused block. The decoder then writes block 1 anew and serves 512.
-import { open, readdir } from 'node:fs/promises'
+import { readdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { SafetensorsFile } from '../../src/formats/safetensors/index.ts'
+import { flipTensorBit } from '../support/flip-bit.ts'
 import { QUARANTINE_DIR, blockKeyChain, blockPath } from '../../src/decode/store/index.ts'
 import { makeTiny, startDecoderChild, tempDir, type DecoderChild } from '../decoder-server/helpers.ts'
 import { BS, prompt } from './helpers.ts'
@@ -67,14 +68,8 @@ describe('a flipped bit in a block the decoder stored itself', () => {
     const path = blockPath(storeDir, k1)
     const f = await SafetensorsFile.open(path)
     expect(f.metadata.content_sha256).toMatch(/^[0-9a-f]{64}$/)
-    const at = f.dataStart + f.info('layer_1_sub_1_state_2').begin + 1
     await f.close()
-    const fh = await open(path, 'r+')
-    const byte = new Uint8Array(1)
-    await fh.read(byte, 0, 1, at)
-    byte[0] ^= 0x80
-    await fh.write(byte, 0, 1, at)
-    await fh.close()
+    await flipTensorBit(path, 'layer_1_sub_1_state_2', 7, 1)
 
     const after = await complete(bridged)
     expect(after.cached).toBe(BS)

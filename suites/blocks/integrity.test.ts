@@ -3,10 +3,11 @@
 // miss from that block on, with the reason, a counter and an event; the block is in the quarantine;
 // the decoder prefills the rest natively and its answer is the native one bit for bit; the block is
 // then written again, identical to a clean store's. A block without a digest is refused the same way.
-import { open, readdir, rm } from 'node:fs/promises'
+import { readdir, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { SafetensorsFile, writeSafetensors, type Tensor } from '../../src/formats/safetensors/index.ts'
+import { flipTensorBit } from '../support/flip-bit.ts'
 import { QUARANTINE_DIR, blockPath, compareBlockDirs } from '../../src/decode/store/index.ts'
 import type { PrefixCacheEvent } from '../../src/decode/prefix-cache/index.ts'
 import { BS, cacheDifferences, greedySteps, nativePrefill, openPrefixCache, prompt, sameBits, tinyModel, type TinyModel } from './helpers.ts'
@@ -23,17 +24,8 @@ beforeAll(async () => {
 })
 afterAll(async () => await model.cleanup())
 
-async function flipBit (path: string, tensor: string): Promise<void> {
-  const f = await SafetensorsFile.open(path)
-  const at = f.dataStart + f.info(tensor).begin
-  await f.close()
-  const fh = await open(path, 'r+')
-  const byte = new Uint8Array(1)
-  await fh.read(byte, 0, 1, at)
-  byte[0] ^= 0x40
-  await fh.write(byte, 0, 1, at)
-  await fh.close()
-}
+// Bit 6 of the tensor's first byte.
+const flipBit = async (path: string, tensor: string): Promise<void> => await flipTensorBit(path, tensor, 6)
 
 async function quarantined (root: string): Promise<string[]> {
   const out: string[] = []

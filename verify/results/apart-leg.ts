@@ -8,23 +8,17 @@ import { createHash } from 'node:crypto'
 import { z } from 'zod'
 import { PdBridgeError } from '../../src/errors.ts'
 import { parseRecordJson, readRecordDir } from './record-files.ts'
-import { environmentSchema, nativeLegSchema, RUN_RECORD_SCHEMA, type BridgedLeg, type NativeLeg, type RunEnvironment, type RunRecord } from './record.ts'
+import { nativeLegSchema, RUN_RECORD_SCHEMA, runRecordSchema, type BridgedLeg, type NativeLeg, type RunEnvironment, type RunRecord } from './record.ts'
 
 /** The leg file's schema tag. */
 export const APART_LEG_SCHEMA = 'pd-bridge/alone-leg@1'
 
-const apartLegSchema = z.object({
+// The run record's fields that the leg already knows, as the run record has them.
+const apartLegSchema = runRecordSchema.pick({ startedAt: true, environment: true, targetTokens: true, seed: true, repeat: true, answerBudget: true, peakMemoryBytes: true }).extend({
   schema: z.literal(APART_LEG_SCHEMA),
-  startedAt: z.string().datetime(),
-  environment: environmentSchema,
-  targetTokens: z.number().int().positive(),
-  seed: z.number().int().nonnegative(),
-  repeat: z.number().int().nonnegative(),
-  answerBudget: z.number().int().positive(),
   /** SHA-256 of the prompt's token ids (promptDigest): the bridged leg must send the same prompt. */
   promptSha256: z.string().regex(/^[0-9a-f]{64}$/),
   native: nativeLegSchema,
-  peakMemoryBytes: z.record(z.string(), z.number().int().nonnegative()),
 }).strict()
 
 /** One decoder-alone leg waiting for its bridged leg. */
