@@ -7,7 +7,7 @@
 namespace pdb {
 
 // Below this many multiply-adds (or touched elements) a call stays on the calling thread:
-// waking the pool's threads (parallel.cc) still costs microseconds.
+// starting a thread costs tens of microseconds.
 constexpr size_t kMinParallelWork = size_t(1) << 20;
 
 // The configured thread count (default: the hardware's, at least 1).

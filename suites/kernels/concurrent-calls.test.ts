@@ -1,7 +1,7 @@
-// The addon's kept thread pool (native/src/parallel.cc): one call at a time runs on it, a second
-// caller meanwhile (another JavaScript thread) starts threads of its own. Either way the split is
-// the same, so every product here equals the one-thread result bit for bit: many calls in a row
-// (the pool reused, its thread count changed between calls) and calls from four worker threads at once.
+// Threads split output ranges only (native/src/parallel.cc), so a product never depends on how many
+// threads ran it or on what else calls the addon at the time: every product here equals the
+// one-thread result bit for bit, over many calls as the thread count changes, and from four worker
+// threads and the main thread calling at once.
 import { Worker } from 'node:worker_threads'
 import { afterAll, describe, expect, it } from 'vitest'
 import { getKernelThreads, matmulF32, setKernelThreads } from '../../src/kernels/index.ts'
@@ -31,7 +31,7 @@ function oneThread (x: Float32Array, w: Float32Array): Float32Array {
   return out
 }
 
-describe('the kernels thread pool', () => {
+describe('kernel calls in a row and at once', () => {
   it('gives the one-thread bits over many calls, as its thread count changes', () => {
     const { x, w } = operands(1)
     const expected = oneThread(x, w)
@@ -59,7 +59,7 @@ describe('the kernels thread pool', () => {
       worker.once('message', resolve)
       worker.once('error', reject)
     }))
-    // The main thread keeps the pool busy meanwhile.
+    // The main thread calls meanwhile.
     const mine = operands(15)
     const mineExpected = oneThread(mine.x, mine.w)
     setKernelThreads(4)
