@@ -11,7 +11,8 @@ import { readCheckpointTensors, WeightStore } from '../model/checkpoint/index.ts
 import { LAYER_TYPES, loadDeepseekV4Config, type DeepseekV4Config, type LayerType, type RopeParams } from '../model/config.ts'
 import { getProfile, profileFingerprint, type NumericsProfile } from '../model/profiles/index.ts'
 import { ropeFingerprint } from '../model/rope.ts'
-import { bf16Codes, prepareWeights } from '../model/weights/index.ts'
+import { exactBf16Codes } from '../kernels/index.ts'
+import { prepareWeights } from '../model/weights/index.ts'
 import { sha256Hex } from '../wire/manifest.ts'
 import { loadSidecar, sidecarWeightSpecs, type Sidecar } from './sidecar.ts'
 import { SIDECAR_FORMAT, SIDECAR_JSON, SIDECAR_WEIGHTS, sidecarFingerprint, type SidecarJson } from '../wire/sidecar-format.ts'
@@ -90,7 +91,7 @@ export async function exportWeights (opts: ExportWeightsOptions): Promise<Sideca
     const linear = prepared.linear(spec.name)
     const values = linear.values()
     if (linear.container === 'bf16') {
-      const codes = bf16Codes(values)
+      const codes = exactBf16Codes(values)
       if (codes === null) throw new CheckpointError(spec.name, 'held in a bf16 container but its values are not all bf16 values', modelDir)
       tensors.set(spec.name, tensorFrom('BF16', spec.shape, codes))
     } else {

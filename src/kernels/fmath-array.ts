@@ -3,7 +3,7 @@ import { NumericsError } from '../errors.ts'
 import { FMATH_FUNCTIONS } from './fmath.ts'
 import type { FmathName } from './fmath.ts'
 import { bitsView, storeOutput } from './output.ts'
-import { checkArray, checkShape } from './validate.ts'
+import { checkArray, checkSameOrNoOverlap, checkShape } from './validate.ts'
 
 /** Checked fmathArray arguments; out may be x itself (element-wise, read before written). */
 export function checkFmathArray (kernel: string, name: unknown, x: unknown, out: unknown): { name: FmathName, x: Float32Array, out: Float32Array } {
@@ -17,9 +17,7 @@ export function checkFmathArray (kernel: string, name: unknown, x: unknown, out:
   } else {
     o = checkArray(kernel, 'out', out, 'Float32Array')
     checkShape(kernel, 'out', o, [xs.length], '[length of x]')
-    const same = o.buffer === xs.buffer && o.byteOffset === xs.byteOffset
-    const disjoint = o.buffer !== xs.buffer || o.byteOffset + o.byteLength <= xs.byteOffset || xs.byteOffset + xs.byteLength <= o.byteOffset
-    if (!same && !disjoint) throw new NumericsError(`${kernel}: out overlaps x without being x; pass x itself or a separate buffer`)
+    checkSameOrNoOverlap(kernel, o, xs)
   }
   return { name: name as FmathName, x: xs, out: o }
 }

@@ -5,7 +5,7 @@
 import { NumericsError } from '../errors.ts'
 import { dequantizeE2m1Blocks, quantizeE2m1Blocks } from '../numerics/mxfp4.ts'
 import { dequantizeE4m3Blocks, quantizeE4m3Blocks } from '../numerics/mxfp8.ts'
-import { checkArray, checkIntegers, checkShape, describe } from './validate.ts'
+import { checkArray, checkIntegers, checkSameOrNoOverlap, checkShape, describe } from './validate.ts'
 
 /** The element formats: e4m3fn (MXFP8 at block 32) and e2m1 (MXFP4 at block 32). */
 export type MxElement = 'e4m3' | 'e2m1'
@@ -28,9 +28,7 @@ export function checkMxRoundTrip (kernel: string, x: unknown, block: unknown, el
   if (out === undefined) return { x: xs, block: B, element, out: new Float32Array(xs.length) }
   const o = checkArray(kernel, 'out', out, 'Float32Array')
   checkShape(kernel, 'out', o, [xs.length], '[length of x]')
-  const same = o.buffer === xs.buffer && o.byteOffset === xs.byteOffset
-  const disjoint = o.buffer !== xs.buffer || o.byteOffset + o.byteLength <= xs.byteOffset || xs.byteOffset + xs.byteLength <= o.byteOffset
-  if (!same && !disjoint) throw new NumericsError(`${kernel}: out overlaps x without being x; pass x itself or a separate buffer`)
+  checkSameOrNoOverlap(kernel, o, xs)
   return { x: xs, block: B, element, out: o }
 }
 

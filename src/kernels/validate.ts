@@ -54,6 +54,16 @@ export function checkNoOverlap (kernel: string, outName: string, out: Typed, inN
   }
 }
 
+/**
+ * An elementwise kernel's output may be its input itself (each element is read before it is
+ * written) or a separate buffer, never a partial overlap.
+ */
+export function checkSameOrNoOverlap (kernel: string, out: Typed, x: Typed): void {
+  const same = out.buffer === x.buffer && out.byteOffset === x.byteOffset
+  const disjoint = out.buffer !== x.buffer || out.byteOffset + out.byteLength <= x.byteOffset || x.byteOffset + x.byteLength <= out.byteOffset
+  if (!same && !disjoint) throw new NumericsError(`${kernel}: out overlaps x without being x; pass x itself or a separate buffer`)
+}
+
 /** `arr.length` must be the product of `dims` (the shape is named in the message). */
 export function checkShape (kernel: string, name: string, arr: Typed, dims: readonly number[], shape: string): void {
   const expected = dims.reduce((a, b) => a * b, 1)

@@ -8,7 +8,8 @@ import { matmulF32, reference } from '../../src/kernels/index.ts'
 import { expectedParameters, loadCheckpoint, makeCheckpoint, presetConfig, WeightStore } from '../../src/model/checkpoint/index.ts'
 import type { DeepseekV4Config } from '../../src/model/config.ts'
 import { getProfile, PROFILE_NAMES, type NumericsProfile } from '../../src/model/profiles/index.ts'
-import { bf16Codes, parseLinearName, prepareWeights, type PreparedWeights } from '../../src/model/weights/index.ts'
+import { exactBf16Codes as bf16Codes } from '../../src/kernels/index.ts'
+import { parseLinearName, prepareWeights, type PreparedWeights } from '../../src/model/weights/index.ts'
 import {
   decodeBf16, dequantizeFp8BlockWeight, dequantizeMxfp4, dequantizeMxfp8, E2M1_VALUES, E4M3_VALUES, E8M0_VALUES,
   encodeBf16, quantizeFp8BlockWeight, quantizeMxfp4, quantizeMxfp8, roundBf16, ue8m0BlockScale, E4M3_AMAX_FLOOR,

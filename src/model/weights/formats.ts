@@ -4,7 +4,7 @@
 //   mxfp8 / mxfp4: blocks of 32 along the input dim (each row), ue8m0 scales (src/numerics)
 //   fp8-block128: e4m3 in 128x128 tiles with ue8m0 scales, DeepSeek-V4's checkpoint layout
 // Every MX or ue8m0-fp8 value is a <= 4-bit significand times a power of two >= 2^-22 (the scale
-// floors), so it is a bf16 value; bf16Codes() checks that per tensor and the f32 container is
+// floors), so it is a bf16 value; exactBf16Codes() checks that per tensor and the f32 container is
 // the fallback where it would not hold.
 // The whole-tensor loops run in native kernels (src/kernels: mxRoundTrip, decodeBf16Array,
 // exactBf16Codes; their references are the src/numerics functions this file called before):
@@ -23,15 +23,6 @@ export type HeldMatrix =
 
 /** A checkpoint matrix before preparation: its bf16 codes, or its float32 values. */
 export type SourceMatrix = { dtype: 'BF16', codes: Uint16Array } | { dtype: 'F32', values: Float32Array }
-
-/**
- * The bf16 codes of `values` if every value is exactly a bf16 value (low 16 bits zero; any other
- * NaN counts too: it becomes the quiet bf16 NaN of its sign), else null. Native; the reference is
- * src/numerics/bf16.ts exactBf16Codes.
- */
-export function bf16Codes (values: Float32Array): Uint16Array | null {
-  return exactBf16Codes(values)
-}
 
 /** The float32 values of a source matrix (a fresh array for bf16 codes, the shared view for F32). */
 function sourceValues (src: SourceMatrix): Float32Array {
@@ -61,7 +52,7 @@ export function quantizeDequantize (w: Float32Array, rows: number, cols: number,
 export const MX_PIECE = 1 << 21
 let mxScratch: Float32Array | undefined
 
-/** quantizeDequantize then bf16Codes of a source matrix, piece by piece: its bf16 codes, or null. */
+/** quantizeDequantize then exactBf16Codes of a source matrix, piece by piece: its bf16 codes, or null. */
 function mxCodes (src: SourceMatrix, element: MxElement): Uint16Array | null {
   const length = src.dtype === 'BF16' ? src.codes.length : src.values.length
   const held = new Uint16Array(length)
@@ -76,7 +67,7 @@ function mxCodes (src: SourceMatrix, element: MxElement): Uint16Array | null {
 }
 
 function narrowest (values: Float32Array): HeldMatrix {
-  const codes = bf16Codes(values)
+  const codes = exactBf16Codes(values)
   return codes === null ? { container: 'f32', values } : { container: 'bf16', codes }
 }
 
