@@ -12,7 +12,7 @@
 //
 //   npx zx protocols/faults.mjs [--only NAME,NAME] [--prompt-tokens 700] [--concurrency 8] [--keep-state]
 //   npx zx protocols/faults.mjs --help
-import { execFileSync, spawn } from 'node:child_process'
+import { execFileSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { watch } from 'node:fs'
 import { mkdir, open, readdir, readFile, rm, stat, symlink, unlink, writeFile } from 'node:fs/promises'
@@ -23,6 +23,10 @@ import { fileURLToPath } from 'node:url'
 import { argv } from 'zx'
 import { register } from 'tsx/esm/api'
 import { checkArgv, helpAndExit, usageError } from './flags.mjs'
+import {
+  askChat, childEnv, logSize as logSizeIn, pidOf as pidIn, presentKeys as presentKeysIn, quarantined as quarantinedIn, sameAsNative,
+  startServe as startServeIn, stopServe as stopServeChild, storeState as storeStateOf, waitInLog,
+} from './lib/serve-stack.mjs'
 
 const REPO = resolve(fileURLToPath(new URL('..', import.meta.url)))
 const BIN = join(REPO, 'bin', 'pd-bridge.mjs')
@@ -102,13 +106,12 @@ const regenerate = opts.generate && (argv.out !== undefined || opts.runs === DEF
 
 // The stack's parts and the record are TypeScript; tsx lets this protocol import them as they are.
 register()
-const { default: OpenAI } = await import('openai')
 const { ensureCheckpoint, ensureSidecar } = await import('../src/stack/assets.ts')
 const { resolveStateDir, stackPaths } = await import('../src/stack/state-dir.ts')
 const { Supervisor } = await import('../src/stack/supervisor.ts')
 const { buildDemoPrompt } = await import('../src/stack/demo/prompt.ts')
 const { loadTokenizer } = await import('../src/model/tokenizer/index.ts')
-const { blockKeyChain, blockPath, listBlockDir, verifyBlockDir, QUARANTINE_DIR } = await import('../src/decode/store/index.ts')
+const { blockKeyChain, blockPath } = await import('../src/decode/store/index.ts')
 const { SafetensorsFile } = await import('../src/formats/safetensors/index.ts')
 const { embeddedEnvironment } = await import('../verify/results/environment.ts')
 const { FAULTS_RECORD_SCHEMA, faultCorrect, parseFaultsRecord } = await import('../verify/results/fault-record.ts')
@@ -157,45 +160,18 @@ function unmount (at) {
   try { execFileSync('umount', [at], { stdio: 'ignore' }) } catch { /* not mounted */ }
 }
 
-/** Environment for children: no PD_* from the shell. */
-function childEnv () {
-  const env = {}
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('PD_')) env[k] = v
-  return env
-}
-
-/** Start `pd-bridge serve --state-dir runDir --port 0`; resolves at its JSON ready line. */
+/** Start serve on the run's state directory (no PD_* from the shell). */
 async function startServe () {
-  const child = spawn(process.execPath, [BIN, 'serve', '--state-dir', runDir, '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'], env: childEnv() })
-  let out = ''
-  let err = ''
-  child.stderr.on('data', (c) => { err += c.toString() })
-  const exited = new Promise((resolve) => child.once('close', (code, signal) => resolve({ code, signal })))
-  const ready = await new Promise((resolve, reject) => {
-    child.stdout.on('data', (c) => {
-      out += c.toString()
-      const line = out.split('\n').find((l) => l.startsWith('{"event":"ready"'))
-      if (line !== undefined) resolve(JSON.parse(line))
-    })
-    void exited.then(({ code }) => reject(new Error(`pd-bridge serve exited with ${code} before it was ready:\n${err.slice(-2000)}`)))
-  })
-  return { child, ready, stderr: () => err, exited }
+  return await startServeIn(BIN, runDir)
 }
 
 async function stopServe () {
-  if (serve === undefined || serve.child.exitCode !== null || serve.child.signalCode !== null) return
-  serve.child.kill('SIGINT')
-  const timer = setTimeout(() => serve.child.kill('SIGKILL'), 30_000)
-  await serve.exited
-  clearTimeout(timer)
+  await stopServeChild(serve)
 }
 
-/** The pid of a stack child, from <run>/stack.json (it follows restarts). */
 async function pidOf (name) {
-  const rec = JSON.parse(await readFile(join(runDir, 'stack.json'), 'utf8'))
-  return rec.processes.find((p) => p.name === name)?.pid
+  return await pidIn(runDir, name)
 }
-
 
 // ---------------------------------------------------------------------------------------------
 // Requests: the official openai client, greedy, token ids returned.
@@ -209,39 +185,7 @@ let captureRoot
 
 /** One chat request; what the protocol compares. Never throws: a failure is in `error`. */
 async function ask (baseUrl, messages, extra = {}, timeoutMs = opts.faultTimeoutMs) {
-  const client = new OpenAI({ baseURL: `${baseUrl}/v1`, apiKey: 'none', maxRetries: 0, timeout: timeoutMs })
-  const started = performance.now()
-  try {
-    const { data, response } = await client.chat.completions.create({
-      model: modelName, messages, max_tokens: opts.maxTokens, temperature: 0, return_token_ids: true, ...extra,
-    }).withResponse()
-    const choice = data.choices?.[0]
-    return {
-      ms: performance.now() - started,
-      status: response.status,
-      tokenIds: Array.isArray(choice?.token_ids) ? choice.token_ids : null,
-      finishReason: choice?.finish_reason ?? null,
-      cachedTokens: data.usage?.prompt_tokens_details?.cached_tokens ?? 0,
-      verdict: data.pd_bridge?.verdict ?? response.headers.get('x-pd-bridge') ?? null,
-      bridgedTokens: data.pd_bridge?.bridged_tokens ?? 0,
-      error: null,
-    }
-  }
-  catch (e) {
-    const status = typeof e?.status === 'number' ? e.status : null
-    const headers = e?.headers
-    const header = typeof headers?.get === 'function' ? headers.get('x-pd-bridge') : headers?.['x-pd-bridge']
-    return {
-      ms: performance.now() - started,
-      status,
-      tokenIds: null,
-      finishReason: null,
-      cachedTokens: 0,
-      verdict: header ?? (status === null ? `no answer: ${e?.cause?.code ?? e?.name ?? 'error'}: ${e?.message ?? String(e)}` : null),
-      bridgedTokens: 0,
-      error: status === null ? { message: String(e?.message ?? e) } : { status, type: e?.error?.type ?? null, code: e?.error?.code ?? null, param: e?.error?.param ?? null, message: e?.error?.message ?? e?.message },
-    }
-  }
+  return await askChat({ baseUrl, model: modelName, messages, maxTokens: opts.maxTokens, extra, timeoutMs })
 }
 
 /** When the protocol's own native legs ran (start, end): recovery time leaves them out. */
@@ -258,15 +202,6 @@ async function askNative (messages, extra = {}) {
 /** Milliseconds of native legs inside [from, to]. */
 function nativeTimeWithin (from, to) {
   return nativeLegs.reduce((a, [s, e]) => a + Math.max(0, Math.min(e, to) - Math.max(s, from)), 0)
-}
-
-/** Whether a faulted answer equals the native one: both 200 with the same token ids and finish reason, or the same refusal. */
-function sameAsNative (a, n) {
-  if (a.status === 200 && n.status === 200) {
-    return a.tokenIds !== null && n.tokenIds !== null && a.finishReason === n.finishReason && a.tokenIds.length === n.tokenIds.length && a.tokenIds.every((t, i) => t === n.tokenIds[i])
-  }
-  if (a.status === null || n.status === null || a.status !== n.status || a.error === null || n.error === null) return false
-  return a.error.message === n.error.message && a.error.code === n.error.code && a.error.param === n.error.param && a.error.type === n.error.type
 }
 
 /** A fresh cold prompt of about `tokens` tokens, checked absent from the bridged store. */
@@ -286,39 +221,12 @@ function short (a) {
 // ---------------------------------------------------------------------------------------------
 // The store: what is in it, what is corrupt, what is quarantined.
 
-/** Blocks in the bridged store whose content fails its digest (or cannot be read); temp files; quarantined files. */
 async function storeState () {
-  let v = { blocks: [], ok: 0, corrupt: 0, unverified: 0, unreadable: 0 }
-  try {
-    v = await verifyBlockDir(cacheDir)
-  }
-  catch { /* no store yet */ }
-  let temps = 0
-  try {
-    temps = (await listBlockDir(cacheDir)).filter((e) => e.kind === 'temp').length
-  }
-  catch { /* no store yet */ }
-  return { blocks: v.blocks.length, ok: v.ok, corrupt: v.corrupt + v.unverified + v.unreadable, temps, quarantined: await quarantined() }
+  return await storeStateOf(cacheDir)
 }
 
-/** Paths (relative to the quarantine) of every quarantined file. */
 async function quarantined () {
-  const out = []
-  const walk = async (dir, rel) => {
-    let entries
-    try {
-      entries = await readdir(dir, { withFileTypes: true })
-    }
-    catch {
-      return
-    }
-    for (const e of entries) {
-      if (e.isDirectory()) await walk(join(dir, e.name), `${rel}${e.name}/`)
-      else out.push(`${rel}${e.name}`)
-    }
-  }
-  await walk(join(cacheDir, QUARANTINE_DIR), '')
-  return out
+  return await quarantinedIn(cacheDir)
 }
 
 async function captureCount () {
@@ -331,8 +239,7 @@ async function captureCount () {
 }
 
 async function presentKeys (keys) {
-  const present = await Promise.all(keys.map((k) => stat(blockPath(cacheDir, k)).then(() => true, () => false)))
-  return present.filter(Boolean).length
+  return await presentKeysIn(cacheDir, keys)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -420,26 +327,8 @@ function compared (a, n) {
   return { verdict: a.verdict ?? '(no verdict)', status: a.status, answer_equals_native: sameAsNative(a, n), answer_ms: a.ms }
 }
 
-/** Wait until `file` has `text` after byte `from`; polls every 5 ms. */
-async function waitInLog (file, from, text, ms) {
-  const end = Date.now() + ms
-  while (Date.now() < end) {
-    try {
-      if ((await readFile(file, 'utf8')).slice(from).includes(text)) return true
-    }
-    catch { /* not yet */ }
-    await sleep(5)
-  }
-  return false
-}
-
 async function logSize (name) {
-  try {
-    return (await stat(join(runDir, 'logs', `${name}.log`))).size
-  }
-  catch {
-    return 0
-  }
+  return await logSizeIn(runDir, name)
 }
 
 /** A request the decoder refuses, sent through the front door and to the decoder alone. */
