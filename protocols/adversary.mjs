@@ -140,6 +140,8 @@ let paths
 
 /** Every answer a caller without the key got (any port): the absolute-paths case scans them all. */
 const anonymousAnswers = []
+/** Pids of stacks the protocol started besides the main one (processes left are counted over them too). */
+const extraPids = []
 
 // ---------------------------------------------------------------------------------------------
 // Requests
@@ -403,14 +405,25 @@ const CASE_SPECS = {
     run: async () => await crashRestart(),
   },
   'absolute-paths': {
-    tried: 'every answer a caller without the key got in this run (all routes and spellings above), plus /health, /v1/models and an unknown route of every process',
+    tried: 'every answer a caller without the key got in this run, probes of every process (/health, /v1/models, an unknown route, the rescan), and the same with a second stack started without any key (spellings through its front door, probes of every process)',
     expected: 'no absolute path of the deployment in any body or header',
     run: async () => {
-      for (const p of (await stackRecord(runDir)).processes) {
-        for (const [method, target] of [['GET', '/health'], ['GET', '/v1/models'], ['GET', '/nope'], ['GET', '/health?verbose=1'], ['POST', '/v1/cache/rescan']]) {
-          const r = await rawRequest(p.url, method, target)
-          anonymousAnswers.push({ from: `${p.name} ${method} ${target} (no key)`, text: JSON.stringify(r.headers) + r.body })
+      await probeEveryProcess(runDir, '')
+      // A deployment without a key: nobody holds one, so no answer may carry a path (the issue's finding).
+      const openDir = join(runDir, 'open')
+      await mkdir(openDir, { recursive: true })
+      await symlink(join(base, 'models'), join(openDir, 'models'))
+      await symlink(join(base, 'sidecars'), join(openDir, 'sidecars'))
+      const open = await startServe(BIN, openDir, childEnv())
+      try {
+        extraPids.push(open.child.pid, ...(await stackRecord(openDir)).processes.map((x) => x.pid))
+        for (const s of routeSpellings(Math.ceil(opts.spellings / 4))) {
+          const r = await rawRequest(open.ready.front, s.method, s.path, { body: s.method === 'POST' ? '{}' : undefined, headers: { 'content-type': 'application/json' } })
+          anonymousAnswers.push({ from: `keyless front ${s.method} ${s.path}`, text: JSON.stringify(r.headers) + r.body })
         }
+        await probeEveryProcess(openDir, 'keyless ')
+      } finally {
+        await stopServe(open)
       }
       const roots = deploymentPaths()
       const leaks = anonymousAnswers.filter((a) => roots.some((r) => a.text.includes(r)))
@@ -421,6 +434,16 @@ const CASE_SPECS = {
       }
     },
   },
+}
+
+/** Probe every process of the stack in `dir` without the key; the answers join the scanned set. */
+async function probeEveryProcess (dir, label) {
+  for (const p of (await stackRecord(dir)).processes) {
+    for (const [method, target] of [['GET', '/health'], ['GET', '/v1/models'], ['GET', '/nope'], ['GET', '/health?verbose=1'], ['POST', '/v1/cache/rescan'], ['GET', '/captures/x/manifest.json']]) {
+      const r = await rawRequest(p.url, method, target)
+      anonymousAnswers.push({ from: `${label}${p.name} ${method} ${target}`, text: JSON.stringify(r.headers) + r.body })
+    }
+  }
 }
 
 /** Absolute paths of this deployment an attacker must not learn (the state directory, its parts, the checkout, home, tmp). */
@@ -703,8 +726,8 @@ try {
   keep = true
 } finally {
   // Processes left: every pid the stack ever recorded, after a normal stop.
-  let pids = []
-  try { pids = (await stackRecord(runDir)).processes.map((x) => x.pid) } catch { /* never started */ }
+  const pids = [...extraPids]
+  try { pids.push(...(await stackRecord(runDir)).processes.map((x) => x.pid)) } catch { /* never started */ }
   await stopServe(serve)
   await supervisor?.stopAll()
   const end = Date.now() + 15_000
