@@ -127,7 +127,7 @@ export const E2E: ProjectList = [
   'suites/llama-cpp/demo.test.ts',
   'suites/needle/protocol-smoke.test.ts', 'suites/needle/remote-url.test.ts',
   'suites/progress/protocols-cli.test.ts',
-  'suites/results/load-protocol-smoke.test.ts', 'suites/results/needle-protocol.test.ts',
+  'suites/results/load-protocol-smoke.test.ts', 'suites/results/needle-protocol.test.ts', 'suites/results/adversary-protocol-smoke.test.ts',
   'suites/results/protocol-smoke.test.ts', 'suites/results/repeat-tests-cli.test.ts',
   'suites/results/report-browser.test.ts',
   'suites/stack/api-key.test.ts', 'suites/stack/demo.test.ts', 'suites/stack/serve.test.ts',
