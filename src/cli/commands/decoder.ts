@@ -6,6 +6,7 @@ import { DECODER_DEFAULTS, launchDecoder } from '../../engines/decoder/index.ts'
 import { launchLlamaCppDecoder, parseKvCacheType } from '../../engines/llama-cpp/decoder/index.ts'
 import { ConfigError, PdBridgeError } from '../../errors.ts'
 import { apiKeyFromEnv } from '../../http/api-key.ts'
+import { blockKeyFromEnv } from '../../config/block-key.ts'
 import { closeOnSignal } from '../until-signal.ts'
 
 function integer (flag: string, min: number, max = Number.MAX_SAFE_INTEGER): (text: string) => number {
@@ -95,6 +96,7 @@ export const decoderCommand = new Command('decoder')
       maxQueue: opts.maxQueue,
       logger,
       apiKey: apiKeyFromEnv(),
+      blockKey: blockKeyFromEnv(),
     })
     const ready = {
       event: 'ready',
@@ -104,6 +106,8 @@ export const decoderCommand = new Command('decoder')
       cache_dir: opts.cacheDir,
       block_size: opts.blockSize,
       geometry_fingerprint: launched.geometryFingerprint,
+      // Whether blocks are authenticated (PD_BLOCK_KEY or PD_API_KEY set), never the key.
+      blocks_authenticated: blockKeyFromEnv() !== undefined,
       pid: process.pid,
     }
     logger.info(ready, 'decoder ready')
@@ -142,6 +146,7 @@ async function serveLlamaCpp (opts: DecoderOptions, logger: pino.Logger): Promis
     maxQueue: opts.maxQueue,
     logger,
     apiKey: apiKeyFromEnv(),
+    blockKey: blockKeyFromEnv(),
   })
   const ready = {
     event: 'ready',
@@ -151,6 +156,7 @@ async function serveLlamaCpp (opts: DecoderOptions, logger: pino.Logger): Promis
     cache_dir: opts.cacheDir ?? null,
     block_size: launched.blockSize,
     geometry_fingerprint: launched.geometryFingerprint,
+    blocks_authenticated: blockKeyFromEnv() !== undefined,
     pid: process.pid,
     engine: 'llama.cpp',
     gguf: launched.gguf,
