@@ -17,6 +17,7 @@ export const UNIT: ProjectList = [
   'suites/blocks-store/deepseek-v4-layout.test.ts', 'suites/blocks-store/eviction.test.ts',
   'suites/blocks-store/payload-roundtrip.test.ts', 'suites/blocks-store/restore.test.ts',
   'suites/blocks-store/scan-rescan.test.ts', 'suites/blocks-store/load-chain.test.ts',
+  'suites/blocks-store/authentication.test.ts',
   'suites/checkpoint/params.test.ts', 'suites/checkpoint/random.test.ts',
   'suites/cli/native-check.test.ts',
   'suites/consistency/launch.test.ts', 'suites/consistency/seed-case.test.ts',
@@ -59,7 +60,7 @@ export const UNIT: ProjectList = [
   'suites/results/micro-record.test.ts', 'suites/results/micro-summary.test.ts',
   'suites/results/needle-section.test.ts', 'suites/results/summary.test.ts',
   'suites/share/manifest.test.ts', 'suites/share/range.test.ts',
-  'suites/stack/torch-prefill.test.ts', 'suites/stack/units.test.ts',
+  'suites/stack/torch-prefill.test.ts', 'suites/stack/units.test.ts', 'suites/stack/doctor-blocks.test.ts',
   'suites/support/projects.test.ts',
 ]
 
