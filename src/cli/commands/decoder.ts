@@ -82,6 +82,8 @@ export const decoderCommand = new Command('decoder')
       await serveLlamaCpp(opts, logger)
       return
     }
+    // Read once, like the API key: the block key (PD_BLOCK_KEY, else derived from PD_API_KEY); only whether there is one is shown.
+    const blockKey = blockKeyFromEnv()
     const launched = await launchDecoder({
       cacheDir: opts.cacheDir!,
       modelDir: opts.model,
@@ -96,7 +98,7 @@ export const decoderCommand = new Command('decoder')
       maxQueue: opts.maxQueue,
       logger,
       apiKey: apiKeyFromEnv(),
-      blockKey: blockKeyFromEnv(),
+      blockKey,
     })
     const ready = {
       event: 'ready',
@@ -107,7 +109,7 @@ export const decoderCommand = new Command('decoder')
       block_size: opts.blockSize,
       geometry_fingerprint: launched.geometryFingerprint,
       // Whether blocks are authenticated (PD_BLOCK_KEY or PD_API_KEY set), never the key.
-      blocks_authenticated: blockKeyFromEnv() !== undefined,
+      blocks_authenticated: blockKey !== undefined,
       pid: process.pid,
     }
     logger.info(ready, 'decoder ready')
@@ -130,6 +132,7 @@ function checkEngineFlags (opts: DecoderOptions): void {
 }
 
 async function serveLlamaCpp (opts: DecoderOptions, logger: pino.Logger): Promise<void> {
+  const blockKey = blockKeyFromEnv()
   const launched = await launchLlamaCppDecoder({
     modelDir: opts.model,
     gguf: opts.gguf!,
@@ -146,7 +149,7 @@ async function serveLlamaCpp (opts: DecoderOptions, logger: pino.Logger): Promis
     maxQueue: opts.maxQueue,
     logger,
     apiKey: apiKeyFromEnv(),
-    blockKey: blockKeyFromEnv(),
+    blockKey,
   })
   const ready = {
     event: 'ready',
@@ -156,7 +159,7 @@ async function serveLlamaCpp (opts: DecoderOptions, logger: pino.Logger): Promis
     cache_dir: opts.cacheDir ?? null,
     block_size: launched.blockSize,
     geometry_fingerprint: launched.geometryFingerprint,
-    blocks_authenticated: blockKeyFromEnv() !== undefined,
+    blocks_authenticated: blockKey !== undefined,
     pid: process.pid,
     engine: 'llama.cpp',
     gguf: launched.gguf,
