@@ -17,6 +17,7 @@ export const UNIT: ProjectList = [
   'suites/blocks-store/deepseek-v4-layout.test.ts', 'suites/blocks-store/eviction.test.ts',
   'suites/blocks-store/payload-roundtrip.test.ts', 'suites/blocks-store/restore.test.ts',
   'suites/blocks-store/scan-rescan.test.ts', 'suites/blocks-store/load-chain.test.ts',
+  'suites/blocks-store/authentication.test.ts',
   'suites/checkpoint/params.test.ts', 'suites/checkpoint/random.test.ts',
   'suites/cli/native-check.test.ts',
   'suites/consistency/launch.test.ts', 'suites/consistency/seed-case.test.ts',
@@ -59,7 +60,7 @@ export const UNIT: ProjectList = [
   'suites/results/micro-record.test.ts', 'suites/results/micro-summary.test.ts', 'suites/results/adversary-section.test.ts',
   'suites/results/needle-section.test.ts', 'suites/results/summary.test.ts',
   'suites/share/manifest.test.ts', 'suites/share/range.test.ts',
-  'suites/stack/torch-prefill.test.ts', 'suites/stack/units.test.ts',
+  'suites/stack/torch-prefill.test.ts', 'suites/stack/units.test.ts', 'suites/stack/doctor-blocks.test.ts',
   'suites/support/projects.test.ts',
 ]
 
@@ -92,6 +93,7 @@ export const INTEGRATION: ProjectList = [
   'suites/fuzz/sidecar-json.test.ts',
   'suites/kernels/fmath.test.ts', 'suites/kernels/isa-parity.test.ts',
   'suites/kernels/rope-rows.test.ts',
+  'suites/llama-cpp/authentication.test.ts',
   'suites/llama-cpp/decoder.test.ts', 'suites/llama-cpp/export-gguf.test.ts',
   'suites/llama-cpp/mirror-checkpoint.test.ts', 'suites/llama-cpp/parity.test.ts',
   'suites/llama-cpp/rope-window.test.ts', 'suites/llama-cpp/runner.test.ts',
@@ -122,7 +124,7 @@ export const E2E: ProjectList = [
   'suites/cli/inspect.test.ts', 'suites/cli/install.test.ts', 'suites/cli/system-errors.test.ts',
   'suites/cli/usage.test.ts',
   'suites/consistency/cli.test.ts', 'suites/consistency/needle-live.test.ts',
-  'suites/front/api-key.test.ts', 'suites/front/front.test.ts', 'suites/front/retention.test.ts',
+  'suites/front/api-key.test.ts', 'suites/front/authentic-blocks.test.ts', 'suites/front/front.test.ts', 'suites/front/retention.test.ts',
   'suites/front/stall.test.ts', 'suites/front/warm-extend.test.ts',
   'suites/llama-cpp/demo.test.ts',
   'suites/needle/protocol-smoke.test.ts', 'suites/needle/remote-url.test.ts',

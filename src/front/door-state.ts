@@ -2,6 +2,7 @@
 // headers, the bridge queue and the tokenizer, what the decoder last said about itself (the model
 // it serves, its completion limits), the bridge setups per model name, and the counters /health
 // shows. The request handlers (generation.ts, health.ts, passthrough.ts) share it.
+import type { KeyObject } from 'node:crypto'
 import type { Logger } from 'pino'
 import type { FrontConfig } from '../config/index.ts'
 import type { PrefixCacheEvent } from '../decode/prefix-cache/index.ts'
@@ -31,7 +32,9 @@ export class FrontState {
   private readonly setups = new Map<string, Promise<BridgeSetup>>()
   private modelIds: { at: number, ids: string[], embedded: boolean } | undefined
 
-  constructor (readonly config: FrontConfig, readonly logger: Logger, readonly apiKey: string | undefined, readonly spoolDir: string | undefined) {
+  constructor (readonly config: FrontConfig, readonly logger: Logger, readonly apiKey: string | undefined, readonly spoolDir: string | undefined,
+    /** The deployment's block key: what the writer stamps on every block (absent: blocks are not authenticated). */
+    readonly blockKey?: KeyObject) {
     this.auth = authHeaders(apiKey)
     this.effective = { ...config, capture: { ...config.capture, spoolDir } }
     this.queue = new BridgeQueue(config.queue.maxWaiting)
@@ -55,7 +58,7 @@ export class FrontState {
     if (name === undefined) throw new Error('the decoder did not say which model it serves (its /health has no model); set decoder.modelName (PD_MODEL_NAME)')
     let setup = this.setups.get(name)
     if (setup === undefined) {
-      setup = buildSetup(this.effective, name, this.storeLog)
+      setup = buildSetup(this.effective, name, this.storeLog, this.blockKey)
       this.setups.set(name, setup)
       // A failed setup (a file not there yet) is tried again on the next request.
       setup.catch(() => this.setups.delete(name))

@@ -1,6 +1,7 @@
 // llama.cpp's store of sequence-state files as the front door's target (target.ts): the writer
 // builds the state at the capture's sealed boundary, the geometry fingerprint is the one the
 // llama.cpp decoder's /health reports, and routing counts the prompt's stored boundaries.
+import type { KeyObject } from 'node:crypto'
 import { llamaCppGeometryFingerprint } from '../engines/llama-cpp/decoder/fingerprint.ts'
 import { stateGeometry } from '../engines/llama-cpp/state/index.ts'
 import { LlamaCppStateStore } from '../engines/llama-cpp/store/index.ts'
@@ -17,12 +18,14 @@ export interface LlamaCppTargetOptions {
   kvCacheType: 'F32' | 'F16'
   /** Where the writer stages its private oMLX blocks (default the OS temp dir). */
   stagingRoot?: string
+  /** The deployment's block key: state files written get their keyed digest (absent: none). */
+  authKey?: KeyObject
 }
 
 export function llamaCppTarget (o: LlamaCppTargetOptions): DecoderTarget {
   // The decoder runs without flash attention (its default): the state's V layout depends on it.
   const geometry = stateGeometry(o.cfg, { kvCacheType: o.kvCacheType, flashAttention: false })
-  const store = LlamaCppStateStore.open({ dir: o.dir, modelName: o.modelName, blockSize: o.blockSize, geometry })
+  const store = LlamaCppStateStore.open({ dir: o.dir, modelName: o.modelName, blockSize: o.blockSize, geometry, authKey: o.authKey })
   return {
     kind: 'llama.cpp',
     geometryFingerprint: llamaCppGeometryFingerprint(geometry, o.blockSize, o.modelName),

@@ -5,6 +5,7 @@
 // (health.ts); the decoder's internal routes (/v1/cache/...) are a 404; every other route passes
 // through to the decoder untouched (passthrough.ts). HTTP handling is concurrent; only bridge
 // work is serialized, in a bounded queue. This file wires the routes and hooks, listens, closes.
+import type { KeyObject } from 'node:crypto'
 import { mkdtemp, rm } from 'node:fs/promises'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -39,6 +40,8 @@ export interface FrontDoorOptions {
   logger: Logger
   /** PD_API_KEY: clients must send it, and every internal request carries it; absent: no key anywhere. */
   apiKey?: string
+  /** The block key (src/config/block-key.ts): every block the writer puts carries its keyed digest; absent: none. */
+  blockKey?: KeyObject
 }
 
 function fromFastify (err: unknown, maxBodyBytes: number): FrontApiError {
@@ -95,7 +98,7 @@ export async function startFrontDoor (options: FrontDoorOptions): Promise<FrontD
   const { config, logger, apiKey } = options
   const ownSpool = config.share.url !== undefined && config.capture.spoolDir === undefined
   const spoolDir = ownSpool ? await mkdtemp(join(tmpdir(), 'pd-bridge-front-spool-')) : config.capture.spoolDir
-  const state = new FrontState(config, logger, apiKey, spoolDir)
+  const state = new FrontState(config, logger, apiKey, spoolDir, options.blockKey)
   const app = buildApp(state)
   await app.listen({ host: config.listen.host, port: config.listen.port })
   const address = app.server.address() as AddressInfo

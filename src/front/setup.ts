@@ -4,6 +4,7 @@
 // answers "how much of this prompt is cached" and is where the writer puts blocks. The capture's
 // sidecar must describe exactly this decoder (checkCaptureTarget); a mismatch is reported, never
 // bridged around.
+import type { KeyObject } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { parseSidecarJson, SIDECAR_JSON, type SidecarJson } from '../wire/sidecar-format.ts'
@@ -52,8 +53,11 @@ async function readSidecar (dir: string): Promise<{ dir: string, json: SidecarJs
   return { dir, json, fingerprint: json.fingerprint }
 }
 
-/** Build the setup for the decoder model `modelName`; throws a PdBridgeError saying what is wrong. */
-export async function buildSetup (config: FrontConfig, modelName: string, log: (event: PrefixCacheEvent) => void): Promise<BridgeSetup> {
+/**
+ * Build the setup for the decoder model `modelName`; throws a PdBridgeError saying what is wrong.
+ * With `blockKey` (the deployment's block key) every block or state file written carries its keyed digest.
+ */
+export async function buildSetup (config: FrontConfig, modelName: string, log: (event: PrefixCacheEvent) => void, blockKey?: KeyObject): Promise<BridgeSetup> {
   const why = missingForBridge(config)
   if (why !== undefined) throw new PdBridgeError(why)
   const modelDir = config.decoder.model as string
@@ -63,13 +67,14 @@ export async function buildSetup (config: FrontConfig, modelName: string, log: (
     readSidecar(config.sidecar as string),
   ])
   const target = config.decoder.engine === 'llama.cpp'
-    ? llamaCppTarget({ dir: config.decoder.cacheDir as string, modelName, cfg, blockSize: config.decoder.blockSize, kvCacheType: config.decoder.kvCacheType })
+    ? llamaCppTarget({ dir: config.decoder.cacheDir as string, modelName, cfg, blockSize: config.decoder.blockSize, kvCacheType: config.decoder.kvCacheType, authKey: blockKey })
     : blockStoreTarget(await DecoderPrefixCache.open({
       storeRoot: config.decoder.cacheDir as string,
       modelName,
       cfg,
       profile: config.decoder.profile,
       blockSize: config.decoder.blockSize,
+      authKey: blockKey,
       log,
     }), { builders: config.limits.writerBuilders })
   let problem: string | undefined

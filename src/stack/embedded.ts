@@ -127,7 +127,7 @@ export interface EmbeddedStack {
 /**
  * The environment for children: the user's, without the front door's PD_* overrides (the stack
  * writes the front door's config itself; a stray PD_PORT or PD_DECODER_URL in the shell must not
- * point it elsewhere) and without PD_STATE_DIR (children get explicit paths). PD_API_KEY is
+ * point it elsewhere) and without PD_STATE_DIR (children get explicit paths). PD_API_KEY (and PD_BLOCK_KEY) is
  * deliberately not an override and stays: every child (front door, prefill engine, share, decoder)
  * reads the one shared key from its own environment, requires it and sends it.
  */

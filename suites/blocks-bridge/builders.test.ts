@@ -7,7 +7,9 @@ import { cp, readFile, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { blockPath, compareBlockDirs, encodeBlockFile, writeBlockFile } from '../../src/decode/store/index.ts'
-import type { DecoderPrefixCache } from '../../src/decode/prefix-cache/index.ts'
+import { DecoderPrefixCache } from '../../src/decode/prefix-cache/index.ts'
+import { deriveBlockKey } from '../../src/config/block-key.ts'
+import { SafetensorsFile } from '../../src/formats/safetensors/index.ts'
 import { BlockWriter, streamBlocks } from '../../src/decode/writer/index.ts'
 import { BS, bench, capture, openStore, prompt, type Bench } from './helpers.ts'
 
@@ -40,6 +42,25 @@ describe.each([1, 2, 3])('%i builder thread(s)', (builders) => {
     expect(verdict.blocks.flatMap((x) => x.differences)).toEqual([])
     expect(`${verdict.identical}/${verdict.total} identical`).toBe(`${blocks}/${blocks} identical`)
   })
+})
+
+it('with a block key the threads stamp the keyed digest the decoder stamps: N/N identical to a keyed native store, served by one', async () => {
+  const key = deriveBlockKey('builders-test-key').key
+  const keyed = async (name: string): Promise<DecoderPrefixCache> =>
+    await DecoderPrefixCache.open({ storeRoot: b.scratch(name), modelName: b.modelDir, cfg: b.ckpt.config, profile: 'decoder', blockSize: BS, engine: b.engine('decoder'), log: () => {}, authKey: key })
+  const nativeKeyed = await keyed('native-keyed')
+  await nativeKeyed.prefillAndStore(b.engine('decoder'), tokens)
+  const bridged = await keyed('bridged-keyed')
+  // finalize re-reads every block through the keyed store: each keyed digest is checked there.
+  const report = await streamBlocks({ dir: captured.dir, target: bridged, sidecar: b.sidecar, requestId, tokens, builders: 2 })
+  expect(report).toMatchObject({ blocks, written: blocks, verified: blocks })
+  const verdict = await compareBlockDirs(nativeKeyed.store.root, bridged.store.root)
+  expect(verdict.blocks.flatMap((x) => x.differences)).toEqual([])
+  expect(verdict.identical).toBe(blocks)
+  const f = await SafetensorsFile.open(blockPath(bridged.store.root, bridged.store.keysFor(tokens)[0]))
+  await f.close()
+  expect(f.metadata.content_hmac_sha256).toMatch(/^[0-9a-f]{64}$/)
+  expect(bridged.storeStats).toMatchObject({ refused: {}, quarantined: 0 })
 })
 
 it('a second run over the same store reuses every block, as the single-thread writer does', async () => {

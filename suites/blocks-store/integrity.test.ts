@@ -10,16 +10,22 @@ import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { SafetensorsFile, writeSafetensors, type Tensor } from '../../src/formats/safetensors/index.ts'
-import { blockPath, QUARANTINE_DIR, type StoreEvent } from '../../src/decode/store/index.ts'
+import { BlockStore, blockPath, QUARANTINE_DIR, type StoreEvent } from '../../src/decode/store/index.ts'
+import { deriveBlockKey } from '../../src/config/block-key.ts'
+import { tamperBlock } from '../support/tamper-block.ts'
 import { flipTensorBit as flipBit } from '../support/flip-bit.ts'
-import { BLOCK, GEOMETRY_B, blockPayload, openStore, payloadDiff, tempDir, tokens } from './helpers.ts'
+import { BLOCK, GEOMETRY_B, blockPayload, openStore, payloadDiff, tempDir, tinyLayout, tokens } from './helpers.ts'
 
 const run = promisify(execFile)
 const bin = new URL('../../bin/pd-bridge.mjs', import.meta.url).pathname
 
 async function cli (...args: string[]): Promise<{ code: number, stdout: string, stderr: string }> {
+  return await cliWith(process.env, ...args)
+}
+
+async function cliWith (env: NodeJS.ProcessEnv, ...args: string[]): Promise<{ code: number, stdout: string, stderr: string }> {
   try {
-    const { stdout, stderr } = await run(process.execPath, [bin, ...args])
+    const { stdout, stderr } = await run(process.execPath, [bin, ...args], { env })
     return { code: 0, stdout, stderr }
   } catch (err) {
     const e = err as { code: number, stdout: string, stderr: string }
@@ -252,6 +258,26 @@ describe('pd-bridge cache scan --verify', () => {
     const plain = await cli('cache', 'scan', dir)
     expect(plain.code).toBe(0)
     expect(plain.stdout).not.toContain('verify:')
+  })
+})
+
+describe('pd-bridge cache scan --verify with a block key in its environment', () => {
+  it('also checks keyed digests: a block tampered with (plain digest recomputed) is UNAUTHENTICATED; exit 1; the key is never printed', async () => {
+    const key = deriveBlockKey('scan-test-key')
+    const store = await BlockStore.open({ root: dir, layout: tinyLayout(), authKey: key.key, log: () => {} })
+    const keys = store.keysFor(tokens(3 * BLOCK))
+    for (const [b, k] of keys.entries()) await store.put(k, blockPayload(b))
+    await tamperBlock(blockPath(dir, keys[1]), 'layer_1_sub_1_state_2', 4)
+    const env = { ...process.env, PD_API_KEY: '', PD_BLOCK_KEY: 'scan-test-key' }
+    const r = await cliWith(env, 'cache', 'scan', dir, '--verify')
+    expect(r.code).toBe(1)
+    expect(r.stdout).toMatch(new RegExp(`\\n {2}UNAUTHENTICATED ${keys[1]} \\S+: content_hmac_sha256 is not the content's HMAC under this key`))
+    expect(r.stdout.trim().split('\n').at(-1)).toBe('verify: 2/3 block(s) match their content digest; 0 corrupt, 0 without a digest, 0 unreadable, 1 unauthenticated (keyed digests checked with the block key from the environment)')
+    expect(r.stdout + r.stderr).not.toContain('scan-test-key')
+    // Without a key the tamper passes: the plain digest was recomputed.
+    const plain = await cliWith({ ...process.env, PD_API_KEY: '', PD_BLOCK_KEY: '' }, 'cache', 'scan', dir, '--verify')
+    expect(plain.code).toBe(0)
+    expect(plain.stdout.trim().split('\n').at(-1)).toBe('verify: 3/3 block(s) match their content digest; 0 corrupt, 0 without a digest, 0 unreadable')
   })
 })
 

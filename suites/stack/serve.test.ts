@@ -12,7 +12,9 @@ import { alive, envWith, eventually, runCli, startServe, tempDir, type ServeChil
 
 const tmp = tempDir('stack-serve')
 const state = join(tmp.dir, 'state')
-const env = envWith(state)
+// A block key in the shell reaches every child (the stack passes it on): doctor's `blocks` check
+// then finds the decoder authenticating blocks with the key this shell derives.
+const env = { ...envWith(state), PD_BLOCK_KEY: 'serve-test-block-key' }
 let serve: ServeChild
 let record: Record<string, any>
 
@@ -79,9 +81,11 @@ describe('doctor', () => {
     const lines = r.stdout.trim().split('\n')
     expect(lines[0]).toBe(`pd-bridge doctor: embedded stack in ${state} (supervisor pid ${serve.child.pid})`)
     const checks = lines.slice(1, -1)
-    expect(checks.map((l) => l.trim().split(/\s{2,}/)[1])).toEqual(['config', 'processes', 'front door', 'decoder', 'prefill engine', 'share', 'sidecar', 'versions', 'geometry', 'limits', 'store', 'spool', 'clocks'])
+    expect(checks.map((l) => l.trim().split(/\s{2,}/)[1])).toEqual(['config', 'processes', 'front door', 'decoder', 'prefill engine', 'share', 'sidecar', 'versions', 'geometry', 'limits', 'store', 'blocks', 'spool', 'clocks'])
     for (const l of checks) expect(l).toMatch(/^ {2}ok {4}/)
-    expect(lines.at(-1)).toBe('verdict: healthy: 13 checks passed')
+    expect(lines.at(-1)).toBe('verdict: healthy: 14 checks passed')
+    expect(r.stdout).toMatch(/ {2}ok {4}blocks +blocks are authenticated: HMAC-SHA-256 under the block key \(key id [0-9a-f]{16}, from PD_BLOCK_KEY\) written and checked before use; this environment has the same key\n/)
+    expect(r.stdout).not.toContain('serve-test-block-key')
   })
 
   it('names a stopped decoder and fails', async () => {
@@ -99,7 +103,7 @@ describe('doctor', () => {
     // The front door answers, and says its decoder is down; only the decoder is a failure.
     expect(r.stdout).toMatch(/ {2}warn {2}front door {6}\S+ answers \(HTTP 503\) with status "down"/)
     expect(r.stdout).toMatch(/ {2}ok {4}prefill engine/)
-    expect(r.stdout.trim().split('\n').at(-1)).toBe('verdict: FAILED, 1 of 13 checks failed: decoder')
+    expect(r.stdout.trim().split('\n').at(-1)).toBe('verdict: FAILED, 1 of 14 checks failed: decoder')
   })
 
   it('with --json prints the same report as data', async () => {
@@ -107,7 +111,7 @@ describe('doctor', () => {
     expect(r.code).toBe(0)
     const report = JSON.parse(r.stdout)
     expect(report.ok).toBe(true)
-    expect(report.checks).toHaveLength(13)
+    expect(report.checks).toHaveLength(14)
     expect(report.checks.every((c: { status: string }) => c.status === 'pass')).toBe(true)
   })
 
@@ -122,7 +126,7 @@ describe('doctor', () => {
     expect(r.code).toBe(1)
     expect(r.stdout).toMatch(/ {2}FAIL {2}versions +the sidecar's profile f32 v\d+ is not this build's decoder/)
     expect(r.stdout).toMatch(/ {2}FAIL {2}geometry +the sidecar gives geometry \w{12} but the decoder's is \w{12} \(another rope table, window or profile: every bridged block would be a miss\); the prefill engine pools with sidecar/)
-    expect(r.stdout.trim().split('\n').at(-1)).toBe('verdict: FAILED, 2 of 12 checks failed: versions, geometry')
+    expect(r.stdout.trim().split('\n').at(-1)).toBe('verdict: FAILED, 2 of 13 checks failed: versions, geometry')
   })
 })
 

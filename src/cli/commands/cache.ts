@@ -4,6 +4,7 @@
 import { Command } from 'commander'
 import { PdBridgeError } from '../../errors.ts'
 import { quarantineForeignGeometry, surveyBlockDir, verifyBlockDir } from '../../decode/store/index.ts'
+import { blockKeyFromEnv } from '../../config/block-key.ts'
 
 function countBy<T> (items: readonly T[], key: (x: T) => string): [string, number][] {
   const m = new Map<string, number>()
@@ -14,7 +15,7 @@ function countBy<T> (items: readonly T[], key: (x: T) => string): [string, numbe
 const scan = new Command('scan')
   .description('list what a block store holds: blocks by model, geometry, block size and format; unreadable files; leftover temporary files. With --verify, also read every block and check its content against its digest (exit 1 if any block fails)')
   .argument('<dir>', 'a block store root')
-  .option('--verify', 'read every block whole and check it against its content_sha256; list corrupt blocks and blocks without a digest; exit 1 when any block fails')
+  .option('--verify', 'read every block whole and check it against its content_sha256 (and, with PD_BLOCK_KEY or PD_API_KEY set, its content_hmac_sha256); list corrupt, unverified and unauthenticated blocks; exit 1 when any block fails')
   .action(async (dir: string, opts: { verify?: boolean }) => {
     const survey = await surveyBlockDir(dir)
     const readable = survey.blocks.filter((b) => b.info !== undefined)
@@ -28,13 +29,16 @@ const scan = new Command('scan')
     for (const b of survey.blocks) if (b.problem !== undefined) out.write(`  unreadable ${b.path}: ${b.problem}\n`)
     for (const t of survey.temps) out.write(`  temporary file ${t.path} (writer pid ${t.pid})\n`)
     if (opts.verify !== true) return
-    const v = await verifyBlockDir(dir)
+    // With the deployment's block key in this shell, blocks are checked as a decoder with that key checks them.
+    const v = await verifyBlockDir(dir, blockKeyFromEnv()?.key)
     for (const b of v.blocks) {
       if (b.status === 'corrupt') out.write(`  CORRUPT ${b.hash} ${b.path}: ${b.problem}\n`)
       else if (b.status === 'unverified') out.write(`  UNVERIFIED ${b.hash} ${b.path}: ${b.problem}\n`)
+      else if (b.status === 'unauthenticated') out.write(`  UNAUTHENTICATED ${b.hash} ${b.path}: ${b.problem}\n`)
     }
-    const bad = v.corrupt + v.unverified + v.unreadable
-    out.write(`verify: ${v.ok}/${v.blocks.length} block(s) match their content digest; ${v.corrupt} corrupt, ${v.unverified} without a digest, ${v.unreadable} unreadable\n`)
+    const bad = v.corrupt + v.unverified + v.unreadable + v.unauthenticated
+    const keyed = v.authenticated ? `, ${v.unauthenticated} unauthenticated (keyed digests checked with the block key from the environment)` : ''
+    out.write(`verify: ${v.ok}/${v.blocks.length} block(s) match their content digest; ${v.corrupt} corrupt, ${v.unverified} without a digest, ${v.unreadable} unreadable${keyed}\n`)
     // A decoder refuses, counts and quarantines each of these on first use; none is ever served.
     if (bad > 0) process.exitCode = 1
   })

@@ -6,6 +6,7 @@ import { DECODER_DEFAULTS, launchDecoder } from '../../engines/decoder/index.ts'
 import { launchLlamaCppDecoder, parseKvCacheType } from '../../engines/llama-cpp/decoder/index.ts'
 import { ConfigError, PdBridgeError } from '../../errors.ts'
 import { apiKeyFromEnv } from '../../http/api-key.ts'
+import { blockKeyFromEnv } from '../../config/block-key.ts'
 import { closeOnSignal } from '../until-signal.ts'
 
 function integer (flag: string, min: number, max = Number.MAX_SAFE_INTEGER): (text: string) => number {
@@ -81,6 +82,8 @@ export const decoderCommand = new Command('decoder')
       await serveLlamaCpp(opts, logger)
       return
     }
+    // Read once, like the API key: the block key (PD_BLOCK_KEY, else derived from PD_API_KEY); only whether there is one is shown.
+    const blockKey = blockKeyFromEnv()
     const launched = await launchDecoder({
       cacheDir: opts.cacheDir!,
       modelDir: opts.model,
@@ -95,6 +98,7 @@ export const decoderCommand = new Command('decoder')
       maxQueue: opts.maxQueue,
       logger,
       apiKey: apiKeyFromEnv(),
+      blockKey,
     })
     const ready = {
       event: 'ready',
@@ -104,6 +108,8 @@ export const decoderCommand = new Command('decoder')
       cache_dir: opts.cacheDir,
       block_size: opts.blockSize,
       geometry_fingerprint: launched.geometryFingerprint,
+      // Whether blocks are authenticated (PD_BLOCK_KEY or PD_API_KEY set), never the key.
+      blocks_authenticated: blockKey !== undefined,
       pid: process.pid,
     }
     logger.info(ready, 'decoder ready')
@@ -126,6 +132,7 @@ function checkEngineFlags (opts: DecoderOptions): void {
 }
 
 async function serveLlamaCpp (opts: DecoderOptions, logger: pino.Logger): Promise<void> {
+  const blockKey = blockKeyFromEnv()
   const launched = await launchLlamaCppDecoder({
     modelDir: opts.model,
     gguf: opts.gguf!,
@@ -142,6 +149,7 @@ async function serveLlamaCpp (opts: DecoderOptions, logger: pino.Logger): Promis
     maxQueue: opts.maxQueue,
     logger,
     apiKey: apiKeyFromEnv(),
+    blockKey,
   })
   const ready = {
     event: 'ready',
@@ -151,6 +159,7 @@ async function serveLlamaCpp (opts: DecoderOptions, logger: pino.Logger): Promis
     cache_dir: opts.cacheDir ?? null,
     block_size: launched.blockSize,
     geometry_fingerprint: launched.geometryFingerprint,
+    blocks_authenticated: blockKey !== undefined,
     pid: process.pid,
     engine: 'llama.cpp',
     gguf: launched.gguf,

@@ -7,6 +7,7 @@ import { loadFrontConfig } from '../../config/index.ts'
 import { ConfigError } from '../../errors.ts'
 import { startFrontDoor } from '../../front/index.ts'
 import { apiKeyFromEnv } from '../../http/api-key.ts'
+import { blockKeyFromEnv } from '../../config/block-key.ts'
 import { closeOnSignal } from '../until-signal.ts'
 
 function parsePort (text: string): number {
@@ -29,7 +30,9 @@ export const frontCommand = new Command('front')
     const logger = pino({ level: config.log.level, base: { pid: process.pid, component: 'front' }, timestamp: pino.stdTimeFunctions.isoTime }, destination)
     // PD_API_KEY is read here, not through the config: a secret stays out of files and the ready line.
     const apiKey = apiKeyFromEnv()
-    const front = await startFrontDoor({ config, logger, apiKey })
+    // The block key likewise (PD_BLOCK_KEY, else derived from PD_API_KEY): only whether there is one is ever shown.
+    const blockKey = blockKeyFromEnv()
+    const front = await startFrontDoor({ config, logger, apiKey, blockKey: blockKey?.key })
     const ready = {
       event: 'ready',
       url: front.url,
@@ -44,6 +47,7 @@ export const frontCommand = new Command('front')
       routing: config.routing,
       capture_retain: config.capture.retain,
       api_key: apiKey !== undefined,
+      blocks_authenticated: blockKey !== undefined,
     }
     logger.info(ready, 'front door ready')
     process.stdout.write(JSON.stringify(ready) + '\n')

@@ -1,6 +1,7 @@
 // The decoder's prefix cache over the oMLX-layout block store: find the longest chain of stored
 // full blocks for a prompt and rebuild the decoder's cache from it; run the decoder's own prefill
 // in chunks cut at block boundaries and write each block as its boundary is reached.
+import type { KeyObject } from 'node:crypto'
 import { PdBridgeError } from '../../errors.ts'
 import type { DeepseekV4Config } from '../../model/config.ts'
 import type { DeepseekV4Engine, ModelCache } from '../../model/engine/index.ts'
@@ -17,8 +18,11 @@ import { Geometry } from '../../wire/geometry.ts'
 export type PrefixCacheEvent =
   | StoreEvent
   | { kind: 'geometry-miss', block: number, hash: string, detail: string }
-  /** A block of the prompt failed its integrity check (content digest wrong or missing): refused, quarantined, never served. `integrityMisses` is the running count. */
-  | { kind: 'integrity-miss', block: number, hash: string, reason: 'integrity' | 'unverified', detail: string, integrityMisses: number }
+  /**
+   * A block of the prompt failed its integrity check (content digest wrong or missing; with a block
+   * key, keyed digest wrong or missing): refused, quarantined, never served. `integrityMisses` is the running count.
+   */
+  | { kind: 'integrity-miss', block: number, hash: string, reason: IntegrityReason, detail: string, integrityMisses: number }
   | { kind: 'lookup', tokens: number, cachedTokens: number, blocks: number, reason?: string, integrityMisses?: number }
   | { kind: 'stored', block: number, hash: string, written: boolean, bytes?: number }
   /**
@@ -27,6 +31,17 @@ export type PrefixCacheEvent =
    * `code` is the errno code when the error carried one; `writeFailures` is the running count.
    */
   | { kind: 'write-failed', block: number, hash: string, code: string | null, detail: string, writeFailures: number }
+
+/** The refusals that quarantine a block: its bytes cannot be trusted. */
+type IntegrityReason = 'integrity' | 'unverified' | 'unauthenticated' | 'authentication'
+
+/** How a lookup's reason names each integrity refusal. */
+const INTEGRITY_WHAT: Record<IntegrityReason, string> = {
+  integrity: 'failed its integrity check',
+  unverified: 'has no content digest and cannot be verified',
+  unauthenticated: 'has no keyed digest (written without the block key) and cannot be authenticated',
+  authentication: 'failed its authentication (keyed digest)',
+}
 
 /** Options of `DecoderPrefixCache.open`. */
 export interface PrefixCacheOptions {
@@ -50,6 +65,8 @@ export interface PrefixCacheOptions {
    * when it next pools, so this matters for comparing and dumping, not for decoding.
    */
   engine?: DeepseekV4Engine
+  /** The deployment's block key (src/config/block-key.ts): blocks are then authenticated, not only integrity-checked. */
+  authKey?: KeyObject
 }
 
 /** What a lookup found. */
@@ -118,8 +135,8 @@ export interface PrefixCacheStats {
   geometryMisses: number
   /**
    * Lookups whose chain was cut by a block that failed its integrity check: its content did not hash
-   * to its digest, or it had none (written before digests). The block was quarantined; the decoder
-   * prefilled from there natively.
+   * to its digest, or it had none (written before digests), or, with a block key, its keyed digest
+   * was wrong or missing. The block was quarantined; the decoder prefilled from there natively.
    */
   integrityMisses: number
   /** Lookups where every token was in blocks and the last block was left out (exact full-prompt rule). */
@@ -210,6 +227,7 @@ export class DecoderPrefixCache {
       root: storeRoot,
       layout,
       maxSizeBytes: options.maxSizeBytes,
+      authKey: options.authKey,
       log: (e) => {
         if (e.kind === 'refused') sink.to?.refusals.set(e.hash, { reason: e.reason, detail: e.detail })
         log(e)
@@ -253,10 +271,11 @@ export class DecoderPrefixCache {
       this.log({ kind: 'geometry-miss', block: k, hash, detail: refusal.detail })
       return { reason: `block ${k} (${hash}) was built under another geometry: ${refusal.detail}`, geometry: true, integrity: false }
     }
-    if (refusal.reason === 'integrity' || refusal.reason === 'unverified') {
+    if (refusal.reason in INTEGRITY_WHAT) {
+      const reason = refusal.reason as IntegrityReason
       this.counters.integrityMisses++
-      this.log({ kind: 'integrity-miss', block: k, hash, reason: refusal.reason, detail: refusal.detail, integrityMisses: this.counters.integrityMisses })
-      const what = refusal.reason === 'integrity' ? 'failed its integrity check' : 'has no content digest and cannot be verified'
+      this.log({ kind: 'integrity-miss', block: k, hash, reason, detail: refusal.detail, integrityMisses: this.counters.integrityMisses })
+      const what = INTEGRITY_WHAT[reason]
       return { reason: `block ${k} (${hash}) ${what} (${refusal.reason}): ${refusal.detail}; quarantined, never served`, geometry: false, integrity: true }
     }
     return { reason: `block ${k} (${hash}) cannot be served (${refusal.reason}): ${refusal.detail}`, geometry: false, integrity: false }

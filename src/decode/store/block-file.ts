@@ -1,5 +1,6 @@
 // One block on disk: <root>/<first hex digit>/<64 hex>.safetensors. Reading its header (metadata and
 // tensor list, no data), reading its payload, and writing it atomically.
+import type { KeyObject } from 'node:crypto'
 import { mkdir, readdir, stat } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { SafetensorsFile, SafetensorsStreamWriter, type Tensor } from '../../formats/safetensors/index.ts'
@@ -10,7 +11,7 @@ import { checkData } from '../../formats/safetensors/write-checks.ts'
 import { BlockStoreError } from './errors.ts'
 import { planLayers, materializeLayers, type LayerRef } from './decode.ts'
 import { encodeLayers } from './encode.ts'
-import { blockContentDigest } from './content-digest.ts'
+import { blockContentDigests } from './content-digest.ts'
 import { blockMetadata, readBlockInfo, FORMAT_VERSION_PLAIN, FORMAT_VERSION_POOLING_DELTA, META, type BlockInfo, type StoreLayout } from './metadata.ts'
 import { holdsPoolingDelta, type BlockPayload } from './payload.ts'
 
@@ -50,6 +51,8 @@ export interface BlockContents {
    * readBlockFile does not judge, the store does (and refuses, quarantines and counts a mismatch).
    */
   contentDigest: string
+  /** With a block key: the content's HMAC-SHA-256 under it, to be held against `header.info.contentMac` (the store judges). */
+  contentMac?: string
 }
 
 /** Wrap anything a broken file throws into a BlockStoreError naming it. */
@@ -86,14 +89,16 @@ export async function readBlockHeader (path: string): Promise<BlockHeader> {
 
 /**
  * Read a whole block: every tensor's bytes (the digest needs them all), then the payload built from
- * those very bytes, so what is verified is exactly what is used.
+ * those very bytes, so what is verified is exactly what is used. With `authKey` the keyed digest
+ * is computed too, in the same pass.
  */
-export async function readBlockFile (path: string): Promise<BlockContents> {
+export async function readBlockFile (path: string, authKey?: KeyObject): Promise<BlockContents> {
   return await withFile(path, async (file, header) => {
     const raw = await file.readAll()
-    const contentDigest = blockContentDigest(file.metadata, [...raw].map(([name, t]) => ({ name, ...t })))
+    const digests = blockContentDigests(file.metadata, [...raw].map(([name, t]) => ({ name, ...t })), authKey)
     const layers = await materializeLayers(header.plan, async (name) => raw.get(name) ?? await file.read(name))
-    return { header, payload: { layers, layerCacheTypes: header.info.layerCacheTypes, layerMetaStates: header.info.layerMetaStates }, contentDigest }
+    const payload = { layers, layerCacheTypes: header.info.layerCacheTypes, layerMetaStates: header.info.layerMetaStates }
+    return { header, payload, contentDigest: digests.sha256, ...(digests.hmac === undefined ? {} : { contentMac: digests.hmac }) }
   })
 }
 
@@ -103,27 +108,30 @@ export interface EncodedBlock {
   contentDigest: string
 }
 
-// The tensors in oMLX's order and the metadata with the content digest of exactly those bytes stamped.
-function blockFileParts (layout: StoreLayout, hash: string, payload: BlockPayload, createdAt: number, parentHash: string | null):
+// The tensors in oMLX's order and the metadata with the content digest of exactly those bytes
+// stamped, and with `authKey` their keyed digest too.
+function blockFileParts (layout: StoreLayout, hash: string, payload: BlockPayload, createdAt: number, parentHash: string | null, authKey: KeyObject | undefined):
   { tensors: Array<{ name: string, tensor: Tensor }>, metadata: Record<string, string>, contentDigest: string } {
   const encoded = encodeLayers(payload.layers)
   const formatVersion = holdsPoolingDelta(payload.layers) ? FORMAT_VERSION_POOLING_DELTA : FORMAT_VERSION_PLAIN
   const stamped: Record<string, string> = { ...blockMetadata(layout, hash, layout.blockSize, formatVersion, payload.layerMetaStates, createdAt, parentHash), ...encoded.metadata }
-  const contentDigest = blockContentDigest(stamped, encoded.tensors.map((t) => ({ name: t.name, ...t.tensor })))
-  return { tensors: encoded.tensors, metadata: { ...stamped, [META.contentSha256]: contentDigest }, contentDigest }
+  const digests = blockContentDigests(stamped, encoded.tensors.map((t) => ({ name: t.name, ...t.tensor })), authKey)
+  const metadata = { ...stamped, [META.contentSha256]: digests.sha256, ...(digests.hmac === undefined ? {} : { [META.contentMac]: digests.hmac }) }
+  return { tensors: encoded.tensors, metadata, contentDigest: digests.sha256 }
 }
 
 /**
  * Write a block atomically: a temporary sibling (see TEMP_FILE_NAME), every byte written, fsync,
  * rename onto `<hash>.safetensors`, fsync the directory. Tensors go in oMLX's order. The content
  * digest (content-digest.ts) of exactly the metadata and bytes written is stamped as
- * `content_sha256`. `parentHash` is the previous block's key (null for a chain's first block).
- * Returns the path, the size and the digest.
+ * `content_sha256`, and with `authKey` its HMAC under the key as `content_hmac_sha256`.
+ * `parentHash` is the previous block's key (null for a chain's first block). Returns the path, the
+ * size and the digest.
  */
 export async function writeBlockFile (root: string, layout: StoreLayout, hash: string, payload: BlockPayload, createdAt: number,
-  parentHash: string | null = null): Promise<{ path: string, bytes: number, contentDigest: string }> {
+  parentHash: string | null = null, authKey?: KeyObject): Promise<{ path: string, bytes: number, contentDigest: string }> {
   const path = blockPath(root, hash)
-  const { tensors, metadata, contentDigest } = blockFileParts(layout, hash, payload, createdAt, parentHash)
+  const { tensors, metadata, contentDigest } = blockFileParts(layout, hash, payload, createdAt, parentHash, authKey)
   let writer: SafetensorsStreamWriter
   try {
     await mkdir(dirname(path), { recursive: true })
@@ -150,8 +158,8 @@ export async function writeBlockFile (root: string, layout: StoreLayout, hash: s
  * (planLayout, header, tensors back to back in oMLX's order). A builder thread encodes blocks with
  * it; `writeEncodedBlockFile` then puts them on disk.
  */
-export function encodeBlockFile (layout: StoreLayout, hash: string, payload: BlockPayload, createdAt: number, parentHash: string | null = null): EncodedBlock {
-  const { tensors, metadata, contentDigest } = blockFileParts(layout, hash, payload, createdAt, parentHash)
+export function encodeBlockFile (layout: StoreLayout, hash: string, payload: BlockPayload, createdAt: number, parentHash: string | null = null, authKey?: KeyObject): EncodedBlock {
+  const { tensors, metadata, contentDigest } = blockFileParts(layout, hash, payload, createdAt, parentHash, authKey)
   const name = `block ${hash}`
   const plan = planLayout(name, tensors.map((t) => ({ name: t.name, dtype: t.tensor.dtype, shape: t.tensor.shape })), metadata)
   const dataStart = 8 + plan.header.length

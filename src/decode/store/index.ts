@@ -8,7 +8,7 @@ export { encodeLayers, encodeShape, type EncodedLayers, type NamedTensor } from 
 export { planLayers, materializeLayers, type LayerRef, type StateRef, type ElementRef } from './decode.ts'
 export {
   FORMAT_VERSION_PLAIN, FORMAT_VERSION_POOLING_DELTA, READABLE_FORMAT_VERSIONS, DEFAULT_BLOCK_SIZE, DEFAULT_PAYLOAD_LAYOUT, META, INTEGRITY_REASONS,
-  canonicalCacheTypes, compatSignature, signatureObject, blockMetadata, readBlockInfo, incompatibility,
+  canonicalCacheTypes, compatSignature, signatureObject, blockMetadata, readBlockInfo, incompatibility, unauthenticated,
   type StoreLayout, type BlockInfo, type IncompatibleReason, type Incompatibility,
 } from './metadata.ts'
 export { SUBDIRS, BLOCK_FILE_NAME, TEMP_FILE_NAME, blockPath, readBlockHeader, readBlockFile, writeBlockFile, encodeBlockFile, writeEncodedBlockFile, listBlockDir, type BlockHeader, type EncodedBlock, type BlockContents, type DirEntry } from './block-file.ts'
@@ -24,6 +24,6 @@ export { QUARANTINE_DIR, quarantineFile, quarantineForeignGeometry, type Quarant
 export { BlockStore, checkBlockPayload, type BlockStoreOptions, type StoreEvent, type StoreStats, type ScanReport, type LoadedBlock, type PutResult, type RestoreResult } from './store.ts'
 export { compareBlockDirs, compareBlockFiles, type VerifyReport, type BlockComparison } from './verify.ts'
 export { surveyBlockDir, type Survey, type SurveyedBlock } from './survey.ts'
-export { CONTENT_DIGEST_KEY, blockContentDigest, isContentDigest, type DigestTensor } from './content-digest.ts'
+export { CONTENT_DIGEST_KEY, CONTENT_MAC_KEY, blockContentDigest, blockContentDigests, isContentDigest, macMatches, type BlockDigests, type DigestTensor } from './content-digest.ts'
 export { verifyBlockFile, verifyBlockDir, type BlockVerification, type DirVerification } from './integrity.ts'
 export { concatAlong, sliceAlong, int64Vector, readInt64Vector, rowAxis } from './tensor-ops.ts'

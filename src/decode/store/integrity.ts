@@ -1,9 +1,11 @@
 // Checking stored blocks against their content digests without serving them: what
 // `pd-bridge cache scan --verify` runs. Each block is read whole (one at a time), hashed as the store
-// hashes it on every load (content-digest.ts), and compared with the `content_sha256` it was written with.
+// hashes it on every load (content-digest.ts), and compared with the `content_sha256` it was written with;
+// with the deployment's block key also its `content_hmac_sha256`, as a store with that key checks it.
+import type { KeyObject } from 'node:crypto'
 import { BlockStoreError } from './errors.ts'
 import { listBlockDir, readBlockFile, requireDirectory } from './block-file.ts'
-import { isContentDigest } from './content-digest.ts'
+import { isContentDigest, macMatches } from './content-digest.ts'
 import { META } from './metadata.ts'
 
 /** The verdict on one block file. */
@@ -15,12 +17,17 @@ export type BlockVerification =
   | { status: 'unverified', hash: string, path: string, computed: string, problem: string }
   /** Not a readable block at all (bad safetensors, malformed metadata). */
   | { status: 'unreadable', hash: string, path: string, problem: string }
+  /** Checked with a block key: intact, but its keyed digest is missing or not the content's HMAC under the key. */
+  | { status: 'unauthenticated', hash: string, path: string, problem: string }
 
-/** Read `path` whole and check its content against its digest. Never throws for a bad file. */
-export async function verifyBlockFile (path: string, hash: string): Promise<BlockVerification> {
+/**
+ * Read `path` whole and check its content against its digest, and with `authKey` its keyed digest
+ * against the content's HMAC under the key. Never throws for a bad file.
+ */
+export async function verifyBlockFile (path: string, hash: string, authKey?: KeyObject): Promise<BlockVerification> {
   let contents
   try {
-    contents = await readBlockFile(path)
+    contents = await readBlockFile(path, authKey)
   } catch (e) {
     return { status: 'unreadable', hash, path, problem: e instanceof BlockStoreError ? e.problem : (e as Error).message }
   }
@@ -35,6 +42,11 @@ export async function verifyBlockFile (path: string, hash: string): Promise<Bloc
   if (stored !== computed) {
     return { status: 'corrupt', hash, path, stored, computed, problem: `content hashes to ${computed}, but ${META.contentSha256} says ${stored}` }
   }
+  if (contents.contentMac !== undefined) {
+    const mac = contents.header.info.contentMac
+    if (mac === undefined) return { status: 'unauthenticated', hash, path, problem: `no ${META.contentMac} (written without the block key): a store with the key refuses it` }
+    if (!macMatches(mac, contents.contentMac)) return { status: 'unauthenticated', hash, path, problem: `${META.contentMac} is not the content's HMAC under this key: changed by someone without the key, or written under another key` }
+  }
   return { status: 'ok', hash, path, digest: stored }
 }
 
@@ -45,15 +57,18 @@ export interface DirVerification {
   corrupt: number
   unverified: number
   unreadable: number
+  unauthenticated: number
+  /** Whether keyed digests were checked (a block key was given). */
+  authenticated: boolean
 }
 
-/** Verify every block file under `root`'s sixteen subdirectories (the quarantine is not looked at). */
-export async function verifyBlockDir (root: string): Promise<DirVerification> {
+/** Verify every block file under `root`'s sixteen subdirectories (the quarantine is not looked at); with `authKey`, their keyed digests too. */
+export async function verifyBlockDir (root: string, authKey?: KeyObject): Promise<DirVerification> {
   await requireDirectory(root)
-  const out: DirVerification = { blocks: [], ok: 0, corrupt: 0, unverified: 0, unreadable: 0 }
+  const out: DirVerification = { blocks: [], ok: 0, corrupt: 0, unverified: 0, unreadable: 0, unauthenticated: 0, authenticated: authKey !== undefined }
   for (const entry of await listBlockDir(root)) {
     if (entry.kind !== 'block') continue
-    const v = await verifyBlockFile(entry.path, entry.hash)
+    const v = await verifyBlockFile(entry.path, entry.hash, authKey)
     out.blocks.push(v)
     out[v.status]++
   }

@@ -3,7 +3,7 @@
 import { BlockStoreError } from './errors.ts'
 import { pythonJsonDumps, jsonEqual, tryParseJson, type JsonValue } from '../../wire/python-json.ts'
 import { isBlockKeyHex } from './block-key.ts'
-import { CONTENT_DIGEST_KEY, isContentDigest } from './content-digest.ts'
+import { CONTENT_DIGEST_KEY, CONTENT_MAC_KEY, isContentDigest } from './content-digest.ts'
 
 /** Format of blocks without PoolingCache deltas (oMLX's N-tuple `__nstate__` layout). */
 export const FORMAT_VERSION_PLAIN = '3'
@@ -36,6 +36,8 @@ export const META = {
   geometry: 'geometry_fingerprint',
   /** Ours: SHA-256 of the block's content (content-digest.ts), stamped at write, checked at every load. */
   contentSha256: CONTENT_DIGEST_KEY,
+  /** Ours: HMAC-SHA-256 of the same content under the deployment's block key; stamped and checked only with a key. */
+  contentMac: CONTENT_MAC_KEY,
 } as const
 
 /**
@@ -152,6 +154,8 @@ export interface BlockInfo {
   layerMetaStates: JsonValue[]
   /** The content digest the block was written with; undefined for blocks written before digests. */
   contentSha256: string | undefined
+  /** The keyed digest the block was written with; undefined for a block written without a block key. */
+  contentMac: string | undefined
 }
 
 function decimal (metadata: Record<string, string>, key: string, file: string): number {
@@ -196,19 +200,23 @@ export function readBlockInfo (metadata: Record<string, string>, file: string): 
     layerCacheTypes: types as string[],
     layerMetaStates: jsonList(metadata, META.layerMetaStates, numLayers, file),
     contentSha256: metadata[META.contentSha256],
+    contentMac: metadata[META.contentMac],
   }
 }
 
 /**
- * Why a block may not be served under a layout. The last two are integrity refusals: `unverified`
+ * Why a block may not be served under a layout. The last four are integrity refusals: `unverified`
  * (no content digest: written before digests, so nothing can vouch for its bytes) and `integrity`
- * (a malformed digest here; at load, content that does not hash to its digest). A store moves
- * blocks refused for either into its quarantine, since they can never be served.
+ * (a malformed digest here; at load, content that does not hash to its digest), and, only for a
+ * store with a block key, `unauthenticated` (no keyed digest: written without the key) and
+ * `authentication` (a malformed keyed digest here; at load, one that is not the content's HMAC
+ * under the key: tampered with, or written under another key). A store moves blocks refused for
+ * any of them into its quarantine, since they can never be served.
  */
-export type IncompatibleReason = 'format' | 'hash' | 'model' | 'block-size' | 'layer-count' | 'layer-types' | 'geometry' | 'signature' | 'token-count' | 'unverified' | 'integrity'
+export type IncompatibleReason = 'format' | 'hash' | 'model' | 'block-size' | 'layer-count' | 'layer-types' | 'geometry' | 'signature' | 'token-count' | 'unverified' | 'integrity' | 'unauthenticated' | 'authentication'
 
 /** Refusals that say the block's bytes cannot be trusted (as opposed to: built for another layout). */
-export const INTEGRITY_REASONS: ReadonlySet<IncompatibleReason> = new Set(['unverified', 'integrity'])
+export const INTEGRITY_REASONS: ReadonlySet<IncompatibleReason> = new Set(['unverified', 'integrity', 'unauthenticated', 'authentication'])
 
 /** A refusal: the reason (a counter name) and a sentence for the log. */
 export interface Incompatibility {
@@ -250,6 +258,21 @@ export function incompatibility (info: BlockInfo, layout: StoreLayout, fileHash?
   }
   if (!isContentDigest(info.contentSha256)) {
     return { reason: 'integrity', detail: `${META.contentSha256} ${JSON.stringify(info.contentSha256.slice(0, 80))} is not 64 lowercase hex digits (corrupted header)` }
+  }
+  return null
+}
+
+/**
+ * For a store with a block key, after `incompatibility` passed: a block must carry a well-formed
+ * keyed digest (whether it is the content's HMAC under the key needs the tensor data: the store
+ * checks that on every load). A block written without the key is refused, never served unchecked.
+ */
+export function unauthenticated (info: BlockInfo): Incompatibility | null {
+  if (info.contentMac === undefined) {
+    return { reason: 'unauthenticated', detail: `no ${META.contentMac} (written without the block key), so nothing vouches that a holder of the key wrote it; refused rather than served unauthenticated` }
+  }
+  if (!isContentDigest(info.contentMac)) {
+    return { reason: 'authentication', detail: `${META.contentMac} ${JSON.stringify(info.contentMac.slice(0, 80))} is not 64 lowercase hex digits` }
   }
   return null
 }

@@ -4,7 +4,9 @@
 // handed out; a mismatch or a missing digest is refused, quarantined and counted), checks the
 // filesystem on every index miss so blocks written by another process are found with no restart,
 // writes blocks atomically (stamping their content digest), and evicts least-recently-used blocks
-// past a size limit.
+// past a size limit. With a block key it also stamps every block's keyed digest and serves only
+// blocks whose keyed digest is the content's HMAC under that key (docs/block-store.md, "Authentication").
+import type { KeyObject } from 'node:crypto'
 import { mkdir, stat, unlink, utimes } from 'node:fs/promises'
 import { basename, join } from 'node:path'
 import { BlockStoreError } from './errors.ts'
@@ -12,7 +14,8 @@ import { syncDirectory } from '../../formats/atomic-file.ts'
 import { blockKeyChain, isBlockKeyHex } from './block-key.ts'
 import { blockPath, listBlockDir, readBlockFile, readBlockHeader, writeBlockFile, writeEncodedBlockFile, SUBDIRS, type BlockContents, type BlockHeader, type EncodedBlock } from './block-file.ts'
 import { BlockIndex, type IndexEntry } from './block-index.ts'
-import { canonicalCacheTypes, checkLayout, incompatibility, INTEGRITY_REASONS, META, type BlockInfo, type IncompatibleReason, type StoreLayout } from './metadata.ts'
+import { canonicalCacheTypes, checkLayout, incompatibility, INTEGRITY_REASONS, META, unauthenticated, type BlockInfo, type Incompatibility, type IncompatibleReason, type StoreLayout } from './metadata.ts'
+import { macMatches } from './content-digest.ts'
 import type { BlockPayload } from './payload.ts'
 import type { PyValue } from './python-repr.ts'
 import { quarantineFile, quarantineRunName, QUARANTINE_DIR } from './quarantine.ts'
@@ -41,6 +44,12 @@ export interface BlockStoreOptions {
   log?: (event: StoreEvent) => void
   /** A temporary file older than this is removed even if its writer's pid is alive (pid reuse). Default 1 h. */
   staleTempMs?: number
+  /**
+   * The deployment's block key (src/config/block-key.ts): every block written carries its keyed
+   * digest, and only blocks whose keyed digest is the content's HMAC under it are served; any other
+   * is refused and quarantined. Absent: blocks are integrity-checked (content_sha256) but not authenticated.
+   */
+  authKey?: KeyObject
 }
 
 /** Counters since the store was opened. */
@@ -97,10 +106,19 @@ const inFlight = new Map<string, number>()
 /** Block files loadChain reads ahead of the one being checked. */
 const LOAD_AHEAD = 8
 
-/** An integrity refusal when a block's content does not hash to the digest it was written with. */
-function contentMismatch (info: BlockInfo, computed: string): { reason: IncompatibleReason, detail: string } | null {
-  if (info.contentSha256 === computed) return null
-  return { reason: 'integrity', detail: `content hashes to ${computed}, but ${META.contentSha256} says ${String(info.contentSha256)}: the bytes changed after the block was written` }
+/**
+ * An integrity refusal when a block's content does not hash to the digest it was written with, or,
+ * for a store with a block key, when its keyed digest is not the content's HMAC under the key.
+ */
+function contentMismatch (contents: BlockContents, keyed: boolean): Incompatibility | null {
+  const { info } = contents.header
+  if (info.contentSha256 !== contents.contentDigest) {
+    return { reason: 'integrity', detail: `content hashes to ${contents.contentDigest}, but ${META.contentSha256} says ${String(info.contentSha256)}: the bytes changed after the block was written` }
+  }
+  if (keyed && (contents.contentMac === undefined || !macMatches(info.contentMac, contents.contentMac))) {
+    return { reason: 'authentication', detail: `${META.contentMac} is not the content's HMAC under this deployment's block key: the block was changed by someone without the key (its ${META.contentSha256} recomputed), or written under another key` }
+  }
+  return null
 }
 
 function defaultLog (e: StoreEvent): void {
@@ -158,6 +176,8 @@ export class BlockStore {
     readonly maxSizeBytes: number,
     log: ((event: StoreEvent) => void) | undefined,
     private readonly staleTempMs: number,
+    /** The block key (absent: blocks are not authenticated); builder threads encode with it (writer/build-pool.ts). */
+    readonly authKey: KeyObject | undefined,
   ) {
     this.log = log ?? defaultLog
   }
@@ -167,7 +187,8 @@ export class BlockStore {
     checkLayout(options.layout)
     const max = options.maxSizeBytes ?? Infinity
     if (!(max > 0)) throw new BlockStoreError(options.root, `maxSizeBytes must be positive, got ${max}`)
-    const store = new BlockStore(options.root, options.layout, max, options.log, options.staleTempMs ?? 3_600_000)
+    if (options.authKey !== undefined && options.authKey?.type !== 'secret') throw new BlockStoreError(options.root, 'authKey must be a secret KeyObject (src/config/block-key.ts)')
+    const store = new BlockStore(options.root, options.layout, max, options.log, options.staleTempMs ?? 3_600_000, options.authKey)
     try {
       await mkdir(options.root, { recursive: true })
       for (const sub of SUBDIRS) await mkdir(join(options.root, sub), { recursive: true })
@@ -177,6 +198,11 @@ export class BlockStore {
     await syncDirectory(options.root)
     await store.rescan()
     return store
+  }
+
+  /** Whether blocks are authenticated (a block key is set), not only integrity-checked. */
+  get authenticated (): boolean {
+    return this.authKey !== undefined
   }
 
   /** Counters since open (a copy). */
@@ -213,6 +239,11 @@ export class BlockStore {
     this.log({ kind: 'refused', hash, path, reason, detail, during })
   }
 
+  /** Whether a block's header lets it be served here: the layout's rules, then (with a key) a keyed digest present. */
+  private judge (info: BlockInfo, hash: string): Incompatibility | null {
+    return incompatibility(info, this.layout, hash) ?? (this.authKey === undefined ? null : unauthenticated(info))
+  }
+
   private unreadable (path: string, problem: string): void {
     this.counters.unreadable++
     this.log({ kind: 'unreadable', path, problem })
@@ -227,7 +258,7 @@ export class BlockStore {
       this.unreadable(path, e instanceof BlockStoreError ? e.problem : (e as Error).message)
       return null
     }
-    const why = incompatibility(header.info, this.layout, hash)
+    const why = this.judge(header.info, hash)
     if (why !== null) {
       this.refuse(hash, path, why.reason, why.detail, during)
       if (INTEGRITY_REASONS.has(why.reason)) await this.quarantineQuietly(hash, path, `${why.reason}: ${why.detail}`)
@@ -382,7 +413,7 @@ export class BlockStore {
       if (i >= hashes.length || early.has(i)) return
       const path = blockPath(this.root, hashes[i])
       // A failed early read is read again in its turn, where load()'s error handling applies.
-      early.set(i, readBlockFile(path).then((contents) => ({ path, contents }), () => null))
+      early.set(i, readBlockFile(path, this.authKey).then((contents) => ({ path, contents }), () => null))
     }
     const out: LoadedBlock[] = []
     for (let i = 0; i < hashes.length; i++) {
@@ -405,7 +436,7 @@ export class BlockStore {
     }
     let contents
     try {
-      contents = read !== null && read.path === entry.path ? read.contents : await readBlockFile(entry.path)
+      contents = read !== null && read.path === entry.path ? read.contents : await readBlockFile(entry.path, this.authKey)
     } catch (e) {
       this.index.remove(hash)
       // A file deleted since it was indexed is a plain miss; anything else is worth a log line.
@@ -414,7 +445,7 @@ export class BlockStore {
       this.counters.misses++
       return null
     }
-    const why = incompatibility(contents.header.info, this.layout, hash) ?? contentMismatch(contents.header.info, contents.contentDigest)
+    const why = this.judge(contents.header.info, hash) ?? contentMismatch(contents, this.authKey !== undefined)
     if (why !== null) {
       this.index.remove(hash)
       this.refuse(hash, entry.path, why.reason, why.detail, 'load')
@@ -422,7 +453,7 @@ export class BlockStore {
       this.counters.misses++
       return null
     }
-    // Only now, with every byte checked against the digest written with it, is the payload handed out.
+    // Only now, with every byte checked against the digest (and the keyed digest) written with it, is the payload handed out.
     this.refusals.delete(hash)
     this.counters.verified++
     this.counters.hits++
@@ -470,7 +501,7 @@ export class BlockStore {
     if (options.parentHash != null) this.checkHash(options.parentHash)
     this.checkHash(hash)
     this.checkPayload(hash, payload)
-    return await this.place(hash, async () => await this.writeTracked(hash, async () => await writeBlockFile(this.root, this.layout, hash, payload, Date.now() / 1000, options.parentHash ?? null)))
+    return await this.place(hash, async () => await this.writeTracked(hash, async () => await writeBlockFile(this.root, this.layout, hash, payload, Date.now() / 1000, options.parentHash ?? null, this.authKey)))
   }
 
   /**
@@ -500,7 +531,7 @@ export class BlockStore {
       let why: string
       try {
         const header = await readBlockHeader(path)
-        const refusal = incompatibility(header.info, this.layout, hash)
+        const refusal = this.judge(header.info, hash)
         if (refusal === null) {
           const entry = this.entryFrom(hash, header, Date.now())
           this.index.add(entry)
@@ -516,9 +547,9 @@ export class BlockStore {
     const written = await write()
     this.refusals.delete(hash)
     const header = await readBlockHeader(written.path)
-    const refusal = incompatibility(header.info, this.layout, hash)
+    const refusal = this.judge(header.info, hash)
     if (refusal !== null) {
-      // Only bytes encoded elsewhere can get here: never index what would not be served.
+      // Only bytes encoded elsewhere (a builder without the block key, say) can get here: never index what would not be served.
       await this.quarantine(hash, written.path, `${refusal.reason}: ${refusal.detail}`)
       throw new BlockStoreError(written.path, `the block written is not one this store serves under ${hash} (${refusal.reason}: ${refusal.detail}); quarantined`)
     }

@@ -3,6 +3,7 @@
 // checks the stored block against), check it fits the store's layout, and encode the file as the
 // store would write it. Pure but for the reads, so a builder thread runs exactly what the writer's
 // own thread would (build-worker.ts).
+import type { KeyObject } from 'node:crypto'
 import type { DeepseekV4Config } from '../../model/config.ts'
 import { checkBlockPayload, encodeBlockFile, type EncodedBlock, type StoreLayout } from '../store/index.ts'
 import type { StorageRule } from '../prefix-cache/index.ts'
@@ -28,6 +29,8 @@ export interface BlockBuildContext {
   cfg: DeepseekV4Config
   layout: StoreLayout
   storage: StorageRule
+  /** The store's block key: the encoded file carries its keyed digest (absent: none). */
+  authKey?: KeyObject
   files: readonly LayerFileReader[]
 }
 
@@ -43,7 +46,7 @@ export async function buildEncodedBlock (ctx: BlockBuildContext, k: number, hash
   const payload = blockPayloadFromState(ctx.cfg, state, k, bs, ctx.storage)
   checkBlockPayload(ctx.layout, hash, payload)
   const digest = payloadDigest(payload)
-  const encoded = encodeBlockFile(ctx.layout, hash, payload, Date.now() / 1000, parentHash)
+  const encoded = encodeBlockFile(ctx.layout, hash, payload, Date.now() / 1000, parentHash, ctx.authKey)
   held.set('payload', payloadTensorBytes(payload) + encoded.bytes.byteLength)
   return { block: k, digest, encoded, peakHeldBytes: held.peak, readMs, buildMs: performance.now() - t }
 }

@@ -2,6 +2,7 @@
 // is CPU work per block, independent of every other block, so `n` threads build blocks ahead
 // while the writer's thread puts them in the store in order (writer.ts). A thread that fails, or a
 // block that cannot be built, rejects that block's promise with the reason; the pool never retries.
+import type { KeyObject } from 'node:crypto'
 import { once } from 'node:events'
 import { Worker } from 'node:worker_threads'
 import { PdBridgeError } from '../../errors.ts'
@@ -16,6 +17,8 @@ export interface BuilderInit {
   cfg: DeepseekV4Config
   layout: StoreLayout
   storage: StorageRule
+  /** The store's block key: a KeyObject crosses to the thread without its bytes ever being in a message of ours. */
+  authKey?: KeyObject
 }
 
 interface Pending { resolve: (b: BuiltBlock) => void, reject: (e: Error) => void }

@@ -20,7 +20,7 @@ async function openFiles (): Promise<LayerFileReader[]> {
   return files
 }
 
-const ready: Promise<BlockBuildContext> = openFiles().then((files) => ({ cfg: init.cfg, layout: init.layout, storage: init.storage, files }))
+const ready: Promise<BlockBuildContext> = openFiles().then((files) => ({ cfg: init.cfg, layout: init.layout, storage: init.storage, authKey: init.authKey, files }))
 // A failed open is reported with the first job (and every later one).
 ready.catch(() => {})
 

@@ -231,7 +231,7 @@ export class BlockWriter {
   private launchFrom (k: number): void {
     if (this.pool === undefined) {
       const { cfg, store, storage } = this.target
-      this.pool = new BlockBuildPool(this.builders, { layerFiles: this.capture.layers.map((l) => ({ index: l.index, path: l.path })), cfg, layout: store.layout, storage })
+      this.pool = new BlockBuildPool(this.builders, { layerFiles: this.capture.layers.map((l) => ({ index: l.index, path: l.path })), cfg, layout: store.layout, storage, authKey: store.authKey })
       this.nextLaunch = k
     }
     const limit = Math.min(this.keys.length, k + 2 * this.builders)

@@ -5,6 +5,7 @@ import type { Logger } from 'pino'
 import { PdBridgeError } from '../../errors.ts'
 import { loadDecoderModel, type DecoderModel } from './model.ts'
 import { openServedPrefixCache } from './prefix-cache.ts'
+import type { BlockKey } from '../../config/block-key.ts'
 import { generate } from './generate.ts'
 import { startDecoderServer, type DecoderServer } from './server.ts'
 import { Geometry } from '../../wire/geometry.ts'
@@ -41,6 +42,8 @@ export interface DecoderLaunchOptions {
   storeProbeMs?: number
   /** PD_API_KEY: required on every route but a bare /health; absent: open. */
   apiKey?: string
+  /** The block key (PD_BLOCK_KEY or derived from PD_API_KEY): blocks are authenticated; absent: integrity-checked only. */
+  blockKey?: BlockKey
 }
 
 /** A launched decoder. */
@@ -68,7 +71,7 @@ export async function launchDecoder (opts: DecoderLaunchOptions): Promise<Launch
   if (modelName === '') throw new PdBridgeError('--model-name must not be empty')
   const prefixCache = opts.cacheDir === undefined
     ? undefined
-    : await openServedPrefixCache({ dir: opts.cacheDir, modelName, model, blockSize, maxSizeBytes: opts.maxCacheBytes, logger: opts.logger, storeProbeMs: opts.storeProbeMs })
+    : await openServedPrefixCache({ dir: opts.cacheDir, modelName, model, blockSize, maxSizeBytes: opts.maxCacheBytes, logger: opts.logger, storeProbeMs: opts.storeProbeMs, blockKey: opts.blockKey })
   const geometryFingerprint = prefixCache?.geometryFingerprint ?? Geometry.fromConfig(model.config, model.engine.profile).fingerprint
   const context = { model, prefixCache }
   const server = await startDecoderServer({

@@ -1,6 +1,7 @@
 // The decoder's prefix cache as the server uses it: DecoderPrefixCache plus what /health shows and
 // what POST /v1/cache/rescan runs.
 import type { Logger } from 'pino'
+import { blockAuthDescription, type BlockKey } from '../../config/block-key.ts'
 import { DecoderPrefixCache, type PrefixCacheEvent } from '../../decode/prefix-cache/index.ts'
 import type { DecoderModel } from './model.ts'
 import type { ServedPrefixCache, StoreHealth } from './server.ts'
@@ -18,6 +19,8 @@ export interface ServedPrefixCacheOptions {
   logger: Logger
   /** How often /health may really write a probe file into the store (ms); default 10 s. */
   storeProbeMs?: number
+  /** The deployment's block key: blocks are authenticated (keyed digest written and checked); absent: integrity-checked only. */
+  blockKey?: BlockKey
 }
 
 /** Events worth a warning; the rest are info. */
@@ -34,6 +37,7 @@ export async function openServedPrefixCache (opts: ServedPrefixCacheOptions): Pr
     engine: opts.model.engine,
     blockSize: opts.blockSize,
     maxSizeBytes: opts.maxSizeBytes,
+    authKey: opts.blockKey?.key,
     log: (event) => {
       // A failed block write says more than a cached probe: the next /health probes again.
       if (event.kind === 'write-failed') probe.invalidate()
@@ -52,6 +56,8 @@ export async function openServedPrefixCache (opts: ServedPrefixCacheOptions): Pr
       blocks: cache.store.size, bytes: cache.store.totalBytes,
       write_failures: cache.stats.writeFailures, last_write_failure: cache.lastWriteFailure,
       stats: cache.stats, store: cache.storeStats,
+      // Whether blocks are authenticated or only integrity-checked (the key's id, never the key: doctor compares it).
+      authentication: blockAuthDescription(opts.blockKey),
     }),
     storeHealth: async (): Promise<StoreHealth> => {
       const c = await probe.check()

@@ -8,6 +8,7 @@ import { loadFrontConfig, type FrontConfig } from '../../config/index.ts'
 import { getProfile, profileFingerprint } from '../../model/profiles/index.ts'
 import { probeStoreWrite } from '../../engines/decoder/store-probe.ts'
 import { isAlive, readStackRecord, type StackRecord } from '../record.ts'
+import { checkBlockAuthentication } from './blocks.ts'
 import { Checklist, type DoctorReport } from './checks.ts'
 import { clockSkew, field, probe, type Probe } from './probe.ts'
 import { Geometry } from '../../wire/geometry.ts'
@@ -180,7 +181,7 @@ export async function runDoctor (options: DoctorOptions): Promise<DoctorReport> 
   checkGeometry(list, config, sidecar, decoderHealth, prefillHealth)
   checkLimits(list, config, decoderHealth, prefillHealth)
 
-  // 5. The store and the spool: writable here, and the store the one the decoder serves from.
+  // 5. The store and the spool: writable here, and the store the one the decoder serves from; its blocks authenticated or not.
   if (config.decoder.cacheDir === undefined) list.warn('store', 'no decoder.cacheDir in the config: the block writer has nowhere to write')
   else {
     const problem = await writable(config.decoder.cacheDir)
@@ -193,6 +194,7 @@ export async function runDoctor (options: DoctorOptions): Promise<DoctorReport> 
     }
     else list.pass('store', `${config.decoder.cacheDir} is writable${typeof served === 'string' ? ' and is the decoder\'s store' : ''}`)
   }
+  checkBlockAuthentication(list, decoderHealth)
   if (config.capture.spoolDir !== undefined) {
     const problem = await writable(config.capture.spoolDir)
     if (problem !== undefined) list.fail('spool', problem)

@@ -16,6 +16,7 @@ import { generateLlamaCpp } from './generate.ts'
 import { checkGgufMatchesConfig } from './gguf-check.ts'
 import { resolveContext, type LlamaCppContextConfig } from './options.ts'
 import { ServedStateStore } from './served-store.ts'
+import type { BlockKey } from '../../../config/block-key.ts'
 
 /** What to launch. */
 export interface LlamaCppDecoderLaunchOptions {
@@ -42,6 +43,8 @@ export interface LlamaCppDecoderLaunchOptions {
   logger: Logger
   storeProbeMs?: number
   apiKey?: string
+  /** The block key: every state file carries its keyed digest, checked before llama.cpp reads it; absent: not authenticated. */
+  blockKey?: BlockKey
 }
 
 /** A launched llama.cpp decoder. */
@@ -84,7 +87,7 @@ export async function launchLlamaCppDecoder (opts: LlamaCppDecoderLaunchOptions)
   const session = await llama.session(context)
   const store = opts.cacheDir === undefined
     ? undefined
-    : new ServedStateStore({ dir: opts.cacheDir, modelName, blockSize, geometry, logger: opts.logger, storeProbeMs: opts.storeProbeMs })
+    : new ServedStateStore({ dir: opts.cacheDir, modelName, blockSize, geometry, logger: opts.logger, storeProbeMs: opts.storeProbeMs, blockKey: opts.blockKey })
   const generation = { model, session, store, blockSize }
   const server = await startDecoderServer({
     model, modelName, geometryFingerprint, prefixCache: store,

@@ -1,6 +1,7 @@
 // A prompt into the cleared sequence: restore the longest stored boundary (checked again on the
 // bytes llama.cpp will read), evaluate block by block to each further boundary, saving the state
 // there, then the rest for the last logits.
+import { rmSync } from 'node:fs'
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { LlamaCppSession } from '../runner.ts'
 import type { ServedStateStore } from './served-store.ts'
@@ -24,13 +25,18 @@ export async function restore (session: LlamaCppSession, store: ServedStateStore
   if (hit.path === null) return 0
   const prefix = tokens.slice(0, hit.cachedTokens)
   const path = hit.path
+  let copy: string | undefined
   try {
-    // The file may have changed since the lookup read it: the check runs on the bytes loaded.
-    await session.loadState(path, (bytes) => { store.store.check(bytes, prefix, path) })
+    // The file may have changed since the lookup read it: llama.cpp reads a private copy of the
+    // bytes verified now (keyed digest, geometry, tokens), checked again as it loads them.
+    copy = store.verifiedCopy(path, prefix)
+    await session.loadState(copy, (bytes) => { store.store.check(bytes, prefix, path) })
   } catch (e) {
     store.restoreFailed(path, e instanceof Error ? e.message : String(e))
     await session.clear()
     return 0
+  } finally {
+    if (copy !== undefined) rmSync(copy, { force: true })
   }
   return session.tokenCount === hit.cachedTokens ? hit.cachedTokens : await restoreMismatch(session, store, path, hit.cachedTokens)
 }

@@ -1,6 +1,6 @@
 // The state store as the decoder serves it: refusals logged, write-backs that never fail a request
 // (counted, the last failure kept for /health), and what /health and POST /v1/cache/rescan show.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Logger } from 'pino'
@@ -10,6 +10,7 @@ import { STORE_PROBE_EVERY_MS, StoreProbe } from '../../decoder/store-probe.ts'
 import type { LlamaCppSession } from '../runner.ts'
 import type { LlamaCppStateGeometry } from '../state/geometry.ts'
 import { LlamaCppStateStore } from '../store/state-store.ts'
+import { blockAuthDescription, type BlockKey } from '../../../config/block-key.ts'
 
 export interface ServedStateStoreOptions {
   dir: string
@@ -18,6 +19,8 @@ export interface ServedStateStoreOptions {
   geometry: LlamaCppStateGeometry
   logger: Logger
   storeProbeMs?: number
+  /** The deployment's block key: states are authenticated (state-auth.ts); absent: not. */
+  blockKey?: BlockKey
 }
 
 /** What saving one boundary did. */
@@ -36,7 +39,7 @@ export class ServedStateStore implements ServedCacheInfo {
 
   constructor (private readonly opts: ServedStateStoreOptions) {
     this.store = LlamaCppStateStore.open({
-      dir: opts.dir, modelName: opts.modelName, blockSize: opts.blockSize, geometry: opts.geometry,
+      dir: opts.dir, modelName: opts.modelName, blockSize: opts.blockSize, geometry: opts.geometry, authKey: opts.blockKey?.key,
       onRefused: (file, why) => opts.logger.warn({ event: 'cache.refused', file, reason: why }, `prefix cache: refused ${file}: ${why}`),
     })
     this.probe = new StoreProbe(opts.dir, opts.storeProbeMs ?? STORE_PROBE_EVERY_MS)
@@ -49,6 +52,20 @@ export class ServedStateStore implements ServedCacheInfo {
   restoreFailed (file: string, why: string): void {
     this.restoreRejected++
     this.opts.logger.warn({ event: 'cache.restore-rejected', file, reason: why }, `prefix cache: restore of ${file} refused: ${why}`)
+  }
+
+  /**
+   * The state at `path` (the boundary after `prefix`) read once, verified (keyed digest, geometry,
+   * tokens) and copied into this process's private scratch directory: llama.cpp then reads exactly
+   * the bytes verified, not a file someone with write access to the store could change meanwhile.
+   * Throws what the verification throws. The caller removes the copy.
+   */
+  verifiedCopy (path: string, prefix: readonly number[]): string {
+    const bytes = new Uint8Array(readFileSync(path))
+    this.store.verify(bytes, prefix, path)
+    const copy = join(this.scratch, `restore-${prefix.length}.llstate`)
+    writeFileSync(copy, bytes)
+    return copy
   }
 
   /** Save the session's state as the boundary after `prefix`, unless stored; never throws. */
@@ -81,6 +98,8 @@ export class ServedStateStore implements ServedCacheInfo {
       write_failures: this.writeFailures, last_write_failure: this.lastWriteFailure,
       restore_rejected: this.restoreRejected,
       stats: { ...this.store.stats },
+      // Whether states are authenticated or only checked (the key's id, never the key: doctor compares it).
+      authentication: blockAuthDescription(this.opts.blockKey),
     }
   }
 

@@ -2,7 +2,9 @@
 // the block-key chain of the tokens before it (the same SHA-256 chain oMLX keys its blocks by, so a
 // prompt finds its longest stored prefix the same way). Each file is the whole state at its
 // boundary (llama.cpp restores a sequence from one file), written atomically, checked against the
-// context's geometry and the prompt's own tokens before llama.cpp sees it.
+// context's geometry and the prompt's own tokens before llama.cpp sees it. With a block key, each
+// file also has its keyed digest beside it (state-auth.ts), written with it and checked before use.
+import type { KeyObject } from 'node:crypto'
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { basename, join } from 'node:path'
 import { blockKeyHex, computeBlockHash } from '../../../decode/store/block-key.ts'
@@ -13,6 +15,7 @@ import type { LlamaCppStateGeometry } from '../state/geometry.ts'
 import { checkLlamaCppState } from '../state/guard.ts'
 import { parseLlamaCppState } from '../state/reader.ts'
 import { serializeLlamaCppState } from '../state/writer.ts'
+import { authenticateState, macPath, stateMac, writeStateMac } from './state-auth.ts'
 
 /** A state file's name: `<block key hex>.llstate`. */
 export const STATE_SUFFIX = '.llstate'
@@ -40,6 +43,11 @@ export interface StateStoreOptions {
   geometry: LlamaCppStateGeometry
   /** Told about every refused file (it is then treated as absent). */
   onRefused?: (file: string, why: string) => void
+  /**
+   * The deployment's block key (src/config/block-key.ts): every state written gets its keyed digest,
+   * and a state without the right one is refused and quarantined like a foreign one. Absent: not authenticated.
+   */
+  authKey?: KeyObject
 }
 
 /** Counters since open, for /health. */
@@ -66,6 +74,8 @@ export class LlamaCppStateStore {
   }
 
   get dir (): string { return this.options.dir }
+  /** Whether states are authenticated (a block key is set). */
+  get authenticated (): boolean { return this.options.authKey !== undefined }
   get blockSize (): number { return this.options.blockSize }
   get size (): number { return this.files.size }
   get totalBytes (): number {
@@ -125,7 +135,7 @@ export class LlamaCppStateStore {
       const path = this.pathOf(key)
       const n = b * this.blockSize
       try {
-        this.check(new Uint8Array(readFileSync(path)), tokens.slice(0, n), path)
+        this.verify(new Uint8Array(readFileSync(path)), tokens.slice(0, n), path)
       } catch (e) {
         const why = e instanceof Error ? e.message : String(e)
         this.stats.refused++
@@ -153,8 +163,19 @@ export class LlamaCppStateStore {
   }
 
   /**
+   * `check`, and first, with a block key, that the keyed digest beside `path` is the HMAC of `bytes`
+   * (state-auth.ts): what every state read from the store passes before it is used or kept.
+   */
+  verify (bytes: Uint8Array, tokens: readonly number[], path: string): LlamaCppState {
+    const authKey = this.options.authKey
+    if (authKey !== undefined) authenticateState(authKey, this.keysOf(tokens).at(-1) ?? '', bytes, path)
+    return this.check(bytes, tokens, path)
+  }
+
+  /**
    * Store the state after `prefix` (a whole number of blocks) under its chain key, atomically; a
-   * state (or its bytes, as llama.cpp saved them) is checked first. Returns the file's size.
+   * state (or its bytes, as llama.cpp saved them) is checked first. With a block key its keyed
+   * digest is written first, so a reader never finds the new state without it. Returns the file's size.
    */
   put (prefix: readonly number[], state: LlamaCppState | Uint8Array): { path: string, bytes: number } {
     const keys = this.keysOf(prefix)
@@ -171,6 +192,7 @@ export class LlamaCppStateStore {
     }
     const tmp = `${path}.tmp-${process.pid}`
     try {
+      if (this.options.authKey !== undefined) writeStateMac(path, stateMac(this.options.authKey, keys[keys.length - 1], bytes))
       writeFileSync(tmp, bytes, { flush: true })
       renameSync(tmp, path)
     } catch (e) {
@@ -185,13 +207,18 @@ export class LlamaCppStateStore {
   }
 
   /**
-   * Move a refused file out of the way (into `quarantine/`), so a rescan does not list it again and
-   * it is kept for a look; best-effort: a file that cannot be moved is only forgotten until rescan.
+   * Move a refused file (and its keyed digest, if any) out of the way (into `quarantine/`), so a
+   * rescan does not list it again and it is kept for a look; best-effort: a file that cannot be
+   * moved is only forgotten until rescan.
    */
   private quarantine (path: string): void {
+    const stamp = Date.now()
     try {
       mkdirSync(join(this.options.dir, QUARANTINE_DIR), { recursive: true })
-      renameSync(path, join(this.options.dir, QUARANTINE_DIR, `${basename(path)}.${Date.now()}`))
+      renameSync(path, join(this.options.dir, QUARANTINE_DIR, `${basename(path)}.${stamp}`))
+    } catch {}
+    try {
+      renameSync(macPath(path), join(this.options.dir, QUARANTINE_DIR, `${basename(macPath(path))}.${stamp}`))
     } catch {}
   }
 

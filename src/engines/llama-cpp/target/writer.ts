@@ -197,7 +197,7 @@ export class LlamaCppStateWriter implements CaptureWriter {
       const path = store.pathOf(store.keysOf(prefix)[n / store.blockSize - 1])
       try {
         const bytes = new Uint8Array(readFileSync(path))
-        store.check(bytes, prefix, path)
+        store.verify(bytes, prefix, path)
         return { kind: 'state', boundary: n, path, bytes: bytes.length, written: false, sha256: null }
       } catch {
         // unreadable or refused: replaced below
@@ -230,7 +230,7 @@ export class LlamaCppStateWriter implements CaptureWriter {
       for (const s of this.done) {
         try {
           const bytes = new Uint8Array(readFileSync(s.path))
-          this.options.store.check(bytes, this.tokens.slice(0, s.boundary), s.path)
+          this.options.store.verify(bytes, this.tokens.slice(0, s.boundary), s.path)
           if (s.sha256 !== null && sha256(bytes) !== s.sha256) problems.push(`${s.path}: the stored bytes differ from the state built`)
         } catch (e) {
           problems.push(`${s.path}: ${e instanceof Error ? e.message : String(e)}`)
