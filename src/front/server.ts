@@ -67,7 +67,6 @@ function buildApp (state: FrontState): FastifyInstance {
   const forwarded = FORWARDED_ROUTES[config.decoder.engine]
   const guard = new FastifyRouteGuard([...FRONT_ROUTES, ...forwarded], routeRefusal)
   const app = Fastify({ bodyLimit: config.limits.maxBodyBytes, logger: false, rewriteUrl: guard.rewriteUrl })
-  app.addHook('onRequest', guard.onRequest)
   refuseOversizedContinue(app.server, config.limits.maxBodyBytes, () => ({
     body: JSON.stringify(tooLarge(config.limits.maxBodyBytes).toBody()),
     headers: { [VERDICT_HEADER]: refusedVerdict(413) },
@@ -91,6 +90,8 @@ function buildApp (state: FrontState): FastifyInstance {
     }
     throw new FrontApiError(401, 'invalid_request_error', UNAUTHORIZED_MESSAGE, null, 'invalid_api_key', { 'www-authenticate': 'Bearer' })
   })
+  // After the key (nothing is told without it), before the body and any handler.
+  app.addHook('onRequest', guard.onRequest)
   app.addHook('onSend', async (request, reply) => {
     if (!reply.hasHeader(VERDICT_HEADER)) {
       const generation = request.url.startsWith('/v1/chat/completions') || request.url.startsWith('/v1/completions')

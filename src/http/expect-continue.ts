@@ -10,12 +10,13 @@ export interface ContinueRefusal {
   headers?: Record<string, string>
 }
 
-/** On `server`: refuse `Expect: 100-continue` requests declaring more than `maxBodyBytes`; let the rest continue. */
-export function refuseOversizedContinue (server: Server, maxBodyBytes: number, refusal: (declared: number) => ContinueRefusal): void {
+/** On `server`: refuse `Expect: 100-continue` requests declaring more than `maxBodyBytes` (per request, when a function); let the rest continue. */
+export function refuseOversizedContinue (server: Server, maxBodyBytes: number | ((req: IncomingMessage) => number), refusal: (declared: number, limit: number) => ContinueRefusal): void {
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
     const declared = Number(req.headers['content-length'])
-    if (Number.isFinite(declared) && declared > maxBodyBytes) {
-      const r = refusal(declared)
+    const limit = typeof maxBodyBytes === 'number' ? maxBodyBytes : maxBodyBytes(req)
+    if (Number.isFinite(declared) && declared > limit) {
+      const r = refusal(declared, limit)
       res.shouldKeepAlive = false
       res.writeHead(413, { ...r.headers, 'content-type': 'application/json; charset=utf-8', 'content-length': String(Buffer.byteLength(r.body)), connection: 'close' })
       res.end(r.body)

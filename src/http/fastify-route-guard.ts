@@ -1,13 +1,13 @@
 // The route guard (route-guard.ts) on a fastify app. fastify routes before any hook runs, so the
 // judgement happens in `rewriteUrl`: an allowed request is routed by its canonical spelling, and
-// a refused one is answered by the first onRequest hook, before the key, the body or a handler.
+// a refused one is answered by an onRequest hook (after the key check), before the body or a handler.
 import type { IncomingMessage } from 'node:http'
 import { RouteAllowlist, type AllowedRoute, type RefusedTarget } from './route-guard.ts'
 
 /** The route fastify is sent to with a refused target: never registered, and never reached. */
 const REFUSED_URL = '/'
 
-/** The guard of one fastify app: pass `rewriteUrl` to Fastify() and `onRequest` as its first hook. */
+/** The guard of one fastify app: pass `rewriteUrl` to Fastify() and add `onRequest` right after the key check. */
 export class FastifyRouteGuard {
   readonly allowlist: RouteAllowlist
   private readonly refused = new WeakMap<IncomingMessage, RefusedTarget>()
@@ -24,7 +24,7 @@ export class FastifyRouteGuard {
     return REFUSED_URL
   }
 
-  /** The first onRequest hook (`app.addHook('onRequest', guard.onRequest)` before any other): throws the refusal. */
+  /** The onRequest hook that throws the refusal; it must run before any hook that reads the body or works. */
   readonly onRequest = async (request: { raw: IncomingMessage }): Promise<void> => {
     const refusal = this.refused.get(request.raw)
     if (refusal !== undefined) throw this.toError(refusal)

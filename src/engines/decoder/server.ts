@@ -184,7 +184,6 @@ export async function startDecoderServer (opts: DecoderServerOptions): Promise<D
   // such socket keeps SIGTERM waiting until the client drops it.
   const guard = new FastifyRouteGuard(DECODER_ROUTES, routeRefusal)
   const app = Fastify({ loggerInstance: logger, bodyLimit: opts.maxBodyBytes, forceCloseConnections: true, rewriteUrl: guard.rewriteUrl })
-  app.addHook('onRequest', guard.onRequest)
   refuseOversizedContinue(app.server, opts.maxBodyBytes, () => ({ body: JSON.stringify(tooLarge(opts.maxBodyBytes).toBody()) }))
   // Absolute paths are the key holder's: with no key configured nobody holds it, and every answer is redacted.
   const redact = pathRedactor([[model.dir, 'model'], [opts.prefixCache?.dir, 'cacheDir'], ...(opts.redactRoots ?? [])])
@@ -202,6 +201,8 @@ export async function startDecoderServer (opts: DecoderServerOptions): Promise<D
     if (request.method === 'GET' && isHealthPath(request.url)) anonymous.add(request)
     else throw new ApiError(401, 'invalid_request_error', UNAUTHORIZED_MESSAGE, null, 'invalid_api_key', { 'www-authenticate': 'Bearer' })
   })
+  // After the key (nothing is told without it), before the body and any handler.
+  app.addHook('onRequest', guard.onRequest)
   app.setErrorHandler((err, request, reply) => {
     const api = fromFastify(err, opts.maxBodyBytes)
     if (api.status >= 500) logger.error({ err }, 'request failed')
