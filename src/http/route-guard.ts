@@ -161,6 +161,6 @@ export class RouteAllowlist {
       const methods = [...new Set(allow)]
       return { ok: false, status: 405, reason: `${method} is not allowed on ${target.path}; allowed: ${methods.join(', ')}`, allow: methods }
     }
-    return { ok: false, status: 404, reason: `no route ${method} ${target.path} on this port` }
+    return { ok: false, status: 404, reason: `no route ${method} ${target.path}` }
   }
 }

@@ -109,4 +109,4 @@ def judge(routes, method: str, raw: str):
             allow += [m for m in methods if m not in allow]
     if allow:
         raise Refused(405, f"{method} is not allowed on {path}; allowed: {', '.join(allow)}", allow)
-    raise Refused(404, f'no route {method} {path} on this port')
+    raise Refused(404, f'no route {method} {path}')
