@@ -56,6 +56,8 @@ export class FrontState {
   async setupFor (decoderModel: string | undefined): Promise<BridgeSetup> {
     const name = this.config.decoder.modelName ?? decoderModel
     if (name === undefined) throw new Error('the decoder did not say which model it serves (its /health has no model); set decoder.modelName (PD_MODEL_NAME)')
+    // A decoder shows a model name that is a path only to holders of the key (src/http/redact.ts).
+    if (/^<[\w.-]+>/.test(name)) throw new Error(`the decoder names its model by a path it shows only with the key (${name}); set decoder.modelName (PD_MODEL_NAME) to its --model-name, or PD_API_KEY on both`)
     let setup = this.setups.get(name)
     if (setup === undefined) {
       setup = buildSetup(this.effective, name, this.storeLog, this.blockKey)

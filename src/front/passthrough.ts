@@ -1,9 +1,14 @@
-// Everything that is not a completion or /health is the decoder's: passed through as sent (method,
-// path, query, body, headers without hop-by-hop ones) and answered as it answers. The decoder's
-// internal routes (/v1/cache/...) are for operators on its own address: a 404 here.
+// The decoder's client routes the front door does not answer itself (/v1/models, /v1/models/{id}),
+// passed through (method, normalized path, query, body, headers without hop-by-hop ones) and
+// answered as the decoder answers. Only the routes listed per decoder kind are forwarded; every
+// other path, the decoder's operator routes (/health, /v1/cache/rescan) included, is refused by the
+// front door's route guard (server.ts) and never reaches the decoder.
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { request as undiciRequest, type Dispatcher } from 'undici'
+import type { FrontConfig } from '../config/index.ts'
+import { DECODER_CLIENT_ROUTES } from '../engines/decoder/routes.ts'
 import { passHeaders } from '../http/hop-by-hop.ts'
+import type { AllowedRoute } from '../http/route-guard.ts'
 import { FrontApiError } from './api-error.ts'
 import type { FrontState } from './door-state.ts'
 import { describeFailure, joinUrl } from './http.ts'
@@ -11,22 +16,30 @@ import { VERDICT_HEADER } from './verdict.ts'
 
 /** The verdict of every answer that is not a completion's. */
 export const PASSTHROUGH_VERDICT = 'declined: passthrough (not a completion request)'
-/** The decoder's internal routes (operators only): never passed through, a 404 from the front door. */
-const INTERNAL_PREFIXES = ['/v1/cache']
 
-function isInternal (url: string): boolean {
-  const path = url.split('?')[0].replace(/\/+/g, '/').replace(/\/$/, '').toLowerCase()
-  return INTERNAL_PREFIXES.some((p) => path === p || path.startsWith(p + '/'))
+/** The front door's own routes (completions are routed and forwarded by generation.ts). */
+export const FRONT_ROUTES: readonly AllowedRoute[] = [
+  { methods: ['GET', 'HEAD'], path: '/health' },
+  { methods: ['POST'], path: '/v1/chat/completions' },
+  { methods: ['POST'], path: '/v1/completions' },
+]
+
+const answeredHere = new Set(FRONT_ROUTES.map((r) => r.path))
+
+/**
+ * What is passed through, per decoder kind: the client routes of its server (ours and llama.cpp's
+ * decoder are the same server, src/engines/decoder/routes.ts) that the front door does not answer.
+ */
+export const FORWARDED_ROUTES: Readonly<Record<FrontConfig['decoder']['engine'], readonly AllowedRoute[]>> = {
+  ours: DECODER_CLIENT_ROUTES.filter((r) => !answeredHere.has(r.path)),
+  'llama.cpp': DECODER_CLIENT_ROUTES.filter((r) => !answeredHere.has(r.path)),
 }
 // Passed through to and from the decoder: host is the decoder's own, and undici frames the body itself.
 const PASS_THROUGH_DROPS = ['host', 'content-length']
 
-/** Pass `request` through to the decoder and its answer back. */
+/** Pass `request` (its URL already the guard's normalized one) through to the decoder and its answer back. */
 export async function passThrough (state: FrontState, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
   const d = state.config.deadlines
-  if (isInternal(request.url)) {
-    throw new FrontApiError(404, 'not_found_error', `no route ${request.method} ${request.url.split('?')[0]}`, null, 'unknown_route')
-  }
   const headers = passHeaders(request.headers, PASS_THROUGH_DROPS)
   // With a key, the decoder gets ours (the client's was checked above and is the same secret).
   Object.assign(headers, state.auth)

@@ -2,9 +2,10 @@
 // requests are routed (short, warm, over the guard -> straight to the decoder; cold and long ->
 // bridged first), forwarded, and answered with the verdict (generation.ts, plan.ts). Requests the
 // embedded decoder would refuse are refused first, with its own rules. /health reports every link
-// (health.ts); the decoder's internal routes (/v1/cache/...) are a 404; every other route passes
-// through to the decoder untouched (passthrough.ts). HTTP handling is concurrent; only bridge
-// work is serialized, in a bounded queue. This file wires the routes and hooks, listens, closes.
+// (health.ts); the decoder's other client routes (/v1/models...) pass through to it (passthrough.ts);
+// every other target is refused by the route guard before any work (src/http/route-guard.ts). HTTP
+// handling is concurrent; only bridge work is serialized, in a bounded queue. This file wires the
+// routes and hooks, listens, closes.
 import type { KeyObject } from 'node:crypto'
 import { mkdtemp, rm } from 'node:fs/promises'
 import type { AddressInfo } from 'node:net'
@@ -14,11 +15,14 @@ import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify'
 import type { Logger } from 'pino'
 import type { FrontConfig } from '../config/index.ts'
 import { bearerMatches, isHealthPath, UNAUTHORIZED_MESSAGE } from '../http/api-key.ts'
+import { refuseOversizedContinue } from '../http/expect-continue.ts'
+import { FastifyRouteGuard } from '../http/fastify-route-guard.ts'
+import { routeRefusal } from '../http/openai-error.ts'
 import { FrontApiError, toFrontApiError } from './api-error.ts'
 import { FrontState } from './door-state.ts'
 import { handleGeneration } from './generation.ts'
 import { answerHealth } from './health.ts'
-import { passThrough, PASSTHROUGH_VERDICT } from './passthrough.ts'
+import { FORWARDED_ROUTES, FRONT_ROUTES, passThrough, PASSTHROUGH_VERDICT } from './passthrough.ts'
 import type { BridgeQueue } from './queue.ts'
 import type { PromptTokenizer } from './tokenize.ts'
 import { VERDICT_HEADER } from './verdict.ts'
@@ -44,13 +48,18 @@ export interface FrontDoorOptions {
   blockKey?: KeyObject
 }
 
+function tooLarge (maxBodyBytes: number): FrontApiError {
+  return new FrontApiError(413, 'request_too_large_error', `the request body is larger than the front door accepts (limits.maxBodyBytes ${maxBodyBytes})`, null, 'request_too_large')
+}
+
+/** The verdict of an answer the front door gives itself to a request it refused. */
+const refusedVerdict = (status: number): string => `declined: request refused (${status})`
+
 function fromFastify (err: unknown, maxBodyBytes: number): FrontApiError {
   if (err instanceof FrontApiError) return err
   const code = (err as { code?: unknown })?.code
   const status = (err as { statusCode?: unknown })?.statusCode
-  if (code === 'FST_ERR_CTP_BODY_TOO_LARGE' || status === 413) {
-    return new FrontApiError(413, 'request_too_large_error', `the request body is larger than the front door accepts (limits.maxBodyBytes ${maxBodyBytes})`, null, 'request_too_large')
-  }
+  if (code === 'FST_ERR_CTP_BODY_TOO_LARGE' || status === 413) return tooLarge(maxBodyBytes)
   if (typeof status === 'number' && status >= 400 && status < 500) return new FrontApiError(status, 'invalid_request_error', (err as Error).message)
   return toFrontApiError(err)
 }
@@ -58,7 +67,13 @@ function fromFastify (err: unknown, maxBodyBytes: number): FrontApiError {
 /** The fastify app: body parsing, the error shape, the key, the verdict on every answer, the routes. */
 function buildApp (state: FrontState): FastifyInstance {
   const { config, logger, apiKey, redact } = state
-  const app = Fastify({ bodyLimit: config.limits.maxBodyBytes, logger: false })
+  const forwarded = FORWARDED_ROUTES[config.decoder.engine]
+  const guard = new FastifyRouteGuard([...FRONT_ROUTES, ...forwarded], routeRefusal)
+  const app = Fastify({ bodyLimit: config.limits.maxBodyBytes, logger: false, rewriteUrl: guard.rewriteUrl })
+  refuseOversizedContinue(app.server, config.limits.maxBodyBytes, () => ({
+    body: JSON.stringify(tooLarge(config.limits.maxBodyBytes).toBody()),
+    headers: { [VERDICT_HEADER]: refusedVerdict(413) },
+  }))
   // Bodies stay bytes: completions are parsed here (with our own errors), passthrough forwards them as sent.
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => { done(null, body) })
@@ -78,18 +93,20 @@ function buildApp (state: FrontState): FastifyInstance {
     }
     throw new FrontApiError(401, 'invalid_request_error', UNAUTHORIZED_MESSAGE, null, 'invalid_api_key', { 'www-authenticate': 'Bearer' })
   })
+  // After the key (nothing is told without it), before the body and any handler.
+  app.addHook('onRequest', guard.onRequest)
   app.addHook('onSend', async (request, reply) => {
     if (!reply.hasHeader(VERDICT_HEADER)) {
       const generation = request.url.startsWith('/v1/chat/completions') || request.url.startsWith('/v1/completions')
-      reply.header(VERDICT_HEADER, generation ? `declined: request refused (${reply.statusCode})` : PASSTHROUGH_VERDICT)
+      reply.header(VERDICT_HEADER, generation ? refusedVerdict(reply.statusCode) : PASSTHROUGH_VERDICT)
     }
   })
 
   app.get('/health', async (request, reply) => await answerHealth(state, anonymous.has(request), reply))
   app.post('/v1/chat/completions', async (request, reply) => { await handleGeneration(state, 'chat', '/v1/chat/completions', request, reply) })
   app.post('/v1/completions', async (request, reply) => { await handleGeneration(state, 'completion', '/v1/completions', request, reply) })
-  // Everything else is the decoder's: passed through as sent, answered as it answers.
-  app.all('/*', async (request, reply) => await passThrough(state, request, reply))
+  // The decoder's other client routes: passed through, answered as it answers. Nothing else is routed.
+  for (const route of forwarded) app.route({ method: [...route.methods], url: route.path, handler: async (request, reply) => await passThrough(state, request, reply) })
   return app
 }
 

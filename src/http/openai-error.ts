@@ -1,6 +1,7 @@
 // The one error shape every OpenAI-compatible surface here answers with (the decoder, the front door):
 // { error: { message, type, param, code } }, as OpenAI and the openai client expect it.
 import { PdBridgeError } from '../errors.ts'
+import type { RefusedTarget } from './route-guard.ts'
 
 /** Error types, as OpenAI names them (openai-node maps them by status). */
 export type OpenAiErrorType =
@@ -48,4 +49,16 @@ export function badRequest (message: string, param: string | null = null, code: 
 export function toOpenAiApiError (err: unknown, what = 'internal error'): OpenAiApiError {
   if (err instanceof OpenAiApiError) return err
   return new OpenAiApiError(500, 'server_error', `${what}: ${err instanceof Error ? err.message : String(err)}`)
+}
+
+/** A target the route guard refused, in this shape: 404 `unknown_route`, 405 with Allow, 400/414 `invalid_path`. */
+export function routeRefusal (refusal: RefusedTarget): OpenAiApiError {
+  if (refusal.status === 404) return new OpenAiApiError(404, 'not_found_error', refusal.reason, null, 'unknown_route')
+  if (refusal.status === 405) return new OpenAiApiError(405, 'invalid_request_error', refusal.reason, null, 'method_not_allowed', { allow: (refusal.allow ?? []).join(', ') })
+  return new OpenAiApiError(refusal.status, 'invalid_request_error', refusal.reason, null, 'invalid_path')
+}
+
+/** The same refusal with its message passed through `redact` (src/http/redact.ts). */
+export function redactedError (err: OpenAiApiError, redact: (text: string) => string): OpenAiApiError {
+  return new OpenAiApiError(err.status, err.type, redact(err.message), err.param, err.code, err.headers)
 }

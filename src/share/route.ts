@@ -1,5 +1,8 @@
 // Which file, if any, a raw request target names. Judged on the raw bytes Node hands over (it does
-// no normalisation), before any decoding, so no spelling of a traversal can reach the file system.
+// no normalisation): first by the route guard every port shares (src/http/route-guard.ts), then by
+// the share's stricter rule (no `%` and no dot segment at all: no file name needs them), before any
+// decoding, so no spelling of a traversal can reach the file system.
+import { normalizeTarget } from '../http/route-guard.ts'
 import { LAYER_FILE_PATTERN, MANIFEST_FILE, isValidRequestId } from '../wire/manifest.ts'
 
 /** What a request target asks for, or why it is refused. */
@@ -22,7 +25,8 @@ export const MAX_TARGET_LENGTH = 1024
 export function routeTarget (rawTarget: string): ShareRoute {
   const refuse = (reason: string): ShareRoute => ({ kind: 'refused', status: 400, reason })
   if (rawTarget.length > MAX_TARGET_LENGTH) return { kind: 'refused', status: 414, reason: `request target longer than ${MAX_TARGET_LENGTH} characters` }
-  if (!rawTarget.startsWith('/')) return refuse('request target must be a path starting with / (absolute URLs and * are refused)')
+  const shared = normalizeTarget(rawTarget)
+  if (!shared.ok) return { kind: 'refused', status: shared.status === 414 ? 414 : 400, reason: shared.reason }
   const query = rawTarget.indexOf('?')
   const path = query === -1 ? rawTarget : rawTarget.slice(0, query)
   if (path.includes('%')) return refuse('percent-encoded bytes are refused (no valid name needs them; %2e, %2f, %5c, %00 spell traversals)')

@@ -1,16 +1,17 @@
 // `pd-bridge decoder` with PD_API_KEY set, as a real child process: completions, models and the
 // internal rescan are a 401 in OpenAI's error shape without the key or with a wrong one, a bare
 // /health says only its status, and with the key everything answers as before.
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { makeTiny, startDecoderChild, tempDir, type DecoderChild } from './helpers.ts'
 
 const KEY = 'decoder-test-key-19c2'
 const tmp = tempDir('decoder-key')
 let decoder: DecoderChild
+let model: string
 
 beforeAll(async () => {
-  const model = await makeTiny(join(tmp.dir, 'model'))
+  model = await makeTiny(join(tmp.dir, 'model'))
   decoder = await startDecoderChild(['--model', model, '--cache-dir', join(tmp.dir, 'cache'), '--block-size', '256', '--max-tokens', '8'], join(tmp.dir, 'decoder.log'), { PD_API_KEY: KEY })
 }, 120_000)
 afterAll(async () => {
@@ -45,5 +46,14 @@ describe('PD_API_KEY on the decoder', () => {
     const r = await call('/v1/completions', { method: 'POST', headers: { 'content-type': 'application/json', ...auth }, body: JSON.stringify(completion) })
     expect(r.status).toBe(200)
     expect(r.body.usage.completion_tokens).toBeGreaterThan(0)
+  })
+
+  it('the key holder sees the deployment paths (the default model name is the model directory); nobody else is told them', async () => {
+    const auth = { authorization: `Bearer ${KEY}` }
+    const h = (await call('/health', { headers: auth })).body
+    expect(h).toMatchObject({ model: resolve(model), model_dir: model, cache: { dir: join(tmp.dir, 'cache') } })
+    expect((await call('/v1/models', { headers: auth })).body.data[0].id).toBe(resolve(model))
+    const anonymous = await fetch(`${decoder.url}/health`)
+    expect(await anonymous.text()).not.toContain(tmp.dir)
   })
 })

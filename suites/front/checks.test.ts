@@ -212,11 +212,15 @@ describe('internal routes and absolute paths', () => {
   it('POST /v1/cache/rescan is a 404 from the front door and never reaches the decoder; /v1/models still passes', async () => {
     const f = await front()
     fake.hits.length = 0
-    for (const path of ['/v1/cache/rescan', '/v1/cache/rescan?x=1', '/v1/cache/rescan/', '/v1/cache']) {
+    for (const path of ['/v1/cache/rescan', '/v1/cache/rescan?x=1', '/v1/cache', '/v1/models/../cache/rescan']) {
       const res = await fetch(`${f.url}${path}`, { method: 'POST' })
       expect(res.status, path).toBe(404)
       expect(await res.json()).toMatchObject({ error: { type: 'not_found_error', code: 'unknown_route' } })
     }
+    // A trailing slash is an ambiguous spelling: refused before any route is looked up.
+    const slash = await fetch(`${f.url}/v1/cache/rescan/`, { method: 'POST' })
+    expect(slash.status).toBe(400)
+    expect(await slash.json()).toMatchObject({ error: { type: 'invalid_request_error', code: 'invalid_path' } })
     expect(fake.hits.filter((h) => h.includes('/v1/cache'))).toEqual([])
     const models = await fetch(`${f.url}/v1/models`)
     expect(models.status).toBe(200)

@@ -342,7 +342,7 @@ describe('health and passthrough answer at once', () => {
     expect(res.headers.get('x-pd-bridge')).toBe('declined: passthrough (not a completion request)')
   })
 
-  it('/v1/models and unknown routes pass through to the decoder; its rescan is not reachable', async () => {
+  it('/v1/models passes through to the decoder; its rescan and unknown routes are refused by the front door', async () => {
     const models = await client(fronts.main).models.list()
     expect(models.data.map((m) => m.id)).toEqual([stack.modelName])
     const rescan = await fetch(`${fronts.main.url}/v1/cache/rescan`, { method: 'POST' })

@@ -175,7 +175,7 @@ describe('every bad request is a 4xx JSON error naming the problem', () => {
     ['body too large', 'POST', '/v1/prefill', { headers: json, body: JSON.stringify({ prompt: 'x'.repeat(70_000) }) }, 413, 'request_too_large_error', 'more than the limit of 65536 bytes'],
     ['not JSON content', 'POST', '/v1/prefill', { headers: { 'content-type': 'text/plain' }, body: '{"tokens": [1]}' }, 415, 'unsupported_media_type_error', 'Content-Type "text/plain" is not application/json'],
     ['unknown id', 'GET', '/v1/prefill/never-seen', {}, 404, 'not_found_error', 'no prefill request "never-seen"'],
-    ['unknown path', 'GET', '/v2/prefill', {}, 404, 'not_found_error', 'no such resource: /v2/prefill'],
+    ['unknown path', 'GET', '/v2/prefill', {}, 404, 'not_found_error', 'no route GET /v2/prefill'],
     ['wrong method on status', 'PUT', '/v1/prefill/tok-1', {}, 405, 'method_not_allowed_error', 'PUT is not allowed on /v1/prefill/tok-1; allowed: GET, DELETE'],
     ['wrong method on submit', 'GET', '/v1/prefill', {}, 405, 'method_not_allowed_error', 'allowed: POST'],
     ['wrong method on health', 'POST', '/health', { headers: json, body: '{}' }, 405, 'method_not_allowed_error', 'allowed: GET'],

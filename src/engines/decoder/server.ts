@@ -1,6 +1,8 @@
 // The embedded decoder's HTTP server: OpenAI-compatible /v1/chat/completions and /v1/completions
-// (whole or streamed as SSE), /v1/models, /health and POST /v1/cache/rescan. Requests are checked
-// and tokenized before they queue, take the engine one at a time, and never share a cache object.
+// (whole or streamed as SSE), /v1/models, /health and POST /v1/cache/rescan, and nothing else
+// (routes.ts, judged by the route guard before any work). Requests are checked and tokenized before
+// they queue, take the engine one at a time, and never share a cache object. Without the key, no
+// answer names a file by its absolute path (src/http/redact.ts).
 import { randomUUID } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -8,6 +10,11 @@ import Fastify, { type FastifyInstance, type FastifyReply, type RawServerDefault
 import type { Logger } from 'pino'
 import { ApiError, toApiError } from './api-error.ts'
 import { bearerMatches, isHealthPath, UNAUTHORIZED_MESSAGE } from '../../http/api-key.ts'
+import { refuseOversizedContinue } from '../../http/expect-continue.ts'
+import { FastifyRouteGuard } from '../../http/fastify-route-guard.ts'
+import { redactedError, routeRefusal } from '../../http/openai-error.ts'
+import { pathRedactor, redactDeep, type NamedRoot, type Redactor } from '../../http/redact.ts'
+import { DECODER_ROUTES } from './routes.ts'
 import type { GenerationHooks, GenerationJob, GenerationOutcome, PrefixCacheLike } from './generate.ts'
 import type { ServedModel } from './model.ts'
 import type { WriteFailure } from '../../decode/prefix-cache/index.ts'
@@ -92,6 +99,8 @@ export interface DecoderServerOptions {
   logger: Logger
   /** PD_API_KEY: every route but a bare /health requires `Authorization: Bearer <key>` (401 otherwise). */
   apiKey?: string
+  /** More roots shown by name to callers without the key (the model and cache directories always are): a GGUF file. */
+  redactRoots?: readonly NamedRoot[]
 }
 
 /** A running server. */
@@ -109,15 +118,17 @@ function fastifyStatus (err: unknown): number | undefined {
   return typeof status === 'number' ? status : undefined
 }
 
+function tooLarge (maxBodyBytes: number): ApiError {
+  return new ApiError(413, 'request_too_large_error', `the request body is larger than this server accepts (--max-body-bytes ${maxBodyBytes})`, null, 'request_too_large')
+}
+
 /** Map fastify's own refusals (body size, content type, JSON syntax) to OpenAI-shaped errors. */
 function fromFastify (err: unknown, maxBodyBytes: number): ApiError {
   if (err instanceof ApiError) return err
   const code = (err as { code?: unknown })?.code
   const status = fastifyStatus(err)
   const message = err instanceof Error ? err.message : String(err)
-  if (code === 'FST_ERR_CTP_BODY_TOO_LARGE' || status === 413) {
-    return new ApiError(413, 'request_too_large_error', `the request body is larger than this server accepts (--max-body-bytes ${maxBodyBytes})`, null, 'request_too_large')
-  }
+  if (code === 'FST_ERR_CTP_BODY_TOO_LARGE' || status === 413) return tooLarge(maxBodyBytes)
   if (code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' || status === 415) {
     return new ApiError(415, 'unsupported_media_type_error', 'the request body must be JSON (Content-Type: application/json)', null, 'unsupported_media_type')
   }
@@ -152,6 +163,8 @@ function sendError (reply: FastifyReply, err: ApiError): FastifyReply {
   return reply.code(err.status).headers(err.headers).send(err.toBody())
 }
 
+const shownAsIs: Redactor = (text) => text
+
 /** Start the server; resolves once it listens. */
 export async function startDecoderServer (opts: DecoderServerOptions): Promise<DecoderServer> {
   const { model, modelName, logger, generate } = opts
@@ -169,7 +182,13 @@ export async function startDecoderServer (opts: DecoderServerOptions): Promise<D
   // sent nothing on yet (HTTP client pools and browsers pre-connect). Node counts the latter as
   // active, not idle, and stops timing them out once the server closes, so without this a single
   // such socket keeps SIGTERM waiting until the client drops it.
-  const app = Fastify({ loggerInstance: logger, bodyLimit: opts.maxBodyBytes, forceCloseConnections: true })
+  const guard = new FastifyRouteGuard(DECODER_ROUTES, routeRefusal)
+  const app = Fastify({ loggerInstance: logger, bodyLimit: opts.maxBodyBytes, forceCloseConnections: true, rewriteUrl: guard.rewriteUrl })
+  refuseOversizedContinue(app.server, opts.maxBodyBytes, () => ({ body: JSON.stringify(tooLarge(opts.maxBodyBytes).toBody()) }))
+  // Absolute paths are the key holder's: with no key configured nobody holds it, and every answer is redacted.
+  const redact = pathRedactor([[model.dir, 'model'], [opts.prefixCache?.dir, 'cacheDir'], ...(opts.redactRoots ?? [])])
+  const holdsKey = (request: { headers: { authorization?: string | string[] } }): boolean => opts.apiKey !== undefined && bearerMatches(request.headers.authorization, opts.apiKey)
+  const redactorFor = (request: { headers: { authorization?: string | string[] } }): Redactor => holdsKey(request) ? shownAsIs : redact
   // Every response in flight, until its last byte is handed to the socket (or the socket is gone).
   const responses = new Set<Promise<void>>()
   // Requests without the key that may still be answered: a bare /health, with its status alone.
@@ -182,22 +201,29 @@ export async function startDecoderServer (opts: DecoderServerOptions): Promise<D
     if (request.method === 'GET' && isHealthPath(request.url)) anonymous.add(request)
     else throw new ApiError(401, 'invalid_request_error', UNAUTHORIZED_MESSAGE, null, 'invalid_api_key', { 'www-authenticate': 'Bearer' })
   })
-  app.setErrorHandler((err, _request, reply) => {
+  // After the key (nothing is told without it), before the body and any handler.
+  app.addHook('onRequest', guard.onRequest)
+  app.setErrorHandler((err, request, reply) => {
     const api = fromFastify(err, opts.maxBodyBytes)
     if (api.status >= 500) logger.error({ err }, 'request failed')
-    return sendError(reply, api)
+    return sendError(reply, redactedError(api, redactorFor(request)))
   })
   app.setNotFoundHandler((request, reply) => {
     return sendError(reply, new ApiError(404, 'not_found_error', `no route ${request.method} ${request.url.split('?')[0]}`, null, 'unknown_route'))
   })
 
-  const modelCard = { id: modelName, object: 'model', created: createdAt, owned_by: 'pd-bridge' }
+  // A model name that is a path (the default --model-name) is shown redacted without the key, and
+  // what is shown is accepted as the name: a client sends back what /v1/models listed.
+  const shownName = redact(modelName)
+  const servesModel = (asked: string): boolean => asked === modelName || asked === shownName
+  const modelCard = (request: { headers: { authorization?: string | string[] } }): Record<string, unknown> =>
+    ({ id: redactorFor(request)(modelName), object: 'model', created: createdAt, owned_by: 'pd-bridge' })
 
   app.get('/health', async (request) => {
     if (anonymous.has(request)) return { status: closing ? 'shutting_down' : 'ok' }
     const store = opts.prefixCache === undefined ? null : await opts.prefixCache.storeHealth()
     const degraded = degradedReasons(store)
-    return {
+    return redactDeep({
       // Degraded is still a 200: the decoder answers every prompt, it just cannot store blocks.
       status: closing ? 'shutting_down' : degraded.length > 0 ? 'degraded' : 'ok',
       degraded,
@@ -211,20 +237,20 @@ export async function startDecoderServer (opts: DecoderServerOptions): Promise<D
       cache: opts.prefixCache === undefined ? null : { dir: opts.prefixCache.dir, block_size: opts.prefixCache.blockSize, ...opts.prefixCache.describe() },
       store,
       ...opts.healthExtra?.(),
-    }
+    }, redactorFor(request))
   })
 
-  app.get('/v1/models', async () => ({ object: 'list', data: [modelCard] }))
+  app.get('/v1/models', async (request) => ({ object: 'list', data: [modelCard(request)] }))
   app.get<{ Params: { id: string } }>('/v1/models/:id', async (request) => {
-    if (request.params.id !== modelName) throw unknownModel(request.params.id)
-    return modelCard
+    if (!servesModel(request.params.id)) throw unknownModel(request.params.id)
+    return modelCard(request)
   })
 
-  app.post('/v1/cache/rescan', async () => {
+  app.post('/v1/cache/rescan', async (request) => {
     if (opts.prefixCache === undefined) throw new ApiError(404, 'not_found_error', 'this decoder runs without a prefix cache (no --cache-dir), so there is nothing to rescan', null, 'cache_disabled')
     const report = await opts.prefixCache.rescan()
     logger.info({ event: 'rescan', report }, 'cache rescanned')
-    return { object: 'cache.rescan', report, cache: opts.prefixCache.describe() }
+    return redactDeep({ object: 'cache.rescan', report, cache: opts.prefixCache.describe() }, redactorFor(request))
   })
 
   function unknownModel (asked: string): ApiError {
@@ -233,7 +259,7 @@ export async function startDecoderServer (opts: DecoderServerOptions): Promise<D
 
   async function serve (reply: FastifyReply, parsed: GenerationRequest): Promise<void> {
     if (closing) throw new ApiError(503, 'service_unavailable_error', 'the decoder is shutting down and takes no new requests')
-    if (parsed.model !== undefined && parsed.model !== modelName) throw unknownModel(parsed.model)
+    if (parsed.model !== undefined && !servesModel(parsed.model)) throw unknownModel(parsed.model)
     const tokens = promptTokens(model, parsed.prompt)
     const maxTokens = completionBudget(tokens.length, parsed, limits)
     const id = `${parsed.endpoint === 'chat' ? 'chatcmpl' : 'cmpl'}-${randomUUID().replaceAll('-', '')}`
@@ -254,7 +280,7 @@ export async function startDecoderServer (opts: DecoderServerOptions): Promise<D
         res.destroy()
         return
       }
-      const head: ResponseHead = { id, created: Math.floor(Date.now() / 1000), model: modelName, system_fingerprint: systemFingerprint }
+      const head: ResponseHead = { id, created: Math.floor(Date.now() / 1000), model: redactorFor(reply.request)(modelName), system_fingerprint: systemFingerprint }
       const job = { tokens, maxTokens, stop: parsed.stop, ignoreEos: parsed.ignoreEos }
       const promptIds = parsed.returnTokenIds ? tokens : undefined
       const outcome = parsed.stream
@@ -311,7 +337,7 @@ export async function startDecoderServer (opts: DecoderServerOptions): Promise<D
       }, signal)
     } catch (e) {
       // The reply is hijacked: fastify's error handler cannot answer any more, so answer here.
-      const api = toApiError(e)
+      const api = redactedError(toApiError(e), redactorFor(reply.request))
       logger.error({ err: e, id: head.id }, 'generation failed')
       if (!res.headersSent) {
         res.writeHead(api.status, { 'content-type': 'application/json; charset=utf-8', ...api.headers })

@@ -1,7 +1,9 @@
-// A small JSON router over node:http: routes by method and path pattern, answers 404 for an
-// unknown path and 405 (with Allow) for a known path under another method, and turns every thrown
-// ApiError into its JSON error body. Anything else thrown is a 500 that still names the problem.
+// A small JSON router over node:http: the route guard (src/http/route-guard.ts) judges each target
+// on its normalized path against the routes, answering 400 for an ambiguous spelling, 404 for an
+// unknown path and 405 (with Allow) for a known path under another method; every thrown ApiError
+// becomes its JSON error body. Anything else thrown is a 500 that still names the problem.
 import type { IncomingMessage, ServerResponse } from 'node:http'
+import { RouteAllowlist, type AllowedRoute, type RefusedTarget } from '../../http/route-guard.ts'
 import { ApiError } from './api-error.ts'
 
 /** What a handler returns: a status and a JSON body, plus headers. */
@@ -11,13 +13,11 @@ export interface JsonReply {
   headers?: Record<string, string>
 }
 
-/** A route handler; `params` are the pattern's capture groups, decoded. */
+/** A route handler; `params` are the pattern's `:name` segments in order, decoded. */
 export type Handler = (req: IncomingMessage, params: string[]) => Promise<JsonReply> | JsonReply
 
-/** One route: a method and an anchored path pattern. */
-export interface Route {
-  method: 'GET' | 'POST' | 'PUT' | 'DELETE'
-  path: RegExp
+/** One route: its methods, a path pattern (`/v1/prefill/:id`) and the handler. */
+export interface Route extends AllowedRoute {
   handler: Handler
 }
 
@@ -41,44 +41,24 @@ export function errorReply (err: unknown): JsonReply {
   return { status: e.status, body: e.toBody(), headers: e.headers }
 }
 
-function decodeSegments (groups: string[]): string[] | undefined {
-  try {
-    return groups.map((g) => decodeURIComponent(g))
-  }
-  catch {
-    return undefined
-  }
+function refusalReply (refusal: RefusedTarget): JsonReply {
+  const type = refusal.status === 404 ? 'not_found_error' : refusal.status === 405 ? 'method_not_allowed_error' : 'invalid_request_error'
+  const headers = refusal.allow === undefined ? undefined : { Allow: refusal.allow.join(', ') }
+  return errorReply(new ApiError(refusal.status, type, refusal.reason, undefined, headers))
 }
 
-/** Find the route for a request and run it; never throws. Returns the reply it sent. */
+/** Find the route for a request (judged on its normalized path) and run it; never throws. Returns the reply it sent. */
 export async function dispatch (routes: readonly Route[], req: IncomingMessage): Promise<JsonReply> {
-  let path: string
+  const judged = new RouteAllowlist(routes).judge(req.method ?? '', req.url ?? '')
+  if (!judged.ok) {
+    // A refused request's body is drained unread.
+    req.resume()
+    return refusalReply(judged)
+  }
   try {
-    path = new URL(req.url ?? '/', 'http://engine.invalid').pathname
+    return await (judged.route as Route).handler(req, Object.values(judged.params))
   }
-  catch {
-    return errorReply(new ApiError(400, 'invalid_request_error', `cannot parse the request target ${JSON.stringify(req.url)}`))
+  catch (e) {
+    return errorReply(e)
   }
-  const allowed: string[] = []
-  for (const route of routes) {
-    const m = route.path.exec(path)
-    if (m === null) continue
-    if (route.method !== req.method) {
-      allowed.push(route.method)
-      continue
-    }
-    const params = decodeSegments(m.slice(1))
-    if (params === undefined) return errorReply(new ApiError(404, 'not_found_error', `no such resource: ${path} (bad percent-encoding)`))
-    try {
-      return await route.handler(req, params)
-    }
-    catch (e) {
-      return errorReply(e)
-    }
-  }
-  if (allowed.length > 0) {
-    const allow = [...new Set(allowed)].join(', ')
-    return errorReply(new ApiError(405, 'method_not_allowed_error', `${req.method ?? '?'} is not allowed on ${path}; allowed: ${allow}`, undefined, { Allow: allow }))
-  }
-  return errorReply(new ApiError(404, 'not_found_error', `no such resource: ${path}`))
 }

@@ -13,6 +13,8 @@ import { loadCheckpoint } from '../../model/checkpoint/index.ts'
 import type { DeepseekV4Config } from '../../model/config.ts'
 import { DeepseekV4Engine } from '../../model/engine/index.ts'
 import { bearerMatches, isHealthPath, UNAUTHORIZED_MESSAGE } from '../../http/api-key.ts'
+import { refuseOversizedContinue } from '../../http/expect-continue.ts'
+import { pathRedactor, redactDeep } from '../../http/redact.ts'
 import { parseCarryMeta } from '../../capture/carry.ts'
 import { SafetensorsFile } from '../../formats/safetensors/index.ts'
 import { ApiError, badRequest } from './api-error.ts'
@@ -353,20 +355,20 @@ async function serve (p: ServeParts): Promise<PrefillEngineServer> {
   }
 
   const routes: Route[] = [
-    { method: 'GET', path: /^\/health$/, handler: health },
+    { methods: ['GET'], path: '/health', handler: health },
     {
-      method: 'GET',
-      path: /^\/v1\/models$/,
+      methods: ['GET'],
+      path: '/v1/models',
       handler: () => ({
         status: 200,
         body: { object: 'list', data: [{ id: model, object: 'model', created, owned_by: 'pd-bridge', max_model_len: limits.maxPositionEmbeddings }] },
       }),
     },
-    { method: 'POST', path: /^\/v1\/prefill$/, handler: submit },
-    { method: 'PUT', path: /^\/v1\/carry\/([^/]+)$/, handler: (req, [id]) => putCarry(req, id) },
-    { method: 'DELETE', path: /^\/v1\/carry\/([^/]+)$/, handler: (_req, [id]) => dropCarry(id) },
-    { method: 'GET', path: /^\/v1\/prefill\/([^/]+)$/, handler: (_req, [id]) => status(id) },
-    { method: 'DELETE', path: /^\/v1\/prefill\/([^/]+)$/, handler: (_req, [id]) => remove(id) },
+    { methods: ['POST'], path: '/v1/prefill', handler: submit },
+    { methods: ['PUT'], path: '/v1/carry/:id', handler: (req, [id]) => putCarry(req, id) },
+    { methods: ['DELETE'], path: '/v1/carry/:id', handler: (_req, [id]) => dropCarry(id) },
+    { methods: ['GET'], path: '/v1/prefill/:id', handler: (_req, [id]) => status(id) },
+    { methods: ['DELETE'], path: '/v1/prefill/:id', handler: (_req, [id]) => remove(id) },
   ]
 
   /** With a key: a 401 for a request without it; a bare /health still answers, with its status alone. */
@@ -377,13 +379,19 @@ async function serve (p: ServeParts): Promise<PrefillEngineServer> {
     return { status: 401, body: e.toBody(), headers: e.headers }
   }
 
+  // Absolute paths are the key holder's: with no key configured nobody holds it, and every answer is redacted.
+  const redact = pathRedactor([[o.captureRoot, 'captureRoot'], [o.model, 'model'], [o.sidecar, 'sidecar']])
+  const shown = (req: IncomingMessage, reply: JsonReply): JsonReply => o.apiKey !== undefined && bearerMatches(req.headers.authorization, o.apiKey)
+    ? reply
+    : { ...reply, body: redactDeep(reply.body, redact), ...(reply.headers === undefined ? {} : { headers: redactDeep(reply.headers, redact) }) }
+
   const server = createServer((req, res) => {
     const t0 = performance.now()
     const refused = authorize(req)
     // A refused request's body is drained unread.
     if (refused !== undefined) req.resume()
     void (refused !== undefined ? Promise.resolve(refused) : dispatch(routes, req)).then((reply) => {
-      sendJson(res, reply)
+      sendJson(res, shown(req, reply))
       const err = (reply.body as { error?: { message?: string } }).error
       log({ event: 'http', method: req.method, target: req.url, status: reply.status, ms: ms(performance.now() - t0), ...(err?.message === undefined ? {} : { reason: err.message }) })
     }).catch((e: unknown) => {
@@ -391,6 +399,10 @@ async function serve (p: ServeParts): Promise<PrefillEngineServer> {
       log({ event: 'http-error', method: req.method, target: req.url, error: (e as Error).message })
       res.destroy()
     })
+  })
+  // A carry has its own limit; every other body the JSON one.
+  refuseOversizedContinue(server, (req) => req.method === 'PUT' ? o.maxCarryBytes : bodyLimit, (declared, limit) => {
+    return { body: JSON.stringify(new ApiError(413, 'request_too_large_error', `the request body is ${declared} bytes, more than the limit of ${limit} bytes`).toBody()) }
   })
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     if (err.code === 'ECONNRESET' || !socket.writable) {

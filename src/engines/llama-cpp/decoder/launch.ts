@@ -109,6 +109,7 @@ export async function launchLlamaCppDecoder (opts: LlamaCppDecoderLaunchOptions)
     maxTokens, maxBodyBytes, maxQueue,
     logger: opts.logger,
     apiKey: opts.apiKey,
+    redactRoots: [[opts.gguf, 'gguf']],
   })
   return {
     server, model, modelName, geometryFingerprint, context, gguf: resolve(opts.gguf), blockSize,

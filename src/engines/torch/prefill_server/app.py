@@ -1,6 +1,8 @@
 """The HTTP API (docs/prefill-engine.md): POST /v1/prefill, GET and DELETE /v1/prefill/{id},
-GET /health, GET /v1/models, every refusal as {"error": {...}} with the embedded engine's statuses.
-With PD_API_KEY set, every route but a bare /health needs Authorization: Bearer <key>."""
+GET /health, GET /v1/models and nothing else, every refusal as {"error": {...}} with the embedded
+engine's statuses. Every target is judged by the shared route guard (route_guard.py) on its raw
+spelling, never by aiohttp's own normalization. With PD_API_KEY set, every route but a bare /health
+needs Authorization: Bearer <key>; without the key no answer names an absolute path."""
 import asyncio
 import collections
 import hashlib
@@ -17,7 +19,9 @@ from pd_torch_hook import manifest as mf
 
 from .api_error import ApiError, bad_request
 from .body import read_body
+from .redact import path_redactor
 from .request import parse
+from .route_guard import Refused, judge
 from .runner import Job, run_job
 
 REMEMBERED = 1024
@@ -95,6 +99,17 @@ def make_app(engine: Engine, api_key=None) -> web.Application:
     opts = engine.opts
     api_key = api_key if api_key is not None else (os.environ.get('PD_API_KEY') or None)
 
+    redact = path_redactor([(engine.root, 'captureRoot'), (getattr(opts, 'model', None), 'model'), (getattr(opts, 'sidecar', None), 'sidecar')])
+
+    @web.middleware
+    async def shown(request, handler):
+        """Absolute paths are the key holder's; with no key configured nobody holds it."""
+        response = await handler(request)
+        holds_key = api_key is not None and key_matches(request.headers.get('Authorization', ''), api_key)
+        if not holds_key and isinstance(response, web.Response) and response.text is not None:
+            response.text = redact(response.text)
+        return response
+
     @web.middleware
     async def auth(request, handler):
         if api_key is None or key_matches(request.headers.get('Authorization', ''), api_key):
@@ -117,7 +132,7 @@ def make_app(engine: Engine, api_key=None) -> web.Application:
         except web.HTTPNotFound:
             return web.json_response(ApiError(404, 'not_found_error', f'no such resource: {request.path}').body(), status=404)
 
-    async def submit(request):
+    async def submit(request, _params):
         if engine.stopping:
             raise ApiError(503, 'service_unavailable_error', 'the engine is shutting down')
         ctype = request.headers.get('Content-Type', '').split(';')[0].strip()
@@ -143,8 +158,8 @@ def make_app(engine: Engine, api_key=None) -> web.Application:
         return web.json_response({'request_id': rid, 'status_url': url, 'token_count': len(tokens), 'queue_position': position},
                                  status=202, headers={'Location': f'/v1/prefill/{rid}'})
 
-    async def status(request):
-        rid = request.match_info['id']
+    async def status(request, params):
+        rid = params['id']
         job = engine.jobs.get(rid)
         if job is not None:
             return web.json_response(_status(job, engine))
@@ -156,8 +171,8 @@ def make_app(engine: Engine, api_key=None) -> web.Application:
                                   **({'tokens_sha256': m['tokensSha256']} if m.get('tokensSha256') else {}), 'sealed_length': m['sealedLength'],
                                   'prefilled_tokens': m['sealedLength'], 'timings': m['timings'], **({'error': m['error']} if 'error' in m else {})})
 
-    async def delete(request):
-        rid = request.match_info['id']
+    async def delete(request, params):
+        rid = params['id']
         job = engine.jobs.get(rid)
         if job is not None and job.state in ('queued', 'running'):
             raise ApiError(409, 'conflict_error', f'request {rid!r} is {job.state}: a capture can be deleted only once it is sealed')
@@ -188,21 +203,34 @@ def make_app(engine: Engine, api_key=None) -> web.Application:
     # that one. The front door then bridges such prompts from token 0 (docs/warm-extend.md).
     WARM_EXTEND = {'supported': False, 'reason': "transformers continues only from its own cache of the prefix, which the decoder does not keep (it keeps its own); the prompt is bridged from token 0"}
 
-    async def health(_request):
+    async def health(_request, _params):
         return web.json_response({'status': 'stopping' if engine.stopping else 'ok', 'model': opts.model_name, 'profile': 'transformers',
                                   'sidecar_fingerprint': engine.sidecar.fingerprint, 'queue_length': len(engine.queue),
                                   'running': engine.running.id if engine.running else None, 'max_queue': opts.max_queue,
                                   'max_tokens': opts.max_tokens, 'prefix_caching': False, 'warm_extend': WARM_EXTEND})
 
-    async def models(_request):
+    async def models(_request, _params):
         return web.json_response({'object': 'list', 'data': [{'id': opts.model_name, 'object': 'model', 'owned_by': 'pd-bridge',
                                                               'max_model_len': engine.model.config.max_position_embeddings}]})
 
+    routes = [
+        (('GET',), '/health', health),
+        (('GET',), '/v1/models', models),
+        (('POST',), '/v1/prefill', submit),
+        (('GET',), '/v1/prefill/:id', status),
+        (('DELETE',), '/v1/prefill/:id', delete),
+    ]
+
+    async def dispatch(request):
+        # The raw target as received: aiohttp's router would have normalized it its own way.
+        try:
+            handler, params = judge(routes, request.method, request.raw_path)
+        except Refused as r:
+            kind = {404: 'not_found_error', 405: 'method_not_allowed_error'}.get(r.status, 'invalid_request_error')
+            raise ApiError(r.status, kind, r.reason, headers={'Allow': ', '.join(r.allow)} if r.allow else None)
+        return await handler(request, params)
+
     sweep_deletions(engine.root)
-    app = web.Application(middlewares=[errors, auth])
-    app.router.add_post('/v1/prefill', submit)
-    app.router.add_get('/v1/prefill/{id}', status)
-    app.router.add_delete('/v1/prefill/{id}', delete)
-    app.router.add_get('/health', health)
-    app.router.add_get('/v1/models', models)
+    app = web.Application(middlewares=[shown, errors, auth])
+    app.router.add_route('*', '/{tail:.*}', dispatch)
     return app
