@@ -20,7 +20,7 @@ import { answerHealth } from './health.ts'
 import { passThrough, PASSTHROUGH_VERDICT } from './passthrough.ts'
 import type { BridgeQueue } from './queue.ts'
 import type { PromptTokenizer } from './tokenize.ts'
-import { VERDICT_HEADER } from './verdict.ts'
+import { refused, VERDICT_HEADER, verdictHeader } from './verdict.ts'
 
 /** A running front door. */
 export interface FrontDoor {
@@ -78,7 +78,7 @@ function buildApp (state: FrontState): FastifyInstance {
   app.addHook('onSend', async (request, reply) => {
     if (!reply.hasHeader(VERDICT_HEADER)) {
       const generation = request.url.startsWith('/v1/chat/completions') || request.url.startsWith('/v1/completions')
-      reply.header(VERDICT_HEADER, generation ? `declined: request refused (${reply.statusCode})` : PASSTHROUGH_VERDICT)
+      reply.header(VERDICT_HEADER, generation ? verdictHeader(refused(reply.statusCode)) : PASSTHROUGH_VERDICT)
     }
   })
 

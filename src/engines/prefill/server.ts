@@ -176,6 +176,8 @@ async function serve (p: ServeParts): Promise<PrefillEngineServer> {
   let rate = 0
   // Tokens run for every request since start: a waiting request's client sees the engine move.
   let prefilledTotal = 0
+  // Submits answered 202 since start: what a caller that must not have started work checks.
+  let acceptedTotal = 0
   const queue: PrefillQueue = new PrefillQueue(makeCaptureRunner({
     engine,
     startCapture: backend.startCapture,
@@ -241,6 +243,7 @@ async function serve (p: ServeParts): Promise<PrefillEngineServer> {
     const ahead = queue.submit(job, (position) => {
       log({ event: 'queued', request_id: requestId, source: request.source, token_count: job.tokens.length, queue_position: position, ...(resume === undefined ? {} : { start_token: resume.startToken }) })
     })
+    acceptedTotal++
     const statusPath = `/v1/prefill/${encodeURIComponent(requestId)}`
     return {
       status: 202,
@@ -344,6 +347,7 @@ async function serve (p: ServeParts): Promise<PrefillEngineServer> {
         queue_length: queue.length,
         running: queue.running?.requestId ?? null,
         engine_prefilled_tokens: prefilledTotal,
+        accepted_requests: acceptedTotal,
         max_queue: o.maxQueue,
         max_tokens: p.maxTokens,
         prefix_caching: false,
