@@ -122,7 +122,7 @@ export const E2E: ProjectList = [
   'suites/cli/inspect.test.ts', 'suites/cli/install.test.ts', 'suites/cli/system-errors.test.ts',
   'suites/cli/usage.test.ts',
   'suites/consistency/cli.test.ts', 'suites/consistency/needle-live.test.ts',
-  'suites/front/api-key.test.ts', 'suites/front/front.test.ts', 'suites/front/retention.test.ts',
+  'suites/front/api-key.test.ts', 'suites/front/front.test.ts', 'suites/front/reconcile.test.ts', 'suites/front/retention.test.ts',
   'suites/front/verdict-truth.test.ts', 'suites/front/stall.test.ts', 'suites/front/warm-extend.test.ts',
   'suites/llama-cpp/demo.test.ts',
   'suites/needle/protocol-smoke.test.ts', 'suites/needle/remote-url.test.ts',

@@ -7,8 +7,6 @@
 // work is serialized, in a bounded queue. This file wires the routes and hooks, listens, closes.
 import { mkdtemp, rm } from 'node:fs/promises'
 import type { AddressInfo } from 'node:net'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify'
 import type { Logger } from 'pino'
 import type { FrontConfig } from '../config/index.ts'
@@ -19,6 +17,7 @@ import { handleGeneration } from './generation.ts'
 import { answerHealth } from './health.ts'
 import { passThrough, PASSTHROUGH_VERDICT } from './passthrough.ts'
 import type { BridgeQueue } from './queue.ts'
+import { ownSpoolPrefix, reconcileSpools, startReconcile, unlockSpool } from './reconcile.ts'
 import type { PromptTokenizer } from './tokenize.ts'
 import { refused, VERDICT_HEADER, verdictHeader } from './verdict.ts'
 
@@ -94,8 +93,12 @@ function buildApp (state: FrontState): FastifyInstance {
 export async function startFrontDoor (options: FrontDoorOptions): Promise<FrontDoor> {
   const { config, logger, apiKey } = options
   const ownSpool = config.share.url !== undefined && config.capture.spoolDir === undefined
-  const spoolDir = ownSpool ? await mkdtemp(join(tmpdir(), 'pd-bridge-front-spool-')) : config.capture.spoolDir
+  // What a front door that died left behind goes before this one spools anything (reconcile.ts).
+  const reconciled = await reconcileSpools(config.capture.spoolDir, ownSpool)
+  const spoolDir = ownSpool ? await mkdtemp(ownSpoolPrefix()) : config.capture.spoolDir
   const state = new FrontState(config, logger, apiKey, spoolDir)
+  const stopRetiring = new AbortController()
+  const retiring = startReconcile(reconciled, state.effective, state.auth, logger, stopRetiring.signal)
   const app = buildApp(state)
   await app.listen({ host: config.listen.host, port: config.listen.port })
   const address = app.server.address() as AddressInfo
@@ -107,9 +110,12 @@ export async function startFrontDoor (options: FrontDoorOptions): Promise<FrontD
     tokenizer: state.tokenizer,
     close: async () => {
       state.closing = true
+      stopRetiring.abort()
       await app.close()
       await state.tokenizer.close()
+      await retiring
       if (ownSpool && spoolDir !== undefined) await rm(spoolDir, { recursive: true, force: true })
+      else if (spoolDir !== undefined && reconciled.spoolHeldBy === undefined) await unlockSpool(spoolDir)
     },
   }
 }

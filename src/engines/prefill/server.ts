@@ -131,6 +131,7 @@ export async function createPrefillEngine (options: PrefillEngineOptions, openBa
     const previous = lock.staleFrom === undefined ? 'a previous engine' : `the previous engine (pid ${lock.staleFrom.pid})`
     const recovery = await failOrphanedCaptures(o.captureRoot, `engine restarted: ${previous} stopped while this capture was running`)
     for (const id of recovery.markedFailed) log({ event: 'recovered', request_id: id, state: 'failed' })
+    for (const id of recovery.removed) log({ event: 'recovered', request_id: id, state: 'removed', why: 'the capture never started (no manifest)' })
     for (const u of recovery.unreadable) log({ event: 'recovery-skipped', request_id: u.requestId, problem: u.problem })
     for (const name of await sweepDeletions(o.captureRoot)) log({ event: 'deletion-finished', dir: name })
     for (const name of await sweepCarries(o.captureRoot)) log({ event: 'carry-removed', file: name, why: 'left by an earlier engine' })
