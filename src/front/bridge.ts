@@ -70,6 +70,7 @@ export async function runBridge (config: FrontConfig, setup: BridgeSetup, job: B
   // Travels with the request into the capture manifest; the writer keys blocks only under ids with this digest.
   const tokensSha256 = tokenIdsSha256(captureTokens)
   try {
+    await run.begin()
     let carryId: string | undefined
     let startToken = 0
     let warmDeclined: string | undefined

@@ -7,7 +7,7 @@ import type { Logger } from 'pino'
 import type { FrontConfig } from '../config/index.ts'
 import type { PrefixCacheEvent } from '../decode/prefix-cache/index.ts'
 import { authHeaders } from '../http/api-key.ts'
-import { decoderFacts, decoderModels } from './links.ts'
+import { checkLink, decoderFacts, decoderModels } from './links.ts'
 import { BridgeQueue } from './queue.ts'
 import { pathRedactor, type Redactor } from './redact.ts'
 import { buildSetup, type BridgeSetup } from './setup.ts'
@@ -21,8 +21,8 @@ export class FrontState {
   readonly queue: BridgeQueue
   readonly tokenizer: PromptTokenizer
   readonly redact: Redactor
-  /** The decoder's completion limits, from its /health (the embedded decoder reports them). */
-  decoderLimits: { maxTokens: number, maxPositions: number } | undefined
+  /** The decoder's completion and body limits, from its /health (the embedded decoder reports them). */
+  decoderLimits: { maxTokens: number, maxPositions: number, maxBodyBytes?: number } | undefined
   /** The model the decoder last said it serves: block keys are hashed with it. */
   decoderModel: string | undefined
   /** Moving average of a bridge's time, for the 429's Retry-After. */
@@ -45,7 +45,14 @@ export class FrontState {
   /** Keep what the decoder's /health said about its model and limits. */
   noteFacts (facts: ReturnType<typeof decoderFacts>): void {
     if (facts.model !== undefined) this.decoderModel = facts.model
-    if (facts.maxTokens !== undefined && facts.maxPositions !== undefined) this.decoderLimits = { maxTokens: facts.maxTokens, maxPositions: facts.maxPositions }
+    if (facts.maxTokens !== undefined && facts.maxPositions !== undefined) this.decoderLimits = { maxTokens: facts.maxTokens, maxPositions: facts.maxPositions, maxBodyBytes: facts.maxBodyBytes }
+  }
+
+  /** Ask the decoder's /health now unless its model (when not configured) and, with `limits`, its limits are known. */
+  async learnDecoderFacts (limits: boolean): Promise<void> {
+    const modelKnown = this.config.decoder.modelName !== undefined || this.decoderModel !== undefined
+    if (modelKnown && (!limits || this.decoderLimits !== undefined)) return
+    this.noteFacts(decoderFacts((await checkLink('decoder', this.config.decoder.url, this.config.deadlines.linkMs, this.auth)).health))
   }
 
   private readonly storeLog = (event: PrefixCacheEvent): void => {

@@ -12,7 +12,7 @@ import { PD_ERR } from '../errors.ts'
 import { passHeaders } from '../http/hop-by-hop.ts'
 import { describeFailure, joinUrl, linkFailure } from './http.ts'
 import { SSE_DONE, SseParser, sseComment, sseData, type SseEvent } from './sse.ts'
-import { confirmBridge, VERDICT_HEADER, verdictHeader, verdictText, type BridgedPlan, type Verdict } from './verdict.ts'
+import { confirmBridge, refused, restoredVerdict, VERDICT_HEADER, verdictHeader, verdictText, type BridgedPlan, type Verdict } from './verdict.ts'
 
 /** What the client learns in `pd_bridge` (snake_case, like the rest of the OpenAI body). */
 export interface PdBridgeInfo {
@@ -81,7 +81,9 @@ function isRecord (v: unknown): v is Record<string, unknown> {
 }
 
 function decide (plan: ForwardPlan, status: number, cached: number | undefined, problem?: string): Verdict {
-  if ('verdict' in plan.outcome) return plan.outcome.verdict
+  // A refusal is the verdict whatever routing decided: the decoder computed nothing for it.
+  if (status >= 400 && status < 500) return refused(status, 'bridged' in plan.outcome ? 'the decoder refused it after the bridge; the bridged blocks stay in the store' : undefined)
+  if ('verdict' in plan.outcome) return restoredVerdict(plan.outcome.verdict, status === 200 ? cached : undefined)
   if (status !== 200) return { kind: 'declined', reason: `the decoder answered ${status}${problem !== undefined ? `: ${problem}` : ''}; the bridged blocks stay in the store` }
   return confirmBridge(plan.outcome.bridged, cached)
 }
@@ -111,6 +113,12 @@ async function write (res: ServerResponse, text: string): Promise<void> {
   if (!res.write(text)) await Promise.race([once(res, 'drain'), once(res, 'close')])
 }
 
+/** The body the decoder gets: the client's, with `stream_options.include_usage` forced on a stream (the usage chunk confirms a bridge). */
+export function upstreamBody (body: unknown, stream: boolean): unknown {
+  if (!stream || !isRecord(body)) return body
+  return { ...body, stream_options: { ...(isRecord(body.stream_options) ? body.stream_options : {}), include_usage: true } }
+}
+
 /**
  * Forward `plan` to the decoder and answer the client on `res` (raw, hijacked). `signal` aborts
  * the upstream request (the client went away). Never throws for upstream trouble: the client gets
@@ -118,9 +126,7 @@ async function write (res: ServerResponse, text: string): Promise<void> {
  */
 export async function forwardGeneration (config: FrontConfig, plan: ForwardPlan, res: ServerResponse, signal: AbortSignal, auth: Record<string, string> = {}): Promise<ForwardResult> {
   const d = config.deadlines
-  const body = plan.stream
-    ? { ...plan.body, stream_options: { ...(isRecord(plan.body.stream_options) ? plan.body.stream_options : {}), include_usage: true } }
-    : plan.body
+  const body = upstreamBody(plan.body, plan.stream)
   const t0 = performance.now()
   let upstream
   try {

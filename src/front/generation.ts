@@ -1,12 +1,14 @@
-// One completion request (chat or text), end to end: the front door's own request checks (JSON,
-// the model it names, the embedded decoder's rules), the plan (routing and the bridge), then the
-// forward to the decoder with the verdict. Hijacked once planned: fastify answers nothing after.
+// One completion request (chat or text), end to end: the request checks (with the embedded
+// decoder, its own body reader and rules; else JSON and the model it names), the plan (routing and
+// the bridge), then the forward to the decoder with the verdict. Hijacked once planned: fastify
+// answers nothing after.
 import type { FastifyReply, FastifyRequest } from 'fastify'
-// The embedded decoder's own request checks, run here before any bridge work (never copied).
-import { parseChatRequest, parseCompletionRequest } from '../engines/decoder/request.ts'
-import { FrontApiError, invalidRequest, toFrontApiError } from './api-error.ts'
+// The embedded decoder's own body reader and request checks, run here before any bridge work (never copied).
+import { bodyTooLarge, readGenerationRequest, readJsonBody, unknownModel } from '../engines/decoder/body.ts'
+import type { GenerationRequest } from '../engines/decoder/request.ts'
+import { FrontApiError, toFrontApiError } from './api-error.ts'
 import type { FrontState } from './door-state.ts'
-import { forwardGeneration, type ForwardPlan, type PdBridgeInfo } from './forward.ts'
+import { forwardGeneration, upstreamBody, type ForwardPlan, type PdBridgeInfo } from './forward.ts'
 import { planRequest } from './plan.ts'
 import { readFrontRequest, type Endpoint } from './prompt.ts'
 import { declined, VERDICT_HEADER, verdictText } from './verdict.ts'
@@ -18,40 +20,48 @@ function newInfo (): PdBridgeInfo {
   }
 }
 
-function isJsonType (type: string | undefined): boolean {
-  return type === undefined || /^application\/([a-z0-9.+-]+\+)?json\s*(;|$)/i.test(type)
+function isRecord (v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v)
 }
 
-/** The request's JSON body, or the error its client gets. */
-function readJsonBody (request: FastifyRequest): { raw: Buffer, body: unknown } {
-  if (!isJsonType(request.headers['content-type'])) throw new FrontApiError(415, 'unsupported_media_type_error', 'the request body must be JSON (Content-Type: application/json)', null, 'unsupported_media_type')
-  const raw = request.body as Buffer | undefined
-  if (raw === undefined || raw.length === 0) throw invalidRequest('the request body is empty; send a JSON object', null, 'invalid_json')
-  try {
-    return { raw, body: JSON.parse(raw.toString('utf8')) }
-  } catch (e) {
-    throw invalidRequest(`the request body is not valid JSON: ${(e as Error).message}`, null, 'invalid_json')
+/**
+ * The embedded decoder's checks of a parsed body, in its order: the body it would receive over its
+ * `--max-body-bytes` (413), its request rules (400), a model it does not serve (404). Each throws
+ * the error the decoder itself would answer.
+ */
+async function decoderChecks (state: FrontState, endpoint: Endpoint, body: unknown, served: () => Promise<string[]>): Promise<GenerationRequest> {
+  await state.learnDecoderFacts(true)
+  const maxBody = state.decoderLimits?.maxBodyBytes
+  const forwarded = upstreamBody(body, isRecord(body) && body.stream === true)
+  if (maxBody !== undefined && Buffer.byteLength(JSON.stringify(forwarded)) > maxBody) throw bodyTooLarge(maxBody)
+  const checked = readGenerationRequest(endpoint, body)
+  if (checked.model !== undefined) {
+    const ids = await served()
+    if (ids.length > 0 && !ids.includes(checked.model)) throw unknownModel(checked.model, ids[0])
   }
+  return checked
 }
 
 /** Answer one completion request on `path` (`endpoint` says how its body reads). */
 export async function handleGeneration (state: FrontState, endpoint: Endpoint, path: string, request: FastifyRequest, reply: FastifyReply): Promise<void> {
   const { config, logger, redact, auth, counts } = state
   if (state.closing) throw new FrontApiError(503, 'service_unavailable_error', 'the front door is shutting down and takes no new requests', null, 'shutting_down')
-  const { raw, body } = readJsonBody(request)
-  const fr = readFrontRequest(body, endpoint)
   const rules = config.decoder.requestRules
-  const decoder = fr.model !== undefined || rules === 'auto' ? await state.servedModels() : undefined
-  if (fr.model !== undefined && decoder !== undefined) {
-    const served = decoder.ids
+  const auto = rules === 'auto' ? await state.servedModels() : undefined
+  const servedIds = async (): Promise<string[]> => (auto ?? await state.servedModels()).ids
+  // With the embedded decoder, its own reader and rules before any work: what it would refuse after
+  // a bridge (a `__proto__` key, max_tokens 0, temperature 0.7) is refused now, in its words.
+  const embedded = rules === 'embedded' || auto?.embedded === true
+  const raw = request.body as Buffer | undefined
+  const body = readJsonBody(request.headers['content-type'], raw, embedded ? 'refuse' : 'keep')
+  const checked = embedded ? await decoderChecks(state, endpoint, body, servedIds) : undefined
+  const fr = readFrontRequest(body, endpoint)
+  if (!embedded && fr.model !== undefined) {
+    const served = await servedIds()
     if (served.length > 0 && !served.includes(fr.model)) {
       throw new FrontApiError(404, 'invalid_request_error', `the model '${fr.model}' does not exist; the decoder serves ${served.map((m) => `'${m}'`).join(', ')}`, 'model', 'model_not_found')
     }
   }
-  // The embedded decoder's own request checks, before any bridge work: what it would refuse 8 s
-  // later (max_tokens 0, temperature 0.7) is refused now with the same status and error body.
-  const embedded = rules === 'embedded' || (rules === 'auto' && decoder?.embedded === true)
-  const checked = embedded ? (endpoint === 'chat' ? parseChatRequest(body) : parseCompletionRequest(body)) : undefined
   counts.requests++
   const abort = new AbortController()
   const onClose = (): void => { if (!reply.raw.writableFinished) abort.abort() }
@@ -59,9 +69,9 @@ export async function handleGeneration (state: FrontState, endpoint: Endpoint, p
   const t0 = performance.now()
   const info = newInfo()
   try {
-    const planned = await planRequest(state, fr, info, abort.signal, checked, raw.length)
+    const planned = await planRequest(state, fr, info, abort.signal, checked, raw?.length ?? 0)
     // Client-facing reasons name files relative to the configured roots, never by absolute path.
-    const outcome = 'verdict' in planned && planned.verdict.kind === 'declined' ? { verdict: declined(redact(planned.verdict.reason)) } : planned
+    const outcome = 'verdict' in planned && planned.verdict.kind === 'declined' ? { verdict: declined(redact(planned.verdict.reason), planned.verdict.stored) } : planned
     if (info.rescan?.error !== undefined) info.rescan = { ...info.rescan, error: redact(info.rescan.error) }
     if (abort.signal.aborted) {
       logger.info({ event: 'request', endpoint, cancelled: true, pd_bridge: info }, 'client left before the answer')

@@ -19,7 +19,8 @@ export async function answerHealth (state: FrontState, anonymous: boolean, reply
   if (anonymous) return reply.code(ok ? 200 : 503).send({ ok, status })
   const view = (l: LinkState | undefined): object | null => l === undefined ? null : { ok: l.ok, url: l.url, ms: l.ms, ...(l.busy === true ? { busy: true } : {}), ...(l.error !== undefined ? { error: l.error } : {}) }
   let spoolEntries: number | null = null
-  if (spoolDir !== undefined) spoolEntries = await readdir(spoolDir).then((l) => l.length, () => null)
+  // Request folders only: the lock and the in-flight marks (reconcile.ts) are dot entries.
+  if (spoolDir !== undefined) spoolEntries = await readdir(spoolDir).then((l) => l.filter((n) => !n.startsWith('.')).length, () => null)
   return reply.code(ok ? 200 : 503).send(redactDeep({
     ok,
     front: 'pd',

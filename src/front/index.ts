@@ -7,7 +7,7 @@ export { spoolCapture, type SpoolOptions, type SpoolResult } from './stages/spoo
 export { blockStoreTarget, type DecoderTarget, type CaptureWriterOptions } from './target.ts'
 export { forwardGeneration, type ForwardPlan, type ForwardResult, type PdBridgeInfo } from './forward.ts'
 export { decideRoute, usableBlocks, type Route, type RouteInput, type RoutingRules } from './routing.ts'
-export { confirmBridge, declined, verdictHeader, verdictText, VERDICT_HEADER, MAX_HEADER_CHARS, type Verdict, type BridgedPlan } from './verdict.ts'
+export { confirmBridge, declined, refused, restoredVerdict, verdictHeader, verdictText, VERDICT_HEADER, MAX_HEADER_CHARS, type Verdict, type BridgedPlan, type StoredCount } from './verdict.ts'
 export { BridgeQueue, QueueFull, QueueLeft, type QueueView } from './queue.ts'
 export { readFrontRequest, promptTokenIds, type FrontRequest, type PromptSource, type Endpoint } from './prompt.ts'
 export { EngineWatch, type EngineWatchOptions, type EngineStatus } from './engine-watch.ts'

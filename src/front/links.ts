@@ -44,22 +44,26 @@ export interface DecoderFacts {
   profile?: string
   blockSize?: number
   geometryFingerprint?: string
-  /** max_position_embeddings and limits.max_tokens (the embedded decoder's completion limits). */
+  /** limits.max_positions (else max_position_embeddings) and limits.max_tokens (the embedded decoder's completion limits). */
   maxPositions?: number
   maxTokens?: number
+  /** limits.max_body_bytes: the largest body the decoder reads. */
+  maxBodyBytes?: number
 }
 
 /** Read the decoder's facts from its /health body. */
 export function decoderFacts (health: Record<string, unknown> | undefined): DecoderFacts {
   if (health === undefined) return {}
   const cache = isRecord(health.cache) ? health.cache : undefined
+  const limits = isRecord(health.limits) ? health.limits : undefined
   return {
     model: typeof health.model === 'string' ? health.model : undefined,
     profile: typeof health.profile === 'string' ? health.profile : undefined,
     blockSize: typeof cache?.block_size === 'number' ? cache.block_size : undefined,
     geometryFingerprint: typeof health.geometry_fingerprint === 'string' ? health.geometry_fingerprint : undefined,
-    maxPositions: typeof health.max_position_embeddings === 'number' ? health.max_position_embeddings : undefined,
-    maxTokens: isRecord(health.limits) && typeof health.limits.max_tokens === 'number' ? health.limits.max_tokens : undefined,
+    maxPositions: typeof limits?.max_positions === 'number' ? limits.max_positions : typeof health.max_position_embeddings === 'number' ? health.max_position_embeddings : undefined,
+    maxTokens: typeof limits?.max_tokens === 'number' ? limits.max_tokens : undefined,
+    maxBodyBytes: typeof limits?.max_body_bytes === 'number' ? limits.max_body_bytes : undefined,
   }
 }
 

@@ -3,7 +3,7 @@
 // says bridge, dispatch the bridge through the queue. Any bridge that does not happen becomes a
 // declined verdict (the request is then served natively); only a full queue under
 // `queue.whenFull: reject` is an error the client sees (429).
-import { completionBudget } from '../engines/decoder/prompt.ts'
+import { checkTokenIds, completionBudget } from '../engines/decoder/prompt.ts'
 import type { GenerationRequest } from '../engines/decoder/request.ts'
 import { errorCode, PD_ERR } from '../errors.ts'
 import { FrontApiError } from './api-error.ts'
@@ -11,7 +11,6 @@ import { BridgeFailure, runBridge, type BridgeJob } from './bridge.ts'
 import type { FrontState } from './door-state.ts'
 import type { PdBridgeInfo } from './forward.ts'
 import { linkReport } from './link-report.ts'
-import { checkLink, decoderFacts } from './links.ts'
 import type { FrontRequest } from './prompt.ts'
 import type { QueueFull } from './queue.ts'
 import { decideRoute } from './routing.ts'
@@ -29,13 +28,13 @@ export async function planRequest (state: FrontState, fr: FrontRequest, info: Pd
   if (fr.prompt.kind === 'opaque') return { verdict: declined(`prompt not tokenizable by the front door: ${fr.prompt.why}`) }
   let setup: BridgeSetup
   try {
-    if ((config.decoder.modelName === undefined && state.decoderModel === undefined) || (checked !== undefined && state.decoderLimits === undefined)) {
-      state.noteFacts(decoderFacts((await checkLink('decoder', config.decoder.url, config.deadlines.linkMs, state.auth)).health))
-    }
+    await state.learnDecoderFacts(checked !== undefined)
     setup = await state.setupFor(state.decoderModel)
   } catch (e) {
     return { verdict: declined(`bridge unavailable: ${(e as Error).message}`) }
   }
+  // The decoder's own vocabulary check on ids as given, before they are routed.
+  if (checked !== undefined && fr.prompt.kind === 'tokens') checkTokenIds(fr.prompt.tokens, setup.cfg.vocabSize)
   let tokens: number[] | null
   try {
     // Once per request: these ids are routed, looked up in the store and bridged.
@@ -55,7 +54,7 @@ export async function planRequest (state: FrontState, fr: FrontRequest, info: Pd
   const stored = probe ? await setup.target.storedBlocks(tokens) : 0
   const route = decideRoute({ promptTokens: t, storedBlocks: stored, blockSize: setup.blockSize }, rules)
   info.stored_tokens_before = probe ? route.cachedTokens : null
-  if (!route.bridge) return { verdict: declined(route.reason) }
+  if (!route.bridge) return { verdict: declined(route.reason, route.stored === undefined ? undefined : { tokens: route.stored, promptTokens: t }) }
   const links = await linkReport(state)
   if (links.problems.length > 0) return { verdict: declined(links.problems[0]) }
   return await dispatchBridge(state, setup, { tokens, blocks: route.blocks, storedBlocks: stored }, info, signal)

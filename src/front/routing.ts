@@ -21,7 +21,7 @@ export interface RouteInput {
 /** Bridge `blocks` full blocks (`bridgeTokens` = blocks * blockSize), or go straight to the decoder. */
 export type Route =
   | { bridge: true, blocks: number, bridgeTokens: number, cachedTokens: number }
-  | { bridge: false, reason: string, cachedTokens: number }
+  | { bridge: false, reason: string, cachedTokens: number, /** Set when the reason counts stored tokens (a warm prompt). */ stored?: number }
 
 /**
  * Full blocks of a T-token prompt the decoder can restore: floor((T - 1) / bs). The decoder must
@@ -46,7 +46,7 @@ export function decideRoute (input: RouteInput, rules: RoutingRules): Route {
   if (t > rules.maxBridgeTokens) return { bridge: false, reason: `prompt over the envelope guard (${t} tokens > PD_MAX_BRIDGE_TOKENS ${rules.maxBridgeTokens})`, cachedTokens }
   if (usable === 0) return { bridge: false, reason: `no full block to bridge (${t} tokens, block size ${bs})`, cachedTokens }
   const tail = t - cachedTokens
-  if (tail < rules.minTail) return { bridge: false, reason: `warm prompt (${cachedTokens} of ${t} tokens stored; ${tail} not stored < PD_MIN_TAIL ${rules.minTail})`, cachedTokens }
-  if (cachedTokens >= usable * bs) return { bridge: false, reason: `warm prompt (all ${usable} usable blocks stored)`, cachedTokens }
+  if (tail < rules.minTail) return { bridge: false, reason: `warm prompt (${cachedTokens} of ${t} tokens stored; ${tail} not stored < PD_MIN_TAIL ${rules.minTail})`, cachedTokens, stored: cachedTokens }
+  if (cachedTokens >= usable * bs) return { bridge: false, reason: `warm prompt (all ${usable} usable blocks stored)`, cachedTokens, stored: cachedTokens }
   return { bridge: true, blocks: usable, bridgeTokens: usable * bs, cachedTokens }
 }

@@ -9,8 +9,6 @@
 import type { KeyObject } from 'node:crypto'
 import { mkdtemp, rm } from 'node:fs/promises'
 import type { AddressInfo } from 'node:net'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify'
 import type { Logger } from 'pino'
 import type { FrontConfig } from '../config/index.ts'
@@ -24,8 +22,9 @@ import { handleGeneration } from './generation.ts'
 import { answerHealth } from './health.ts'
 import { FORWARDED_ROUTES, FRONT_ROUTES, passThrough, PASSTHROUGH_VERDICT } from './passthrough.ts'
 import type { BridgeQueue } from './queue.ts'
+import { ownSpoolPrefix, reconcileSpools, startReconcile, unlockSpool } from './reconcile.ts'
 import type { PromptTokenizer } from './tokenize.ts'
-import { VERDICT_HEADER } from './verdict.ts'
+import { refused, VERDICT_HEADER, verdictHeader } from './verdict.ts'
 
 /** A running front door. */
 export interface FrontDoor {
@@ -52,9 +51,6 @@ function tooLarge (maxBodyBytes: number): FrontApiError {
   return new FrontApiError(413, 'request_too_large_error', `the request body is larger than the front door accepts (limits.maxBodyBytes ${maxBodyBytes})`, null, 'request_too_large')
 }
 
-/** The verdict of an answer the front door gives itself to a request it refused. */
-const refusedVerdict = (status: number): string => `declined: request refused (${status})`
-
 function fromFastify (err: unknown, maxBodyBytes: number): FrontApiError {
   if (err instanceof FrontApiError) return err
   const code = (err as { code?: unknown })?.code
@@ -72,7 +68,7 @@ function buildApp (state: FrontState): FastifyInstance {
   const app = Fastify({ bodyLimit: config.limits.maxBodyBytes, logger: false, rewriteUrl: guard.rewriteUrl })
   refuseOversizedContinue(app.server, config.limits.maxBodyBytes, () => ({
     body: JSON.stringify(tooLarge(config.limits.maxBodyBytes).toBody()),
-    headers: { [VERDICT_HEADER]: refusedVerdict(413) },
+    headers: { [VERDICT_HEADER]: verdictHeader(refused(413)) },
   }))
   // Bodies stay bytes: completions are parsed here (with our own errors), passthrough forwards them as sent.
   app.removeAllContentTypeParsers()
@@ -98,7 +94,7 @@ function buildApp (state: FrontState): FastifyInstance {
   app.addHook('onSend', async (request, reply) => {
     if (!reply.hasHeader(VERDICT_HEADER)) {
       const generation = request.url.startsWith('/v1/chat/completions') || request.url.startsWith('/v1/completions')
-      reply.header(VERDICT_HEADER, generation ? refusedVerdict(reply.statusCode) : PASSTHROUGH_VERDICT)
+      reply.header(VERDICT_HEADER, generation ? verdictHeader(refused(reply.statusCode)) : PASSTHROUGH_VERDICT)
     }
   })
 
@@ -114,8 +110,12 @@ function buildApp (state: FrontState): FastifyInstance {
 export async function startFrontDoor (options: FrontDoorOptions): Promise<FrontDoor> {
   const { config, logger, apiKey } = options
   const ownSpool = config.share.url !== undefined && config.capture.spoolDir === undefined
-  const spoolDir = ownSpool ? await mkdtemp(join(tmpdir(), 'pd-bridge-front-spool-')) : config.capture.spoolDir
+  // What a front door that died left behind goes before this one spools anything (reconcile.ts).
+  const reconciled = await reconcileSpools(config.capture.spoolDir, ownSpool)
+  const spoolDir = ownSpool ? await mkdtemp(ownSpoolPrefix()) : config.capture.spoolDir
   const state = new FrontState(config, logger, apiKey, spoolDir, options.blockKey)
+  const stopRetiring = new AbortController()
+  const retiring = startReconcile(reconciled, state.effective, state.auth, logger, stopRetiring.signal)
   const app = buildApp(state)
   await app.listen({ host: config.listen.host, port: config.listen.port })
   const address = app.server.address() as AddressInfo
@@ -127,9 +127,12 @@ export async function startFrontDoor (options: FrontDoorOptions): Promise<FrontD
     tokenizer: state.tokenizer,
     close: async () => {
       state.closing = true
+      stopRetiring.abort()
       await app.close()
       await state.tokenizer.close()
+      await retiring
       if (ownSpool && spoolDir !== undefined) await rm(spoolDir, { recursive: true, force: true })
+      else if (spoolDir !== undefined && reconciled.spoolHeldBy === undefined) await unlockSpool(spoolDir)
     },
   }
 }

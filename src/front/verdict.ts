@@ -9,11 +9,35 @@ export const VERDICT_HEADER = 'x-pd-bridge'
 export type Verdict =
   | { kind: 'complete', bridgedTokens: number, promptTokens: number, startToken?: number }
   | { kind: 'partial', bridgedTokens: number, promptTokens: number, startToken?: number }
-  | { kind: 'declined', reason: string }
+  | { kind: 'declined', reason: string, /** The reason counts these stored tokens of a T-token prompt (what the front door saw). */ stored?: StoredCount }
+
+/** What the front door saw stored when it declined (the decoder may restore otherwise). */
+export interface StoredCount {
+  tokens: number
+  promptTokens: number
+}
 
 /** A declined verdict. */
-export function declined (reason: string): Verdict {
-  return { kind: 'declined', reason }
+export function declined (reason: string, stored?: StoredCount): Verdict {
+  return stored === undefined ? { kind: 'declined', reason } : { kind: 'declined', reason, stored }
+}
+
+/**
+ * A declined verdict as the decoder's answer leaves it: when its reason counts stored tokens and
+ * the decoder reported restoring another number (`cached_tokens`: a block failed its integrity
+ * check there, or was evicted or written since), the reason says what the decoder restored.
+ */
+export function restoredVerdict (v: Verdict, cached: number | undefined): Verdict {
+  if (v.kind !== 'declined' || v.stored === undefined || cached === undefined || cached === v.stored.tokens) return v
+  return declined(`${v.reason}; the decoder restored ${cached} of the ${v.stored.promptTokens} tokens (cached_tokens), not the ${v.stored.tokens} the front door saw stored`)
+}
+
+/**
+ * A request refused with a 4xx, by the front door on the decoder's own rules before any work or by
+ * the decoder itself: `request refused (<status>)`, and `after` when work was done before it.
+ */
+export function refused (status: number, after?: string): Verdict {
+  return declined(`request refused (${status})${after === undefined ? '' : `: ${after}`}`)
 }
 
 /**

@@ -45,7 +45,8 @@ async function bridge (front: string, seed: number): Promise<{ verdict: string, 
 }
 
 const captured = (id: string): boolean => existsSync(join(stack.captureRoot, id))
-const spoolEntries = (name: string): string[] => readdirSync(join(tmp.dir, `spool-${name}`))
+// Request folders and in-flight marks: the spool's lock is the front door's own.
+const spoolEntries = (name: string): string[] => readdirSync(join(tmp.dir, `spool-${name}`), { recursive: true, encoding: 'utf8' }).filter((n) => n !== '.pd-front.lock' && n !== '.inflight')
 
 describe('capture.retain', () => {
   it('none (the default): a complete bridge deletes its capture on the prefill side and empties the spool', async () => {

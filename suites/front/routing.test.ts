@@ -2,7 +2,7 @@
 // decoder's cached tokens, the request reader, the SSE parser and the bridge queue.
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { BridgeQueue, QueueFull, QueueLeft, SseParser, confirmBridge, decideRoute, readFrontRequest, usableBlocks, verdictHeader, verdictText, FrontApiError } from '../../src/front/index.ts'
+import { BridgeQueue, QueueFull, QueueLeft, SseParser, confirmBridge, decideRoute, declined, refused, restoredVerdict, readFrontRequest, usableBlocks, verdictHeader, verdictText, FrontApiError } from '../../src/front/index.ts'
 
 const rules = { minTokens: 512, minTail: 256, maxBridgeTokens: 8192 }
 
@@ -14,12 +14,12 @@ describe('routing rule', () => {
   it('short, over the guard, warm, nothing new, and bridged, in that order', () => {
     expect(decideRoute({ promptTokens: 40, storedBlocks: 0, blockSize: 256 }, rules)).toEqual({ bridge: false, reason: 'short prompt (40 tokens < PD_MIN_TOKENS 512)', cachedTokens: 0 })
     expect(decideRoute({ promptTokens: 9000, storedBlocks: 0, blockSize: 256 }, rules)).toMatchObject({ bridge: false, reason: 'prompt over the envelope guard (9000 tokens > PD_MAX_BRIDGE_TOKENS 8192)' })
-    expect(decideRoute({ promptTokens: 720, storedBlocks: 2, blockSize: 256 }, rules)).toEqual({ bridge: false, reason: 'warm prompt (512 of 720 tokens stored; 208 not stored < PD_MIN_TAIL 256)', cachedTokens: 512 })
+    expect(decideRoute({ promptTokens: 720, storedBlocks: 2, blockSize: 256 }, rules)).toEqual({ bridge: false, reason: 'warm prompt (512 of 720 tokens stored; 208 not stored < PD_MIN_TAIL 256)', cachedTokens: 512, stored: 512 })
     expect(decideRoute({ promptTokens: 720, storedBlocks: 0, blockSize: 256 }, rules)).toEqual({ bridge: true, blocks: 2, bridgeTokens: 512, cachedTokens: 0 })
     // A partly cached prompt with a long uncached tail is bridged to its last usable block.
     expect(decideRoute({ promptTokens: 1100, storedBlocks: 1, blockSize: 256 }, rules)).toEqual({ bridge: true, blocks: 4, bridgeTokens: 1024, cachedTokens: 256 })
     // Stored blocks past the usable ones do not count.
-    expect(decideRoute({ promptTokens: 768, storedBlocks: 3, blockSize: 256 }, { ...rules, minTail: 0 })).toEqual({ bridge: false, reason: 'warm prompt (all 2 usable blocks stored)', cachedTokens: 512 })
+    expect(decideRoute({ promptTokens: 768, storedBlocks: 3, blockSize: 256 }, { ...rules, minTail: 0 })).toEqual({ bridge: false, reason: 'warm prompt (all 2 usable blocks stored)', cachedTokens: 512, stored: 512 })
     expect(decideRoute({ promptTokens: 600, storedBlocks: 0, blockSize: 1024 }, rules)).toMatchObject({ bridge: false, reason: 'no full block to bridge (600 tokens, block size 1024)' })
   })
 
@@ -57,6 +57,21 @@ describe('verdicts', () => {
     expect(verdictText(confirmBridge(plan, 0))).toBe('declined: the decoder reported cached_tokens 0, fewer than the 512 bridged tokens: it prefilled them itself')
     expect(verdictText(confirmBridge(plan, 511))).toMatch(/^declined: the decoder reported cached_tokens 511/)
     expect(verdictText(confirmBridge(plan, undefined))).toMatch(/^declined: unconfirmed/)
+  })
+
+  it('a refusal says refused, with its status, and what was done before it', () => {
+    expect(verdictText(refused(400))).toBe('declined: request refused (400)')
+    expect(verdictText(refused(404, 'the decoder refused it after the bridge'))).toBe('declined: request refused (404): the decoder refused it after the bridge')
+  })
+
+  it('a warm verdict states what the decoder restored when it differs from what the front door saw stored', () => {
+    const warm = declined('warm prompt (2560 of 2588 tokens stored; 28 not stored < PD_MIN_TAIL 256)', { tokens: 2560, promptTokens: 2588 })
+    expect(verdictText(restoredVerdict(warm, 1280))).toBe('declined: warm prompt (2560 of 2588 tokens stored; 28 not stored < PD_MIN_TAIL 256); the decoder restored 1280 of the 2588 tokens (cached_tokens), not the 2560 the front door saw stored')
+    // The same count, or none reported, leaves it as it is; a reason that counts nothing stored is never rewritten.
+    expect(restoredVerdict(warm, 2560)).toBe(warm)
+    expect(restoredVerdict(warm, undefined)).toBe(warm)
+    const short = declined('short prompt (300 tokens < PD_MIN_TOKENS 512)')
+    expect(restoredVerdict(short, 0)).toBe(short)
   })
 
   it('the header keeps to visible ASCII and a bounded length', () => {

@@ -1,6 +1,7 @@
 // Crash rules in process: one engine per capture root (a lock naming the pid), a stale lock taken
 // over, and on start every `running` manifest sealed failed while done/partial/failed ones stay.
 import { spawn } from 'node:child_process'
+import { existsSync } from 'node:fs'
 import { once } from 'node:events'
 import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
@@ -96,11 +97,20 @@ describe('failOrphanedCaptures seals running captures as failed', () => {
     await finishManifest(await startCapture(root, start('failed-1')), 'failed', { error: 'earlier' })
     const { mkdir } = await import('node:fs/promises')
     await mkdir(join(root, 'no-manifest'))
+    // Died between creating the folder and renaming its first manifest into place: never started.
+    await mkdir(join(root, 'never-started'))
+    await writeFile(join(root, 'never-started', 'manifest.json.partial-1-abc'), '{')
+    // Something else in a folder without a manifest: not the engine's to judge, kept for a look.
+    await mkdir(join(root, 'stray'))
+    await writeFile(join(root, 'stray', 'notes.txt'), 'x')
     await mkdir(join(root, '.hidden'))
 
     const report = await failOrphanedCaptures(root, 'engine restarted: test')
     expect(report.markedFailed).toEqual(['run-empty', 'run-half'])
-    expect(report.unreadable.map((u) => u.requestId)).toEqual(['no-manifest'])
+    expect(report.removed).toEqual(['never-started', 'no-manifest'])
+    expect(report.unreadable.map((u) => u.requestId)).toEqual(['stray'])
+    expect(existsSync(join(root, 'never-started'))).toBe(false)
+    expect(existsSync(join(root, 'stray', 'notes.txt'))).toBe(true)
     for (const id of ['run-empty', 'run-half']) {
       const m = await readManifest(join(root, id))
       expect([m.state, m.error]).toEqual(['failed', 'engine restarted: test'])

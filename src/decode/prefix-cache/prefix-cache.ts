@@ -2,13 +2,14 @@
 // full blocks for a prompt and rebuild the decoder's cache from it; run the decoder's own prefill
 // in chunks cut at block boundaries and write each block as its boundary is reached.
 import type { KeyObject } from 'node:crypto'
+import { stat } from 'node:fs/promises'
 import { PdBridgeError } from '../../errors.ts'
 import type { DeepseekV4Config } from '../../model/config.ts'
 import type { DeepseekV4Engine, ModelCache } from '../../model/engine/index.ts'
 import { getProfile, type NumericsProfile } from '../../model/profiles/index.ts'
 import {
-  BlockStore, BlockStoreError, DEFAULT_BLOCK_SIZE, deepseekV4StoreLayout,
-  type ChainBlock, type IncompatibleReason, type StoreEvent, type StoreLayout, type StoreStats,
+  BlockStore, BlockStoreError, blockPath, DEFAULT_BLOCK_SIZE, deepseekV4StoreLayout,
+  type ChainBlock, type IncompatibleReason, type ScanReport, type StoreEvent, type StoreLayout, type StoreStats,
 } from '../store/index.ts'
 import { cacheToBlockPayload, modelCacheFromRestored, restoreBlocks } from './mapping.ts'
 import { storageRuleFor, type StorageRule } from './tensors.ts'
@@ -31,6 +32,11 @@ export type PrefixCacheEvent =
    * `code` is the errno code when the error carried one; `writeFailures` is the running count.
    */
   | { kind: 'write-failed', block: number, hash: string, code: string | null, detail: string, writeFailures: number }
+  /**
+   * After a failed write-back, a block another process (the bridge) wrote since was found (by a
+   * rescan or a lookup): the store takes writes again, so writes are no longer failing.
+   */
+  | { kind: 'written-elsewhere', hash: string, path: string }
 
 /** The refusals that quarantine a block: its bytes cannot be trusted. */
 type IntegrityReason = 'integrity' | 'unverified' | 'unauthenticated' | 'authentication'
@@ -254,9 +260,38 @@ export class DecoderPrefixCache {
     return this.lastFailure === null ? null : { ...this.lastFailure }
   }
 
-  /** True while the most recent write-back failed and no block has been written since. */
+  /** True while the most recent write-back failed and no block has been written since (here or by another process). */
   get writesFailing (): boolean {
     return this.failing
+  }
+
+  /** Re-read the store from disk (a bridge wrote blocks); a block written since a failed write-back clears `writesFailing`. */
+  async rescan (): Promise<ScanReport> {
+    const known = this.failing ? this.indexedHashes() : undefined
+    const report = await this.store.rescan()
+    if (known !== undefined) await this.noticeWritesElsewhere(this.store.entries().filter((e) => !known.has(e.hash)).map((e) => e.hash))
+    return report
+  }
+
+  private indexedHashes (): Set<string> {
+    return new Set(this.store.entries().map((e) => e.hash))
+  }
+
+  /**
+   * Of `hashes` (blocks this process did not index), one whose file was written after the last
+   * failed write-back clears the failing state. Read before any load: a load touches the file.
+   */
+  private async noticeWritesElsewhere (hashes: string[]): Promise<void> {
+    if (!this.failing || this.lastFailure === null) return
+    const since = Date.parse(this.lastFailure.at)
+    for (const hash of hashes) {
+      const path = blockPath(this.store.root, hash)
+      const mtime = await stat(path).then((s) => s.mtimeMs, () => undefined)
+      if (mtime === undefined || mtime < since) continue
+      this.failing = false
+      this.log({ kind: 'written-elsewhere', hash, path })
+      return
+    }
   }
 
   /** The store's own counters (refusals by reason, writes, evictions...). */
@@ -303,6 +338,11 @@ export class DecoderPrefixCache {
     const bs = this.blockSize
     const keys = this.store.keysFor(tokens)
     this.refusals.clear()
+    // While write-backs fail, blocks of this prompt on disk but not indexed may be another process's fresh writes.
+    if (this.failing) {
+      const known = this.indexedHashes()
+      await this.noticeWritesElsewhere(keys.filter((k) => !known.has(k)))
+    }
     const chain: ChainBlock[] = []
     const notes: string[] = []
     let geometry = false

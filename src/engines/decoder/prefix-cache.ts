@@ -41,7 +41,7 @@ export async function openServedPrefixCache (opts: ServedPrefixCacheOptions): Pr
     log: (event) => {
       // A failed block write says more than a cached probe: the next /health probes again.
       if (event.kind === 'write-failed') probe.invalidate()
-      else if (event.kind === 'written') probe.invalidateIfFailing()
+      else if (event.kind === 'written' || event.kind === 'written-elsewhere') probe.invalidateIfFailing()
       if (WARN.has(event.kind)) opts.logger.warn({ event: `cache.${event.kind}`, detail: event }, `prefix cache: ${event.kind}`)
       else opts.logger.info({ event: `cache.${event.kind}`, detail: event }, `prefix cache: ${event.kind}`)
     },
@@ -66,6 +66,6 @@ export async function openServedPrefixCache (opts: ServedPrefixCacheOptions): Pr
         writes_failing: cache.writesFailing, write_failures: cache.stats.writeFailures, last_write_failure: cache.lastWriteFailure,
       }
     },
-    rescan: async () => ({ ...await cache.store.rescan() }),
+    rescan: async () => ({ ...await cache.rescan() }),
   }
 }

@@ -13,11 +13,15 @@ import type { GenerationRequest, PromptInput } from './request.ts'
 export function promptTokens (model: Pick<DecoderModel, 'tokenizer' | 'config'>, prompt: PromptInput): number[] {
   if (prompt.kind === 'chat') return model.tokenizer.encode(renderChat(prompt.messages, true))
   if (prompt.kind === 'text') return model.tokenizer.encode(prompt.text, { addSpecialTokens: true })
-  const vocab = model.config.vocabSize
-  prompt.tokens.forEach((t, i) => {
-    if (t >= vocab) throw badRequest(`'prompt[${i}]' is ${t}, not a token id below vocab_size (${vocab})`, 'prompt')
-  })
+  checkTokenIds(prompt.tokens, model.config.vocabSize)
   return prompt.tokens
+}
+
+/** A 400 naming the first token id at or above `vocabSize`. */
+export function checkTokenIds (tokens: readonly number[], vocabSize: number): void {
+  tokens.forEach((t, i) => {
+    if (t >= vocabSize) throw badRequest(`'prompt[${i}]' is ${t}, not a token id below vocab_size (${vocabSize})`, 'prompt')
+  })
 }
 
 /** Server-side limits a request is checked against. */

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import Fastify, { type FastifyInstance, type FastifyReply, type RawServerDefault } from 'fastify'
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type RawServerDefault } from 'fastify'
 import type { Logger } from 'pino'
 import { ApiError, toApiError } from './api-error.ts'
 import { bearerMatches, isHealthPath, UNAUTHORIZED_MESSAGE } from '../../http/api-key.ts'
@@ -20,7 +20,8 @@ import type { ServedModel } from './model.ts'
 import type { WriteFailure } from '../../decode/prefix-cache/index.ts'
 import { completionBudget, promptTokens } from './prompt.ts'
 import { EngineQueue, QueueAbandoned, type QueueStats } from './queue.ts'
-import { parseChatRequest, parseCompletionRequest, type GenerationRequest } from './request.ts'
+import { bodyTooLarge, notJson, readGenerationRequest, readJsonBody, unknownModel } from './body.ts'
+import type { GenerationRequest } from './request.ts'
 import { ChunkMaker, chatCompletion, textCompletion, timingsOf, usageOf, type ResponseHead } from './responses.ts'
 import { SseWriter } from './sse.ts'
 
@@ -118,24 +119,14 @@ function fastifyStatus (err: unknown): number | undefined {
   return typeof status === 'number' ? status : undefined
 }
 
-function tooLarge (maxBodyBytes: number): ApiError {
-  return new ApiError(413, 'request_too_large_error', `the request body is larger than this server accepts (--max-body-bytes ${maxBodyBytes})`, null, 'request_too_large')
-}
-
-/** Map fastify's own refusals (body size, content type, JSON syntax) to OpenAI-shaped errors. */
+/** Map fastify's own refusals (body size, content type) to OpenAI-shaped errors; bodies are read by body.ts. */
 function fromFastify (err: unknown, maxBodyBytes: number): ApiError {
   if (err instanceof ApiError) return err
   const code = (err as { code?: unknown })?.code
   const status = fastifyStatus(err)
   const message = err instanceof Error ? err.message : String(err)
-  if (code === 'FST_ERR_CTP_BODY_TOO_LARGE' || status === 413) return tooLarge(maxBodyBytes)
-  if (code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' || status === 415) {
-    return new ApiError(415, 'unsupported_media_type_error', 'the request body must be JSON (Content-Type: application/json)', null, 'unsupported_media_type')
-  }
-  if (code === 'FST_ERR_CTP_EMPTY_JSON_BODY') return new ApiError(400, 'invalid_request_error', 'the request body is empty; send a JSON object', null, 'invalid_json')
-  if (err instanceof SyntaxError || code === 'FST_ERR_CTP_INVALID_JSON_BODY') {
-    return new ApiError(400, 'invalid_request_error', `the request body is not valid JSON: ${message}`, null, 'invalid_json')
-  }
+  if (code === 'FST_ERR_CTP_BODY_TOO_LARGE' || status === 413) return bodyTooLarge(maxBodyBytes)
+  if (code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' || status === 415) return notJson()
   if (status !== undefined && status >= 400 && status < 500) return new ApiError(status, 'invalid_request_error', message)
   return toApiError(err)
 }
@@ -184,7 +175,10 @@ export async function startDecoderServer (opts: DecoderServerOptions): Promise<D
   // such socket keeps SIGTERM waiting until the client drops it.
   const guard = new FastifyRouteGuard(DECODER_ROUTES, routeRefusal)
   const app = Fastify({ loggerInstance: logger, bodyLimit: opts.maxBodyBytes, forceCloseConnections: true, rewriteUrl: guard.rewriteUrl })
-  refuseOversizedContinue(app.server, opts.maxBodyBytes, () => ({ body: JSON.stringify(tooLarge(opts.maxBodyBytes).toBody()) }))
+  refuseOversizedContinue(app.server, opts.maxBodyBytes, () => ({ body: JSON.stringify(bodyTooLarge(opts.maxBodyBytes).toBody()) }))
+  // Bodies stay bytes until a route reads them with body.ts, the reader the front door runs too.
+  app.removeAllContentTypeParsers()
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => { done(null, body) })
   // Absolute paths are the key holder's: with no key configured nobody holds it, and every answer is redacted.
   const redact = pathRedactor([[model.dir, 'model'], [opts.prefixCache?.dir, 'cacheDir'], ...(opts.redactRoots ?? [])])
   const holdsKey = (request: { headers: { authorization?: string | string[] } }): boolean => opts.apiKey !== undefined && bearerMatches(request.headers.authorization, opts.apiKey)
@@ -232,7 +226,8 @@ export async function startDecoderServer (opts: DecoderServerOptions): Promise<D
       profile: model.profileName,
       geometry_fingerprint: opts.geometryFingerprint,
       max_position_embeddings: model.config.maxPositionEmbeddings,
-      limits: { max_tokens: opts.maxTokens, max_body_bytes: opts.maxBodyBytes, max_queue: opts.maxQueue },
+      // max_positions: what prompt + completion may take here (llama.cpp's context may be smaller than the model's window).
+      limits: { max_tokens: opts.maxTokens, max_positions: limits.maxPositions, max_body_bytes: opts.maxBodyBytes, max_queue: opts.maxQueue },
       queue: queueView(queue.stats),
       cache: opts.prefixCache === undefined ? null : { dir: opts.prefixCache.dir, block_size: opts.prefixCache.blockSize, ...opts.prefixCache.describe() },
       store,
@@ -242,7 +237,7 @@ export async function startDecoderServer (opts: DecoderServerOptions): Promise<D
 
   app.get('/v1/models', async (request) => ({ object: 'list', data: [modelCard(request)] }))
   app.get<{ Params: { id: string } }>('/v1/models/:id', async (request) => {
-    if (!servesModel(request.params.id)) throw unknownModel(request.params.id)
+    if (!servesModel(request.params.id)) throw unknownModel(request.params.id, shownName)
     return modelCard(request)
   })
 
@@ -253,13 +248,9 @@ export async function startDecoderServer (opts: DecoderServerOptions): Promise<D
     return redactDeep({ object: 'cache.rescan', report, cache: opts.prefixCache.describe() }, redactorFor(request))
   })
 
-  function unknownModel (asked: string): ApiError {
-    return new ApiError(404, 'invalid_request_error', `the model '${asked}' does not exist; this decoder serves '${modelName}'`, 'model', 'model_not_found')
-  }
-
   async function serve (reply: FastifyReply, parsed: GenerationRequest): Promise<void> {
     if (closing) throw new ApiError(503, 'service_unavailable_error', 'the decoder is shutting down and takes no new requests')
-    if (parsed.model !== undefined && !servesModel(parsed.model)) throw unknownModel(parsed.model)
+    if (parsed.model !== undefined && !servesModel(parsed.model)) throw unknownModel(parsed.model, shownName)
     const tokens = promptTokens(model, parsed.prompt)
     const maxTokens = completionBudget(tokens.length, parsed, limits)
     const id = `${parsed.endpoint === 'chat' ? 'chatcmpl' : 'cmpl'}-${randomUUID().replaceAll('-', '')}`
@@ -370,8 +361,10 @@ export async function startDecoderServer (opts: DecoderServerOptions): Promise<D
     return reply
   }
 
-  app.post('/v1/chat/completions', async (request, reply) => tracked(reply, parseChatRequest(request.body)))
-  app.post('/v1/completions', async (request, reply) => tracked(reply, parseCompletionRequest(request.body)))
+  const read = (endpoint: 'chat' | 'completion', request: FastifyRequest): GenerationRequest =>
+    readGenerationRequest(endpoint, readJsonBody(request.headers['content-type'], request.body as Buffer | undefined))
+  app.post('/v1/chat/completions', async (request, reply) => tracked(reply, read('chat', request)))
+  app.post('/v1/completions', async (request, reply) => tracked(reply, read('completion', request)))
 
   await app.listen({ host: opts.host ?? '127.0.0.1', port: opts.port ?? 0 })
   const address = app.server.address() as AddressInfo

@@ -133,6 +133,7 @@ export async function createPrefillEngine (options: PrefillEngineOptions, openBa
     const previous = lock.staleFrom === undefined ? 'a previous engine' : `the previous engine (pid ${lock.staleFrom.pid})`
     const recovery = await failOrphanedCaptures(o.captureRoot, `engine restarted: ${previous} stopped while this capture was running`)
     for (const id of recovery.markedFailed) log({ event: 'recovered', request_id: id, state: 'failed' })
+    for (const id of recovery.removed) log({ event: 'recovered', request_id: id, state: 'removed', why: 'the capture never started (no manifest)' })
     for (const u of recovery.unreadable) log({ event: 'recovery-skipped', request_id: u.requestId, problem: u.problem })
     for (const name of await sweepDeletions(o.captureRoot)) log({ event: 'deletion-finished', dir: name })
     for (const name of await sweepCarries(o.captureRoot)) log({ event: 'carry-removed', file: name, why: 'left by an earlier engine' })
@@ -178,6 +179,8 @@ async function serve (p: ServeParts): Promise<PrefillEngineServer> {
   let rate = 0
   // Tokens run for every request since start: a waiting request's client sees the engine move.
   let prefilledTotal = 0
+  // Submits answered 202 since start: what a caller that must not have started work checks.
+  let acceptedTotal = 0
   const queue: PrefillQueue = new PrefillQueue(makeCaptureRunner({
     engine,
     startCapture: backend.startCapture,
@@ -243,6 +246,7 @@ async function serve (p: ServeParts): Promise<PrefillEngineServer> {
     const ahead = queue.submit(job, (position) => {
       log({ event: 'queued', request_id: requestId, source: request.source, token_count: job.tokens.length, queue_position: position, ...(resume === undefined ? {} : { start_token: resume.startToken }) })
     })
+    acceptedTotal++
     const statusPath = `/v1/prefill/${encodeURIComponent(requestId)}`
     return {
       status: 202,
@@ -346,6 +350,7 @@ async function serve (p: ServeParts): Promise<PrefillEngineServer> {
         queue_length: queue.length,
         running: queue.running?.requestId ?? null,
         engine_prefilled_tokens: prefilledTotal,
+        accepted_requests: acceptedTotal,
         max_queue: o.maxQueue,
         max_tokens: p.maxTokens,
         prefix_caching: false,

@@ -6,6 +6,7 @@ import { rm } from 'node:fs/promises'
 import type { FrontConfig } from '../../config/index.ts'
 import { PD_ERR } from '../../errors.ts'
 import type { EngineWatch } from '../engine-watch.ts'
+import { clearInflight, markInflight } from '../reconcile.ts'
 import { BridgeFailure, type Cause } from './failure.ts'
 import { round, type BridgeTimings } from './timings.ts'
 
@@ -49,6 +50,12 @@ export class BridgeRun {
     this.accepted = true
   }
 
+  /** Mark the bridge in flight in the spool (before its submit), so a front door that dies mid-bridge leaves a record the next one reconciles. */
+  async begin (): Promise<void> {
+    const root = this.config.capture.spoolDir
+    if (root !== undefined) await markInflight(root, this.requestId)
+  }
+
   /** Milliseconds since the bridge started, rounded. */
   elapsed (): number {
     return round(performance.now() - this.t0)
@@ -68,5 +75,7 @@ export class BridgeRun {
     clearTimeout(this.timer)
     this.watch?.stop()
     if (this.spoolDir !== undefined) await rm(this.spoolDir, { recursive: true, force: true })
+    const root = this.config.capture.spoolDir
+    if (root !== undefined) await clearInflight(root, this.requestId)
   }
 }
