@@ -124,3 +124,26 @@ describe('the commands of each host refuse to listen beyond loopback without the
     }
   }, 120_000)
 })
+
+describe('protocols/two-hosts.mjs on the command line', () => {
+  const protocol = new URL('../../protocols/two-hosts.mjs', import.meta.url).pathname
+  const run = async (args: string[]): Promise<{ code: number, stdout: string, stderr: string }> =>
+    await execFileAsync(process.execPath, [protocol, ...args]).then((r) => ({ code: 0, ...r }), (e: { code: number, stdout: string, stderr: string }) => e)
+
+  it('--help prints the usage and starts nothing; a mistake is one line and exit 2', async () => {
+    const help = await run(['--help', '--profiles', '10gbe'])
+    expect(help.code).toBe(0)
+    expect(help.stdout).toContain('Usage: npx zx protocols/two-hosts.mjs')
+    expect(help.stdout).toContain('cut-short, cut-long, loss-1, loss-10, delay-50, prefill-host-killed, partition-heals')
+    for (const [args, message] of [
+      [['--nope'], 'unknown option --nope'],
+      [['--profiles', '100gbe', '--runs', '/nonexistent'], '--profiles 100gbe: no such link profile'],
+      [['--faults', 'meteor'], '--faults meteor: no such fault'],
+      [['--sizes', '12'], '--sizes must be an integer >= 512'],
+    ] as const) {
+      const r = await run([...args])
+      expect(r.code, args.join(' ')).toBe(2)
+      expect(r.stderr.trim().split('\n'), args.join(' ')).toEqual([expect.stringContaining(message)])
+    }
+  }, 120_000)
+})
