@@ -63,6 +63,7 @@ export const UNIT: ProjectList = [
   'suites/share/manifest.test.ts', 'suites/share/range.test.ts',
   'suites/stack/torch-prefill.test.ts', 'suites/stack/units.test.ts', 'suites/stack/doctor-blocks.test.ts',
   'suites/support/projects.test.ts',
+  'suites/two-hosts/key-guard.test.ts',
 ]
 
 /** Real servers on 127.0.0.1, child processes of one component, checkpoints on disk, or in-process but slow. */
@@ -112,7 +113,7 @@ export const INTEGRATION: ProjectList = [
   'suites/profiles/weights.test.ts',
   'suites/progress/native-check.test.ts',
   'suites/results/faults-section.test.ts', 'suites/results/load-section.test.ts', 'suites/results/warm-section.test.ts',
-  'suites/results/cost-chart.test.ts', 'suites/results/apart-leg.test.ts',
+  'suites/results/cost-chart.test.ts', 'suites/results/apart-leg.test.ts', 'suites/results/two-host-section.test.ts',
   'suites/share/api-key.test.ts', 'suites/share/cli.test.ts', 'suites/share/client-resume.test.ts',
   'suites/share/client-stream.test.ts', 'suites/share/manifest-atomic.test.ts',
   'suites/share/server-http.test.ts', 'suites/share/server-refusals.test.ts',
@@ -137,6 +138,7 @@ export const E2E: ProjectList = [
   'suites/stack/api-key.test.ts', 'suites/stack/demo.test.ts', 'suites/stack/serve.test.ts',
   'suites/stack/settings.test.ts', 'suites/stack/supervision.test.ts',
   'suites/torch-hook/',
+  'suites/two-hosts/bridge.test.ts',
 ]
 
 export const PROJECT_LISTS = { unit: UNIT, integration: INTEGRATION, e2e: E2E } as const

@@ -38,3 +38,19 @@ export function isHealthPath (url: string | undefined): boolean {
 
 /** The sentence every 401 carries (it never echoes what was sent). */
 export const UNAUTHORIZED_MESSAGE = 'missing or wrong API key: send Authorization: Bearer <PD_API_KEY>'
+
+/** Whether `host` is this machine's loopback (where only local processes can connect). */
+export function isLoopbackHost (host: string): boolean {
+  const h = host.trim().toLowerCase().replace(/^\[|\]$/g, '')
+  return h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h)
+}
+
+/**
+ * Why a service may not listen on `host` without a key, or null when it may: beyond loopback
+ * (another host's address, 0.0.0.0) anyone on the network could use it, so the deployment key is
+ * required there. Loopback stays open without one, as the embedded stack and the tests run it.
+ */
+export function keyRequiredProblem (host: string, key: string | undefined): string | null {
+  if (key !== undefined || isLoopbackHost(host)) return null
+  return `listening on ${host} (beyond loopback) needs the deployment key: set ${API_KEY_ENV} (the same value for every process of the deployment; docs/two-hosts.md)`
+}

@@ -20,6 +20,14 @@ export const PARENT_WATCH_ENV = 'PD_STACK_CHILD'
 export const CLI_PATH = fileURLToPath(new URL('../cli/pd-bridge.mjs', import.meta.url))
 const PARENT_WATCH_URL = pathToFileURL(fileURLToPath(new URL('./parent-watch.mjs', import.meta.url))).href
 
+/**
+ * The command line a child runs `pd-bridge <args>` with: this node, the parent watch, the CLI. A
+ * caller that wraps it (`ip netns exec NS ...` for a child on another host) passes the result as `argv`.
+ */
+export function childArgv (args: string[]): string[] {
+  return [process.execPath, '--import', PARENT_WATCH_URL, CLI_PATH, ...args]
+}
+
 /** How to start one child. */
 export interface ChildSpec {
   /** Short name: the log file is `<logDir>/<name>.log`. */
@@ -59,7 +67,7 @@ export class StackChild {
 
   private constructor (readonly spec: ChildSpec, readonly logPath: string) {
     this.log = new ProcessLog(logPath, spec.name)
-    const argv = spec.argv ?? [process.execPath, '--import', PARENT_WATCH_URL, CLI_PATH, ...spec.args]
+    const argv = spec.argv ?? childArgv(spec.args)
     // Own process group: a terminal's Ctrl-C goes to the supervisor alone, which stops children in
     // order. The IPC channel is what parent-watch.mjs watches.
     this.proc = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe', 'ipc'], detached: true, env: { ...(spec.env ?? process.env), [PARENT_WATCH_ENV]: '1' } })

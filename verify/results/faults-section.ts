@@ -67,7 +67,8 @@ function seconds (ms: number | null): string {
   return ms === null ? NOT_RUN : `${(ms / 1000).toFixed(2)} s`
 }
 
-function faultRow (f: FaultResult): string[] {
+/** One fault's cells under FAULT_HEADERS (the two-host section's faults use it too). */
+export function faultRow (f: FaultResult): string[] {
   if (f.skipped !== null) return [f.name, `skipped: ${verdictCell(f.skipped)}`, NOT_RUN, NOT_RUN, NOT_RUN, NOT_RUN, NOT_RUN, NOT_RUN]
   return [
     f.name,
@@ -81,12 +82,15 @@ function faultRow (f: FaultResult): string[] {
   ]
 }
 
+/** The columns of a fault's row. */
+export const FAULT_HEADERS = ['fault', 'verdict', 'HTTP', 'answer = native', 'corrupt blocks indexed', 'corrupt blocks served', 'recovery', 'correct']
+
 /** The newest run's faults, one row each. */
 export function faultTable (summary: FaultsSummary): Table {
   const newest = summary.runs[summary.runs.length - 1]
   return {
     title: 'Faults: newest run',
-    headers: ['fault', 'verdict', 'HTTP', 'answer = native', 'corrupt blocks indexed', 'corrupt blocks served', 'recovery', 'correct'],
+    headers: FAULT_HEADERS,
     rows: newest.faults.map(faultRow),
   }
 }

@@ -13,6 +13,7 @@ import { readRunRecords } from './record.ts'
 import { chartFiles, needleHeatmapFile, renderHtml, renderMarkdown } from './render.ts'
 import { summarize } from './summary.ts'
 import { readWarmRecords } from './warm-record.ts'
+import { readTwoHostRecords } from './two-host-record.ts'
 
 /** What the generator wrote. */
 export interface GenerateResult {
@@ -22,6 +23,7 @@ export interface GenerateResult {
   faultsRecords: number
   loadRecords: number
   warmRecords: number
+  twoHostRecords: number
   environments: number
   /** Paths written, relative to the output directory. */
   files: string[]
@@ -52,21 +54,28 @@ export function defaultWarmDir (runsDir: string): string {
   return join(dirname(resolve(runsDir)), 'warm')
 }
 
+/** Where two-host protocol records live by default: `two-host/` next to the run records' directory (protocols/two-hosts.mjs's default). */
+export function defaultTwoHostDir (runsDir: string): string {
+  return join(dirname(resolve(runsDir)), 'two-host')
+}
+
 /**
  * Read every run record under `runsDir`, every micro-benchmark record under `microDir`, every
  * needle run record under `needleDir`, every fault protocol record under `faultsDir`, every
- * load protocol record under `loadDir` and every warm-extend protocol record under `warmDir`, and regenerate the report files under `outDir`. Charts
+ * load protocol record under `loadDir`, every warm-extend protocol record under `warmDir` and every two-host protocol record under `twoHostDir`, and regenerate the report files under `outDir`. Charts
  * exist only for environments with runs (the cost chart only for those with complete bridged runs at 3 sizes or more), a heatmap only for those with needle records.
  */
 export async function generateResults (runsDir: string, outDir: string, microDir: string = defaultMicroDir(runsDir), needleDir: string = defaultNeedleDir(runsDir),
-  faultsDir: string = defaultFaultsDir(runsDir), loadDir: string = defaultLoadDir(runsDir), warmDir: string = defaultWarmDir(runsDir)): Promise<GenerateResult> {
+  faultsDir: string = defaultFaultsDir(runsDir), loadDir: string = defaultLoadDir(runsDir), warmDir: string = defaultWarmDir(runsDir),
+  twoHostDir: string = defaultTwoHostDir(runsDir)): Promise<GenerateResult> {
   const records = await readRunRecords(runsDir)
   const micro = await readMicroRecords(microDir)
   const needle = await readNeedleRecords(needleDir)
   const faults = await readFaultsRecords(faultsDir)
   const load = await readLoadRecords(loadDir)
   const warm = await readWarmRecords(warmDir)
-  const envs = summarize(records, micro, needle, faults, load, warm)
+  const twoHost = await readTwoHostRecords(twoHostDir)
+  const envs = summarize(records, micro, needle, faults, load, warm, twoHost)
   const files = new Map<string, string>([['RESULTS.md', renderMarkdown(envs)], ['report.html', renderHtml(envs)]])
   for (const env of envs) {
     if (env.sizes.length > 0) {
@@ -80,7 +89,7 @@ export async function generateResults (runsDir: string, outDir: string, microDir
   await mkdir(outDir, { recursive: true })
   for (const [name, text] of files) await writeFile(join(outDir, name), text)
   return {
-    records: records.length, microRecords: micro.length, needleRecords: needle.length, faultsRecords: faults.length, loadRecords: load.length, warmRecords: warm.length,
+    records: records.length, microRecords: micro.length, needleRecords: needle.length, faultsRecords: faults.length, loadRecords: load.length, warmRecords: warm.length, twoHostRecords: twoHost.length,
     environments: envs.length, files: [...files.keys()],
   }
 }

@@ -12,6 +12,7 @@ import type { EnvironmentSummary } from './summary.ts'
 import { reportOrder, summaryTables, type SummaryTable } from './summary-tables.ts'
 import { coldTables, environmentTable, NOT_RUN, type Table } from './tables.ts'
 import { warmHeadline, warmTables, WARM_RULE, type WarmSummary } from './warm-section.ts'
+import { twoHostHeadline, twoHostTables, TWO_HOST_RULE, type TwoHostSummary } from './two-host-section.ts'
 
 /** File-name-safe form of an environment id. */
 export function envSlug (id: string): string {
@@ -38,6 +39,7 @@ function sourcesOf (envs: EnvironmentSummary[]): string[] {
   if (envs.some((e) => e.faults !== null)) out.push('`results/faults/` (fault protocol runs)')
   if (envs.some((e) => e.load !== null)) out.push('`results/load/` (load protocol runs)')
   if (envs.some((e) => e.warm !== null)) out.push('`results/warm/` (warm-extend protocol runs)')
+  if (envs.some((e) => e.twoHost !== null)) out.push('`results/two-host/` (two-host protocol runs)')
   return out
 }
 
@@ -63,7 +65,7 @@ const RULES = [
 /** The counting rules of `envs`: the fault, load and warm-extend rules only when some environment has such runs (older reports stay as they were). */
 function rulesOf (envs: EnvironmentSummary[]): string[] {
   return [...RULES, ...(envs.some((e) => e.faults !== null) ? [FAULTS_RULE] : []), ...(envs.some((e) => e.load !== null) ? [LOAD_RULE] : []),
-    ...(envs.some((e) => e.warm !== null) ? [WARM_RULE] : [])]
+    ...(envs.some((e) => e.warm !== null) ? [WARM_RULE] : []), ...(envs.some((e) => e.twoHost !== null) ? [TWO_HOST_RULE] : [])]
 }
 
 /** The heading of each environment's faults section. */
@@ -124,6 +126,24 @@ function warmHtmlSection (warm: WarmSummary): string {
   return parts.join('\n')
 }
 
+/** The heading of each environment's two-host section. */
+const TWO_HOST_HEADING = 'Two hosts over one link'
+
+/** The two-host section of RESULTS.md: the headline and the tables. */
+function twoHostMarkdownSection (twoHost: TwoHostSummary): string[] {
+  const out = [`### ${TWO_HOST_HEADING}`, '', `${twoHostHeadline(twoHost)}.`, '']
+  for (const t of twoHostTables(twoHost)) out.push(mdTable(t, 4), '')
+  return out
+}
+
+/** The two-host section of report.html: the same words and tables. */
+function twoHostHtmlSection (twoHost: TwoHostSummary): string {
+  const parts = ['<div class="two-host">', `<h3>${TWO_HOST_HEADING}</h3>`, `<p class="two-host-headline">${escapeXml(twoHostHeadline(twoHost))}.</p>`]
+  for (const t of twoHostTables(twoHost)) parts.push(htmlTable(t, 4, 'two-host-table'))
+  parts.push('</div>')
+  return parts.join('\n')
+}
+
 /** The line under an environment's heading that has no cold-prompt runs. */
 const NO_RUNS = 'No cold-prompt runs in this environment.'
 
@@ -173,6 +193,7 @@ export function renderMarkdown (summaries: EnvironmentSummary[]): string {
     if (env.faults !== null) out.push(...faultsMarkdownSection(env.faults))
     if (env.load !== null) out.push(...loadMarkdownSection(env.load))
     if (env.warm !== null) out.push(...warmMarkdownSection(env.warm))
+    if (env.twoHost !== null) out.push(...twoHostMarkdownSection(env.twoHost))
     if (env.micro.records > 0) {
       out.push('### Micro benchmarks', '', microIntro(env), '')
       for (const t of microTables(env.micro)) out.push(mdTable(t, 4), '')
@@ -270,6 +291,7 @@ export function renderHtml (summaries: EnvironmentSummary[]): string {
     if (env.faults !== null) body.push(faultsHtmlSection(env.faults))
     if (env.load !== null) body.push(loadHtmlSection(env.load))
     if (env.warm !== null) body.push(warmHtmlSection(env.warm))
+    if (env.twoHost !== null) body.push(twoHostHtmlSection(env.twoHost))
     if (env.micro.records > 0) {
       body.push('<div class="micro">', '<h3>Micro benchmarks</h3>', `<p>${escapeXml(microIntro(env))}</p>`)
       for (const t of microTables(env.micro)) body.push(htmlTable(t, 4, `micro-${t.kind}`))

@@ -12,6 +12,8 @@ import { summarizeMicro, type MicroSummary } from './micro-summary.ts'
 import type { BridgedLeg, RunEnvironment, RunRecord } from './record.ts'
 import type { WarmRecord } from './warm-record.ts'
 import { summarizeWarm, type WarmSummary } from './warm-section.ts'
+import type { TwoHostRecord } from './two-host-record.ts'
+import { summarizeTwoHost, type TwoHostSummary } from './two-host-section.ts'
 
 /** The one verdict that counts a run as bridged. */
 export const BRIDGED_VERDICT = 'complete'
@@ -120,6 +122,8 @@ export interface EnvironmentSummary {
   load: LoadSummary | null
   /** Its warm-extend protocol runs; null when no warm record has its id. */
   warm: WarmSummary | null
+  /** Its two-host protocol runs; null when no two-host record has its id. */
+  twoHost: TwoHostSummary | null
 }
 
 function medianOf<T> (items: T[], pick: (item: T) => number | null): number | null {
@@ -177,11 +181,12 @@ function summarizeSize (targetTokens: number, runs: RunRecord[]): SizeSummary {
  * (sorted), runs then by target size (ascending). An environment with only micro or needle
  * records has no sizes.
  */
-export function summarize (records: RunRecord[], micro: MicroRecord[] = [], needle: NeedleRunRecord[] = [], faults: FaultsRecord[] = [], load: LoadRecord[] = [], warm: WarmRecord[] = []): EnvironmentSummary[] {
-  const byEnv = new Map<string, { runs: RunRecord[], micro: MicroRecord[], needle: NeedleRunRecord[], faults: FaultsRecord[], load: LoadRecord[], warm: WarmRecord[] }>()
+export function summarize (records: RunRecord[], micro: MicroRecord[] = [], needle: NeedleRunRecord[] = [], faults: FaultsRecord[] = [], load: LoadRecord[] = [], warm: WarmRecord[] = [],
+  twoHost: TwoHostRecord[] = []): EnvironmentSummary[] {
+  const byEnv = new Map<string, { runs: RunRecord[], micro: MicroRecord[], needle: NeedleRunRecord[], faults: FaultsRecord[], load: LoadRecord[], warm: WarmRecord[], twoHost: TwoHostRecord[] }>()
   const group = (id: string) => {
     let g = byEnv.get(id)
-    if (g === undefined) byEnv.set(id, g = { runs: [], micro: [], needle: [], faults: [], load: [], warm: [] })
+    if (g === undefined) byEnv.set(id, g = { runs: [], micro: [], needle: [], faults: [], load: [], warm: [], twoHost: [] })
     return g
   }
   for (const r of records) group(r.environment.id).runs.push(r)
@@ -190,14 +195,15 @@ export function summarize (records: RunRecord[], micro: MicroRecord[] = [], need
   for (const f of faults) group(f.environment.id).faults.push(f)
   for (const l of load) group(l.environment.id).load.push(l)
   for (const w of warm) group(w.environment.id).warm.push(w)
+  for (const t of twoHost) group(t.environment.id).twoHost.push(t)
   return [...byEnv.keys()].sort().map((id) => {
-    const { runs, micro: benches, needle: needles, faults: faultRuns, load: loadRuns, warm: warmRuns } = byEnv.get(id)!
+    const { runs, micro: benches, needle: needles, faults: faultRuns, load: loadRuns, warm: warmRuns, twoHost: twoHostRuns } = byEnv.get(id)!
     const sizes = [...new Set(runs.map((r) => r.targetTokens))].sort((a, b) => a - b)
     const peak: Record<string, number> = {}
     for (const r of runs) {
       for (const [proc, b] of Object.entries(r.peakMemoryBytes)) peak[proc] = Math.max(peak[proc] ?? 0, b)
     }
-    const all = [...runs, ...benches, ...needles, ...faultRuns, ...loadRuns, ...warmRuns]
+    const all = [...runs, ...benches, ...needles, ...faultRuns, ...loadRuns, ...warmRuns, ...twoHostRuns]
     // The latest record's description of the environment (they share the id, so they agree).
     const described = [...all].sort((a, b) => a.startedAt.localeCompare(b.startedAt)).at(-1)!
     return {
@@ -211,6 +217,7 @@ export function summarize (records: RunRecord[], micro: MicroRecord[] = [], need
       faults: summarizeFaults(faultRuns),
       load: summarizeLoad(loadRuns),
       warm: summarizeWarm(warmRuns),
+      twoHost: summarizeTwoHost(twoHostRuns),
     }
   })
 }

@@ -5,7 +5,7 @@ import pino from 'pino'
 import { DECODER_DEFAULTS, launchDecoder } from '../../engines/decoder/index.ts'
 import { launchLlamaCppDecoder, parseKvCacheType } from '../../engines/llama-cpp/decoder/index.ts'
 import { ConfigError, PdBridgeError } from '../../errors.ts'
-import { apiKeyFromEnv } from '../../http/api-key.ts'
+import { apiKeyFromEnv, keyRequiredProblem } from '../../http/api-key.ts'
 import { blockKeyFromEnv } from '../../config/block-key.ts'
 import { closeOnSignal } from '../until-signal.ts'
 
@@ -76,6 +76,8 @@ export const decoderCommand = new Command('decoder')
   .option('--log <file>', 'write JSON log lines here instead of stderr')
   .action(async (opts: DecoderOptions) => {
     checkEngineFlags(opts)
+    const keyProblem = keyRequiredProblem(opts.host, apiKeyFromEnv())
+    if (keyProblem !== null) throw new ConfigError('--host', keyProblem)
     const destination = opts.log === undefined ? pino.destination({ fd: 2, sync: true }) : pino.destination({ dest: opts.log, mkdir: true, sync: true })
     const logger = pino({ base: { pid: process.pid }, timestamp: pino.stdTimeFunctions.isoTime }, destination)
     if (opts.engine === 'llama.cpp') {

@@ -6,7 +6,7 @@ import pino from 'pino'
 import { loadFrontConfig } from '../../config/index.ts'
 import { ConfigError } from '../../errors.ts'
 import { startFrontDoor } from '../../front/index.ts'
-import { apiKeyFromEnv } from '../../http/api-key.ts'
+import { apiKeyFromEnv, keyRequiredProblem } from '../../http/api-key.ts'
 import { blockKeyFromEnv } from '../../config/block-key.ts'
 import { closeOnSignal } from '../until-signal.ts'
 
@@ -30,6 +30,8 @@ export const frontCommand = new Command('front')
     const logger = pino({ level: config.log.level, base: { pid: process.pid, component: 'front' }, timestamp: pino.stdTimeFunctions.isoTime }, destination)
     // PD_API_KEY is read here, not through the config: a secret stays out of files and the ready line.
     const apiKey = apiKeyFromEnv()
+    const keyProblem = keyRequiredProblem(config.listen.host, apiKey)
+    if (keyProblem !== null) throw new ConfigError('listen.host', keyProblem, loaded.file)
     // The block key likewise (PD_BLOCK_KEY, else derived from PD_API_KEY): only whether there is one is ever shown.
     const blockKey = blockKeyFromEnv()
     const front = await startFrontDoor({ config, logger, apiKey, blockKey: blockKey?.key })

@@ -2,7 +2,7 @@
 // until SIGINT or SIGTERM. Prints one JSON line on stdout when ready; logs JSON lines on stderr.
 import { Command } from 'commander'
 import { ConfigError } from '../../errors.ts'
-import { apiKeyFromEnv } from '../../http/api-key.ts'
+import { apiKeyFromEnv, keyRequiredProblem } from '../../http/api-key.ts'
 
 // Plain decimal integers only: "1e3", "0x10", "1.5" and "-1" are refused, not reinterpreted.
 function integerFlag (flag: string, text: string | undefined): number | undefined {
@@ -54,6 +54,9 @@ export const prefillEngineCommand = new Command('prefill-engine')
   .action(async (flags: Flags) => {
     const port = integerFlag('--port', flags.port)
     if (port !== undefined && port > 65535) throw new ConfigError('--port', `${port} is not a TCP port (0..65535)`)
+    const apiKey = apiKeyFromEnv()
+    const keyProblem = keyRequiredProblem(flags.host, apiKey)
+    if (keyProblem !== null) throw new ConfigError('--host', keyProblem)
     // Loaded on use: the engine, the native kernels and the capture hook cost nothing to other commands.
     const { startPrefillEngine } = await import('../../engines/prefill/index.ts')
     const engine = await startPrefillEngine({
@@ -70,7 +73,7 @@ export const prefillEngineCommand = new Command('prefill-engine')
       maxChunk: integerFlag('--max-chunk', flags.maxChunk),
       maxBodyBytes: integerFlag('--max-body-bytes', flags.maxBodyBytes),
       maxCarryBytes: integerFlag('--max-carry-bytes', flags.maxCarryBytes),
-      apiKey: apiKeyFromEnv(),
+      apiKey,
     })
     process.stdout.write(JSON.stringify({
       event: 'ready',

@@ -2,7 +2,7 @@
 import { Command } from 'commander'
 import { ConfigError } from '../../errors.ts'
 import { startShareServer } from '../../share/index.ts'
-import { apiKeyFromEnv } from '../../http/api-key.ts'
+import { apiKeyFromEnv, keyRequiredProblem } from '../../http/api-key.ts'
 
 function parsePort (text: string): number {
   if (!/^\d{1,5}$/.test(text) || Number(text) > 65535) throw new ConfigError('--port', `${JSON.stringify(text)} is not a TCP port (0..65535)`)
@@ -16,7 +16,10 @@ export const shareCommand = new Command('share')
   .option('--host <host>', 'interface to listen on', '127.0.0.1')
   .option('--port <n>', 'TCP port, 0 for any free one', '0')
   .action(async (opts: { root: string, host: string, port: string }) => {
-    const server = await startShareServer({ root: opts.root, host: opts.host, port: parsePort(opts.port), apiKey: apiKeyFromEnv() })
+    const apiKey = apiKeyFromEnv()
+    const keyProblem = keyRequiredProblem(opts.host, apiKey)
+    if (keyProblem !== null) throw new ConfigError('--host', keyProblem)
+    const server = await startShareServer({ root: opts.root, host: opts.host, port: parsePort(opts.port), apiKey })
     process.stdout.write(`${server.url}\n`)
     await new Promise<void>((resolve) => {
       const stop = (signal: NodeJS.Signals): void => {
