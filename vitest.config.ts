@@ -81,7 +81,7 @@ export const INTEGRATION: ProjectList = [
   'suites/consistency/needle-records.test.ts', 'suites/consistency/store-seeds.test.ts',
   'suites/decoder-server/api-key.test.ts', 'suites/decoder-server/degraded.test.ts',
   'suites/decoder-server/limits.test.ts', 'suites/decoder-server/no-cache.test.ts',
-  'suites/decoder-server/openai.test.ts',
+  'suites/decoder-server/openai.test.ts', 'suites/decoder-server/sampling-openai.test.ts',
   'suites/dump/',
   'suites/engine/chunking.test.ts', 'suites/engine/decode.test.ts', 'suites/engine/errors.test.ts',
   'suites/engine/reference-quant.test.ts', 'suites/engine/transformers-bf16.test.ts',
