@@ -49,7 +49,7 @@ export async function handleGeneration (state: FrontState, endpoint: Endpoint, p
     }
   }
   // The embedded decoder's own request checks, before any bridge work: what it would refuse 8 s
-  // later (max_tokens 0, temperature 0.7) is refused now with the same status and error body.
+  // later (max_tokens 0, temperature 2.5) is refused now with the same status and error body.
   const embedded = rules === 'embedded' || (rules === 'auto' && decoder?.embedded === true)
   const checked = embedded ? (endpoint === 'chat' ? parseChatRequest(body) : parseCompletionRequest(body)) : undefined
   counts.requests++
