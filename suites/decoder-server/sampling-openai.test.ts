@@ -36,6 +36,7 @@ interface IdsChoice { token_ids: number[] }
 interface DecoderField { pd_decoder?: { seed?: number } }
 
 const messages: ChatMessage[] = [{ role: 'user', content: 'Write a line about the tide.' }]
+const model = (): string => server.ready.model as string
 const prompt = (): number[] => tokenizer.encode(renderChat(messages, true))
 
 /** The sampler run in process on the engine, as the server's decode loop runs it. */
@@ -65,7 +66,7 @@ describe('a seeded answer is the sampler\'s, token for token', () => {
   it.each(PARAMETER_SETS)('%s: the server\'s ids equal the in-process sampler\'s for two seeds, and repeat', async (_what, body, o) => {
     for (const seed of [11, 2026]) {
       const ask = async (): Promise<number[]> => {
-        const r = await client.chat.completions.create({ messages, max_tokens: 16, seed, return_token_ids: true, ...body } as OpenAI.ChatCompletionCreateParamsNonStreaming & Extra)
+        const r = await client.chat.completions.create({ model: model(), messages, max_tokens: 16, seed, return_token_ids: true, ...body } as OpenAI.ChatCompletionCreateParamsNonStreaming & Extra)
         return (r.choices[0] as unknown as IdsChoice).token_ids
       }
       const got = await ask()
@@ -77,7 +78,7 @@ describe('a seeded answer is the sampler\'s, token for token', () => {
   it('different seeds give different answers at temperature 1 (the seed is used)', async () => {
     const answers = new Set<string>()
     for (const seed of [1, 2, 3, 4]) {
-      const r = await client.completions.create({ prompt: 'The sea', max_tokens: 12, temperature: 1, seed, return_token_ids: true } as OpenAI.CompletionCreateParamsNonStreaming & Extra)
+      const r = await client.completions.create({ model: model(), prompt: 'The sea', max_tokens: 12, temperature: 1, seed, return_token_ids: true } as OpenAI.CompletionCreateParamsNonStreaming & Extra)
       answers.add(JSON.stringify((r.choices[0] as unknown as IdsChoice).token_ids))
     }
     expect(answers.size).toBeGreaterThan(1)
@@ -86,18 +87,18 @@ describe('a seeded answer is the sampler\'s, token for token', () => {
 
 describe('the seed of a request that sent none', () => {
   it('is reported as pd_decoder.seed, and sending it back repeats the answer; greedy answers carry none', async () => {
-    const first = await client.chat.completions.create({ messages, max_tokens: 12, temperature: 1.2, return_token_ids: true } as OpenAI.ChatCompletionCreateParamsNonStreaming & Extra)
+    const first = await client.chat.completions.create({ model: model(), messages, max_tokens: 12, temperature: 1.2, return_token_ids: true } as OpenAI.ChatCompletionCreateParamsNonStreaming & Extra)
     const seed = (first as unknown as DecoderField).pd_decoder?.seed
     expect(Number.isSafeInteger(seed)).toBe(true)
-    const again = await client.chat.completions.create({ messages, max_tokens: 12, temperature: 1.2, seed, return_token_ids: true } as OpenAI.ChatCompletionCreateParamsNonStreaming & Extra)
+    const again = await client.chat.completions.create({ model: model(), messages, max_tokens: 12, temperature: 1.2, seed, return_token_ids: true } as OpenAI.ChatCompletionCreateParamsNonStreaming & Extra)
     expect((again.choices[0] as unknown as IdsChoice).token_ids).toEqual((first.choices[0] as unknown as IdsChoice).token_ids)
     expect((again as unknown as DecoderField).pd_decoder).toEqual({ seed })
-    const greedy = await client.chat.completions.create({ messages, max_tokens: 4 })
+    const greedy = await client.chat.completions.create({ model: model(), messages, max_tokens: 4 })
     expect((greedy as unknown as DecoderField).pd_decoder).toBeUndefined()
   })
 
   it('is on each streamed choice\'s finish chunk and on the usage chunk', async () => {
-    const stream = await client.chat.completions.create({ messages, max_tokens: 6, temperature: 1, seed: 99, stream: true, stream_options: { include_usage: true } })
+    const stream = await client.chat.completions.create({ model: model(), messages, max_tokens: 6, temperature: 1, seed: 99, stream: true, stream_options: { include_usage: true } })
     const chunks: Array<Record<string, any>> = []
     for await (const c of stream) chunks.push(c as unknown as Record<string, any>)
     const finish = chunks.find((c) => c.choices[0]?.finish_reason !== null && c.choices.length > 0)
@@ -108,7 +109,7 @@ describe('the seed of a request that sent none', () => {
 
 describe('log-probabilities', () => {
   it('chat: one entry per token with token, logprob, bytes and top_logprobs of the raw distribution; streamed entries concatenate to the whole', async () => {
-    const body = { messages, max_tokens: 10, temperature: 0.9, seed: 5, logprobs: true, top_logprobs: 3, return_token_ids: true }
+    const body = { model: model(), messages, max_tokens: 10, temperature: 0.9, seed: 5, logprobs: true, top_logprobs: 3, return_token_ids: true }
     const whole = await client.chat.completions.create(body as OpenAI.ChatCompletionCreateParamsNonStreaming & Extra)
     const ids = (whole.choices[0] as unknown as IdsChoice).token_ids
     const content = whole.choices[0].logprobs?.content ?? []
@@ -126,7 +127,7 @@ describe('log-probabilities', () => {
       expect(Buffer.from(e.bytes ?? []).toString('utf8')).toBe(e.token)
       logits = engine.decode(answer[i], cache)
     }
-    const stream = await client.chat.completions.create({ ...body, stream: true } as OpenAI.ChatCompletionCreateParamsStreaming)
+    const stream = await client.chat.completions.create({ ...body, stream: true } as unknown as OpenAI.ChatCompletionCreateParamsStreaming)
     const streamed: unknown[] = []
     let text = ''
     for await (const c of stream) {
@@ -138,7 +139,7 @@ describe('log-probabilities', () => {
   })
 
   it('completions: tokens, token_logprobs, top_logprobs and text_offset; whole and streamed alike', async () => {
-    const body = { prompt: 'The sea is', max_tokens: 8, temperature: 1, seed: 3, logprobs: 2 }
+    const body = { model: model(), prompt: 'The sea is', max_tokens: 8, temperature: 1, seed: 3, logprobs: 2 }
     const whole = await client.completions.create(body)
     const lp = whole.choices[0].logprobs
     expect(lp?.tokens?.length).toBeGreaterThan(0)
@@ -165,7 +166,7 @@ describe('log-probabilities', () => {
 describe('n choices', () => {
   it('n 3 gives three choices, choice i being the answer of seed + i, usage summed', async () => {
     const seed = 40
-    const r = await client.chat.completions.create({ messages, max_tokens: 8, temperature: 1, seed, n: 3, return_token_ids: true } as OpenAI.ChatCompletionCreateParamsNonStreaming & Extra)
+    const r = await client.chat.completions.create({ model: model(), messages, max_tokens: 8, temperature: 1, seed, n: 3, return_token_ids: true } as OpenAI.ChatCompletionCreateParamsNonStreaming & Extra)
     expect(r.choices.map((c) => c.index)).toEqual([0, 1, 2])
     const ids = r.choices.map((c) => (c as unknown as IdsChoice).token_ids)
     for (const [i, got] of ids.entries()) expect(cutAtEos(got, EOS)).toEqual(sampledInProcess(prompt(), { temperature: 1 }, seed + i, 8))
@@ -174,7 +175,7 @@ describe('n choices', () => {
   })
 
   it('streamed, each choice\'s chunks carry its index and concatenate to its whole text', async () => {
-    const body = { messages, max_tokens: 8, temperature: 1, seed: 8, n: 2 }
+    const body = { model: model(), messages, max_tokens: 8, temperature: 1, seed: 8, n: 2 }
     const whole = await client.chat.completions.create(body)
     const stream = await client.chat.completions.create({ ...body, stream: true })
     const texts = ['', '']
@@ -183,6 +184,6 @@ describe('n choices', () => {
   })
 
   it('n 9 is a 400 from the client\'s point of view (BadRequestError naming n)', async () => {
-    await expect(client.chat.completions.create({ messages, n: 9 })).rejects.toMatchObject({ status: 400, param: 'n' })
+    await expect(client.chat.completions.create({ model: model(), messages, n: 9 })).rejects.toMatchObject({ status: 400, param: 'n' })
   })
 })

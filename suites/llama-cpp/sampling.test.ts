@@ -65,7 +65,6 @@ async function served (body: Record<string, unknown>): Promise<{ ids: number[], 
 }
 
 const PARAMETER_SETS: Array<[string, Record<string, number>, Partial<SamplingOptions>]> = [
-  ['temperature 1', { temperature: 1 }, { temperature: 1 }],
   ['temperature 1.4, top_p 0.9', { temperature: 1.4, top_p: 0.9 }, { temperature: 1.4, topP: 0.9 }],
   ['temperature 0.9, top_k 30, min_p 0.02', { temperature: 0.9, top_k: 30, min_p: 0.02 }, { temperature: 0.9, topK: 30, minP: 0.02 }],
   ['temperature 1.2, presence 0.5 and frequency 1 penalties', { temperature: 1.2, presence_penalty: 0.5, frequency_penalty: 1 }, { temperature: 1.2, presencePenalty: 0.5, frequencyPenalty: 1 }],
