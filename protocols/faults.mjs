@@ -357,9 +357,10 @@ const FAULT_SPECS = {
     run: async () => await refused({ max_tokens: 0 }, 'max_tokens 0'),
   },
   'refused-temperature': {
-    injected: 'a cold prompt with temperature 0.7 through the front door',
+    // 2.5 is past OpenAI's range (0 to 2); 0.7 was refused until the decoder sampled (records before that say 0.7).
+    injected: 'a cold prompt with temperature 2.5 through the front door',
     expected: 'refused before any bridge work (no capture, no block) with exactly the decoder\'s own status and error',
-    run: async () => await refused({ temperature: 0.7 }, 'temperature 0.7'),
+    run: async () => await refused({ temperature: 2.5 }, 'temperature 2.5'),
   },
   'bit-flip': {
     injected: 'one bit flipped in the payload of the second block of a bridged prompt, then the same prompt again',

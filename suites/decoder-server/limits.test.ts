@@ -52,9 +52,9 @@ describe('4xx answers in OpenAI\'s error shape', () => {
     ['prompt + max_tokens over max_position_embeddings', '/v1/completions', JSON.stringify({ prompt: [0, 1, 2], max_tokens: 32766 }), 400, 'invalid_request_error', 'max_tokens', 'context_length_exceeded',
       /^the prompt \(3 tokens\) \+ max_tokens \(32766\) = 32769 tokens, more than max_position_embeddings \(32768\)$/],
     ['max_tokens over --max-tokens', '/v1/chat/completions', chat({ max_tokens: 5000 }), 400, 'invalid_request_error', 'max_tokens', null, /'max_tokens' is 5000, more than this server allows \(--max-tokens 4096\)/],
-    ['n > 1', '/v1/chat/completions', chat({ n: 3 }), 400, 'invalid_request_error', 'n', 'unsupported_value', /'n' must be 1/],
+    ['n over the limit', '/v1/chat/completions', chat({ n: 9 }), 400, 'invalid_request_error', 'n', null, /'n' must be an integer between 1 and 8, got 9/],
     ['an unsupported role', '/v1/chat/completions', JSON.stringify({ messages: [{ role: 'tool', content: 'x', tool_call_id: 'a' }] }), 400, 'invalid_request_error', 'messages[0].role', 'unsupported_value', /'tool'/],
-    ['a sampling temperature', '/v1/chat/completions', chat({ temperature: 0.8 }), 400, 'invalid_request_error', 'temperature', 'unsupported_value', /greedily only/],
+    ['a temperature over 2', '/v1/chat/completions', chat({ temperature: 2.5 }), 400, 'invalid_request_error', 'temperature', null, /'temperature' must be between 0 and 2, got 2.5/],
     ['a token id outside the vocabulary', '/v1/completions', JSON.stringify({ prompt: [0, 600] }), 400, 'invalid_request_error', 'prompt', null, /'prompt\[1\]' is 600, not a token id below vocab_size \(512\)/],
     ['a body over --max-body-bytes', '/v1/chat/completions', chat({ user: 'x'.repeat(MAX_BODY) }), 413, 'request_too_large_error', null, 'request_too_large', /--max-body-bytes 4000/],
     ['an unknown route', '/v1/embeddings', '{}', 404, 'not_found_error', null, 'unknown_route', /no route POST \/v1\/embeddings/],
@@ -73,10 +73,10 @@ describe('4xx answers in OpenAI\'s error shape', () => {
   })
 
   it('the openai client raises them as its typed errors, with the message and param', async () => {
-    const e = await client.chat.completions.create({ model, messages: [{ role: 'user', content: 'x' }], n: 2 }).then(() => undefined, (err: unknown) => err)
+    const e = await client.chat.completions.create({ model, messages: [{ role: 'user', content: 'x' }], n: 9 }).then(() => undefined, (err: unknown) => err)
     expect(e).toBeInstanceOf(OpenAI.BadRequestError)
     expect((e as InstanceType<typeof OpenAI.BadRequestError>).param).toBe('n')
-    expect((e as Error).message).toMatch(/'n' must be 1/)
+    expect((e as Error).message).toMatch(/'n' must be an integer between 1 and 8/)
     await expect(client.chat.completions.create({ model: 'other', messages: [{ role: 'user', content: 'x' }] })).rejects.toBeInstanceOf(OpenAI.NotFoundError)
   })
 })

@@ -50,7 +50,19 @@ describe('chat bodies that are accepted', () => {
       includeUsage: true,
       ignoreEos: true,
       returnTokenIds: true,
+      sampling: { temperature: 0, topP: 0.5, topK: 0, minP: 0, presencePenalty: 0, frequencyPenalty: 0, seed: 3, logprobs: false, topLogprobs: 0, n: 1 },
     })
+  })
+
+  it('reads every sampling field: temperature, top_p, top_k, min_p, penalties, seed, logprobs, top_logprobs, n', () => {
+    expect(parseChatRequest({
+      messages: user, temperature: 0.7, top_p: 0.9, top_k: 40, min_p: 0.05, presence_penalty: -1.5, frequency_penalty: 2, seed: -12, logprobs: true, top_logprobs: 20, n: 8,
+    }).sampling).toEqual({ temperature: 0.7, topP: 0.9, topK: 40, minP: 0.05, presencePenalty: -1.5, frequencyPenalty: 2, seed: -12, logprobs: true, topLogprobs: 20, n: 8 })
+    // vLLM's -1 is no top_k cut, as 0 is; absent temperature is greedy.
+    expect(parseChatRequest({ messages: user, top_k: -1 }).sampling).toMatchObject({ temperature: 0, topK: 0, logprobs: false, topLogprobs: 0, n: 1, seed: undefined })
+    expect(parseCompletionRequest({ prompt: 'a', logprobs: 3 }).sampling).toMatchObject({ logprobs: true, topLogprobs: 3 })
+    expect(parseCompletionRequest({ prompt: 'a', logprobs: 0 }).sampling).toMatchObject({ logprobs: true, topLogprobs: 0 })
+    expect(parseCompletionRequest({ prompt: 'a', logprobs: null }).sampling).toMatchObject({ logprobs: false, topLogprobs: 0 })
   })
 
   it('defaults: no model, no limit, no stop, not streamed; null counts as absent', () => {
@@ -89,13 +101,22 @@ describe('refusals name the field and the problem', () => {
     ['max_tokens of the wrong type', { messages: user, max_tokens: 'ten' }, 'max_tokens', /must be an integer, got a string/, null],
     ['max_tokens 0', { messages: user, max_tokens: 0 }, 'max_tokens', /at least 1, got 0/, null],
     ['fractional max_completion_tokens', { messages: user, max_completion_tokens: 2.5 }, 'max_completion_tokens', /integer, got 2.5/, null],
-    ['n = 2', { messages: user, n: 2 }, 'n', /'n' must be 1.*got 2/, 'unsupported_value'],
-    ['a sampling temperature', { messages: user, temperature: 0.7 }, 'temperature', /greedily only.*0\.7/, 'unsupported_value'],
+    ['n = 9', { messages: user, n: 9 }, 'n', /'n' must be an integer between 1 and 8, got 9/, null],
+    ['n = 0', { messages: user, n: 0 }, 'n', /between 1 and 8, got 0/, null],
     ['a temperature out of range', { messages: user, temperature: 3 }, 'temperature', /between 0 and 2/, null],
+    ['a negative temperature', { messages: user, temperature: -0.1 }, 'temperature', /between 0 and 2, got -0.1/, null],
+    ['a temperature that is a string', { messages: user, temperature: '1' }, 'temperature', /must be a number, got a string/, null],
     ['a top_p of 0', { messages: user, top_p: 0 }, 'top_p', /\(0, 1\]/, null],
-    ['a penalty', { messages: user, frequency_penalty: 0.5 }, 'frequency_penalty', /must be 0/, 'unsupported_value'],
+    ['a top_k below -1', { messages: user, top_k: -2 }, 'top_k', /integer between -1 and/, null],
+    ['a fractional top_k', { messages: user, top_k: 2.5 }, 'top_k', /integer, got 2.5/, null],
+    ['a min_p above 1', { messages: user, min_p: 1.5 }, 'min_p', /between 0 and 1/, null],
+    ['a penalty out of range', { messages: user, frequency_penalty: 2.5 }, 'frequency_penalty', /between -2 and 2, got 2.5/, null],
+    ['a presence penalty out of range', { messages: user, presence_penalty: -3 }, 'presence_penalty', /between -2 and 2, got -3/, null],
+    ['a fractional seed', { messages: user, seed: 1.5 }, 'seed', /integer, got 1.5/, null],
+    ['logprobs not a boolean', { messages: user, logprobs: 2 }, 'logprobs', /boolean, got a number/, null],
+    ['top_logprobs without logprobs', { messages: user, top_logprobs: 2 }, 'top_logprobs', /needs 'logprobs' set to true/, null],
+    ['top_logprobs over 20', { messages: user, logprobs: true, top_logprobs: 21 }, 'top_logprobs', /between 0 and 20, got 21/, null],
     ['a logit bias', { messages: user, logit_bias: { 5: 10 } }, 'logit_bias', /not supported/, 'unsupported_value'],
-    ['log-probabilities', { messages: user, logprobs: true }, 'logprobs', /not supported/, 'unsupported_value'],
     ['tools', { messages: user, tools: [{ type: 'function' }] }, 'tools', /not supported/, 'unsupported_value'],
     ['a JSON response format', { messages: user, response_format: { type: 'json_object' } }, 'response_format', /not supported/, 'unsupported_value'],
     ['stream not a boolean', { messages: user, stream: 'yes' }, 'stream', /boolean, got a string/, null],
@@ -122,6 +143,9 @@ describe('refusals name the field and the problem', () => {
     ['echo', { prompt: 'a', echo: true }, 'echo', /not supported/],
     ['suffix', { prompt: 'a', suffix: 'z' }, 'suffix', /not supported/],
     ['best_of 2', { prompt: 'a', best_of: 2 }, 'best_of', /must be 1/],
+    ['logprobs over 5', { prompt: 'a', logprobs: 6 }, 'logprobs', /between 0 and 5, got 6/],
+    ['logprobs as a boolean', { prompt: 'a', logprobs: true }, 'logprobs', /integer, got a boolean/],
+    ['top_logprobs (a chat field)', { prompt: 'a', logprobs: 2, top_logprobs: 2 }, 'top_logprobs', /chat completions field/],
   ]
   it.each(completion)('completion: %s', (_what, body, param, message) => {
     const e = refusal(parseCompletionRequest, body)

@@ -96,13 +96,14 @@ afterAll(async () => {
 const longText = (words: number): string => Array.from({ length: words }, (_, i) => ['alpha', 'river', 'stone', 'cloud', 'maple'][(i * 7) % 5]).join(' ')
 
 describe('requests the embedded decoder refuses are refused before any work', () => {
-  it('max_tokens 0, temperature 0.7, n 2, an unknown role: the decoder\'s own 400, nothing bridged, nothing tokenized', async () => {
+  it('max_tokens 0, temperature 2.5, n 9, a logit bias, an unknown role: the decoder\'s own 400, nothing bridged, nothing tokenized', async () => {
     const f = await front()
     fake.hits.length = 0
     const cases: Array<[string, Record<string, unknown>, (b: unknown) => unknown]> = [
       ['/v1/completions', { model: MODEL, prompt: longText(2000), max_tokens: 0 }, parseCompletionRequest],
-      ['/v1/chat/completions', { messages: [{ role: 'user', content: longText(2000) }], temperature: 0.7 }, parseChatRequest],
-      ['/v1/chat/completions', { messages: [{ role: 'user', content: longText(2000) }], n: 2 }, parseChatRequest],
+      ['/v1/chat/completions', { messages: [{ role: 'user', content: longText(2000) }], temperature: 2.5 }, parseChatRequest],
+      ['/v1/chat/completions', { messages: [{ role: 'user', content: longText(2000) }], n: 9 }, parseChatRequest],
+      ['/v1/chat/completions', { messages: [{ role: 'user', content: longText(2000) }], logit_bias: { 5: 10 } }, parseChatRequest],
       ['/v1/chat/completions', { messages: [{ role: 'tool', content: 'x' }] }, parseChatRequest],
     ]
     for (const [path, body, parse] of cases) {
@@ -111,7 +112,7 @@ describe('requests the embedded decoder refuses are refused before any work', ()
       expect(r.body).toEqual(refusal(parse, body))
       expect(r.verdict).toBe('declined: request refused (400)')
     }
-    expect((await post(f, '/v1/chat/completions', { messages: [{ role: 'user', content: 'x' }], temperature: 0.7 })).body.error).toMatchObject({ param: 'temperature', code: 'unsupported_value', type: 'invalid_request_error' })
+    expect((await post(f, '/v1/chat/completions', { messages: [{ role: 'user', content: 'x' }], logit_bias: { 5: 10 } })).body.error).toMatchObject({ param: 'logit_bias', code: 'unsupported_value', type: 'invalid_request_error' })
     expect(bridgeHits()).toEqual([])
     expect(f.tokenizer.stats.runs).toBe(0)
   })
@@ -141,7 +142,7 @@ describe('requests the embedded decoder refuses are refused before any work', ()
     const auto = await front()
     try {
       for (const f of [off, auto]) {
-        const r = await post(f, '/v1/chat/completions', { messages: [{ role: 'user', content: 'hi' }], temperature: 0.7 })
+        const r = await post(f, '/v1/chat/completions', { messages: [{ role: 'user', content: 'hi' }], logit_bias: { 5: 10 } })
         expect(r.status).toBe(200)
         expect(r.verdict).toMatch(/^declined: short prompt/)
       }

@@ -384,10 +384,10 @@ describe('malformed requests get clear 4xx errors', () => {
 
   it('an unknown model is a 404 the openai client types; what the decoder would refuse is refused by the front door, in its words', async () => {
     await expect(client(fronts.main).chat.completions.create({ model: 'no-such-model', messages: [{ role: 'user', content: 'x' }] })).rejects.toMatchObject({ status: 404, code: 'model_not_found', constructor: OpenAI.NotFoundError })
-    const res = await fetch(`${fronts.main.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ messages: [{ role: 'user', content: 'x' }], temperature: 0.7 }) })
+    const res = await fetch(`${fronts.main.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ messages: [{ role: 'user', content: 'x' }], logit_bias: { 5: 10 } }) })
     expect(res.status).toBe(400)
     const json = await res.json() as Record<string, any>
-    expect(json.error).toMatchObject({ param: 'temperature', code: 'unsupported_value' })
+    expect(json.error).toMatchObject({ param: 'logit_bias', code: 'unsupported_value' })
     expect(res.headers.get('x-pd-bridge')).toBe('declined: request refused (400)')
   })
 })

@@ -1,5 +1,6 @@
 // One request on the engine: prefix-cache lookup, prefill of what the cache does not hold (blocks
-// stored as they fill), then greedy decoding with stop strings and end-of-sentence, yielding to the
+// stored as they fill), then decoding (the sampler picks each token: greedy, or seeded sampling)
+// with stop strings and end-of-sentence, yielding to the
 // event loop between steps so other routes and stream writes stay responsive and a cancelled
 // request stops at the next step.
 import { setImmediate as nextTurn } from 'node:timers/promises'
@@ -7,6 +8,7 @@ import type { DecoderPrefixCache, PrefillProgress } from '../../decode/prefix-ca
 import type { DeepseekV4Engine, ModelCache } from '../../model/engine/index.ts'
 import { IncrementalDetokenizer } from './detokenizer.ts'
 import type { DecoderModel } from './model.ts'
+import { SequenceSampler, type SamplingOptions, type TokenPick } from './sampling/index.ts'
 import { StopMatcher } from './stop-matcher.ts'
 
 /** The part of DecoderPrefixCache that generation uses. */
@@ -29,14 +31,27 @@ export interface GenerationJob {
   stop: readonly string[]
   /** Keep going past the end-of-sentence token. */
   ignoreEos: boolean
+  /** How each token is picked (GREEDY: the largest logit). */
+  sampling: SamplingOptions
+  /** The seed the sampler uses: the request's, or one the server drew (reported back). */
+  seed: number
+  /** Which of the request's n choices this is (0-based): choice i samples with seed + i. */
+  choice: number
 }
+
+/** One generated token's log-probabilities (raw distribution), when the request asked. */
+export type TokenLogprobs = NonNullable<TokenPick['logprobs']>
 
 /** Called as generation goes; awaited, so a slow stream slows decoding instead of buffering. */
 export interface GenerationHooks {
   /** After the lookup, before the prefill: headers can carry cachedTokens. */
   onStart?: (info: { promptTokens: number, cachedTokens: number }) => void | Promise<void>
-  /** Final text, in order; the pieces concatenate to the outcome's text. */
-  onText?: (text: string) => void | Promise<void>
+  /**
+   * Final text, in order; the pieces concatenate to the outcome's text. With logprobs asked,
+   * `logprobs` holds the entries of the tokens generated since the last call (they concatenate to
+   * the outcome's), and a call may carry entries and no text.
+   */
+  onText?: (text: string, logprobs?: TokenLogprobs[]) => void | Promise<void>
   /**
    * Between prefill chunks (a block, or the no-cache slice), not after the last: the tokens done so
    * far. A long prefill sends nothing else, and an idle stream is cut by its client (Node's fetch
@@ -60,18 +75,18 @@ export interface GenerationOutcome {
   failedBlocks: number
   /** Every generated id (an end-of-sentence token and tokens cut by a stop string included). */
   completionIds: number[]
+  /**
+   * With logprobs asked: one entry per generated id, except an end-of-sentence token that ended
+   * the answer (it has no text); undefined otherwise.
+   */
+  logprobs: TokenLogprobs[] | undefined
   text: string
   finishReason: FinishReason
   prefillMs: number
   decodeMs: number
 }
 
-/** The engine's greedy pick: the largest logit, the lowest id on ties. */
-export function argmaxLogit (logits: Float32Array): number {
-  let best = 0
-  for (let i = 1; i < logits.length; i++) if (logits[i] > logits[best]) best = i
-  return best
-}
+export { argmaxLogit } from './sampling/index.ts'
 
 /** The end-of-sentence ids of a config (eos_token_id may be one id, a list, or null). */
 export function eosIds (eos: number | number[] | null): ReadonlySet<number> {
@@ -99,15 +114,21 @@ async function prefillWithoutCache (engine: DeepseekV4Engine, tokens: number[], 
   return { cache, logits }
 }
 
-/** A request's outcome before any work (cancelled until it finishes), and `emit`, which appends text and passes it to the hooks. */
-export function startOutcome (job: GenerationJob, hooks: GenerationHooks): { outcome: GenerationOutcome, emit: (text: string) => Promise<void> } {
+/** Appends text (and log-probabilities) to the outcome and passes them to the hooks. */
+export type Emit = (text: string, logprobs?: TokenLogprobs[]) => Promise<void>
+
+/** A request's outcome before any work (cancelled until it finishes), and `emit`. */
+export function startOutcome (job: GenerationJob, hooks: GenerationHooks): { outcome: GenerationOutcome, emit: Emit } {
   const outcome: GenerationOutcome = {
-    promptTokens: job.tokens.length, cachedTokens: 0, storedBlocks: 0, reusedBlocks: 0, failedBlocks: 0, completionIds: [], text: '', finishReason: 'cancelled', prefillMs: 0, decodeMs: 0,
+    promptTokens: job.tokens.length, cachedTokens: 0, storedBlocks: 0, reusedBlocks: 0, failedBlocks: 0, completionIds: [], logprobs: job.sampling.logprobs ? [] : undefined,
+    text: '', finishReason: 'cancelled', prefillMs: 0, decodeMs: 0,
   }
-  const emit = async (text: string): Promise<void> => {
-    if (text === '') return
+  const emit: Emit = async (text, logprobs) => {
+    const entries = logprobs ?? []
+    if (text === '' && entries.length === 0) return
     outcome.text += text
-    await hooks.onText?.(text)
+    outcome.logprobs?.push(...entries)
+    await (entries.length === 0 ? hooks.onText?.(text) : hooks.onText?.(text, entries))
   }
   return { outcome, emit }
 }
@@ -144,40 +165,47 @@ export async function generate (ctx: GenerationContext, job: GenerationJob, hook
   const t1 = performance.now()
   outcome.prefillMs = t1 - t0
 
-  await decodeGreedy({ tokenizer, config }, job, logits, (next) => engine.decode(next, cache), emit, outcome, signal)
+  const sampler = new SequenceSampler(job.sampling, job.seed, job.choice)
+  await decodeTokens({ tokenizer, config }, job, logits, (next) => engine.decode(next, cache), (row) => sampler.pick(row), emit, outcome, signal)
   outcome.decodeMs = performance.now() - t1
   return outcome
 }
 
 /**
- * Greedy decoding from the prompt's last logits, shared by every engine behind the server: argmax
- * (lowest id on ties), end-of-sentence, stop strings, the completion budget, an event-loop turn and
- * a cancellation check between steps. `step(id)` feeds one token and returns the next logits.
- * Fills `outcome`'s completion ids and finish reason; text goes out through `emit`.
+ * Decoding from the prompt's last step, shared by every engine behind the server: `choose` picks
+ * each token from a step's output (our sampler on a logits row, or llama.cpp's pick), then
+ * end-of-sentence, stop strings, the completion budget, an event-loop turn and a cancellation check
+ * between steps. `step(id)` feeds one token and returns the next step's output. Fills `outcome`'s
+ * completion ids and finish reason; text and log-probabilities go out through `emit`.
  */
-export async function decodeGreedy (model: Pick<DecoderModel, 'tokenizer' | 'config'>, job: GenerationJob, first: Float32Array, step: (id: number) => Float32Array | Promise<Float32Array>,
-  emit: (text: string) => Promise<void>, outcome: GenerationOutcome, signal: AbortSignal): Promise<void> {
-  let logits = first
+export async function decodeTokens<S> (model: Pick<DecoderModel, 'tokenizer' | 'config'>, job: GenerationJob, first: S, step: (id: number) => S | Promise<S>,
+  choose: (out: S) => TokenPick, emit: Emit, outcome: GenerationOutcome, signal: AbortSignal): Promise<void> {
+  let out = first
   const eos = eosIds(model.config.eosTokenId)
   const text = new IncrementalDetokenizer(model.tokenizer)
   const stops = new StopMatcher(job.stop)
+  // Entries of tokens whose text is still held back: they go out with the text that follows.
+  const pending: TokenLogprobs[] = []
+  const take = (): TokenLogprobs[] => pending.splice(0)
   let finish: FinishReason | undefined
   for (let i = 0; finish === undefined; i++) {
     if (signal.aborted) break
-    const next = argmaxLogit(logits)
+    const pick = choose(out)
+    const next = pick.token
     outcome.completionIds.push(next)
     if (eos.has(next) && !job.ignoreEos) {
       finish = 'stop'
       break
     }
+    if (pick.logprobs !== undefined) pending.push(pick.logprobs)
     const found = stops.push(text.push(next))
-    await emit(found.text)
+    await emit(found.text, found.text === '' ? undefined : take())
     if (found.stopped) finish = 'stop'
     else if (i + 1 >= job.maxTokens) finish = 'length'
     else {
       await nextTurn()
       if (signal.aborted) break
-      logits = await step(next)
+      out = await step(next)
     }
   }
   if (finish !== undefined) {
@@ -186,6 +214,7 @@ export async function decodeGreedy (model: Pick<DecoderModel, 'tokenizer' | 'con
     await emit(last.text)
     if (last.stopped) finish = 'stop'
     else await emit(stops.flush())
+    await emit('', take())
     outcome.finishReason = finish
   }
 }

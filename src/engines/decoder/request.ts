@@ -1,8 +1,9 @@
 // Reading an OpenAI /v1/chat/completions or /v1/completions body into one checked generation
 // request. Every refusal is a 400 naming the field; what the embedded decoder cannot honour
-// (sampling, penalties, several choices, tools, log-probabilities) is refused, never ignored.
+// (logit_bias, best_of, tools, structured output) is refused, never ignored.
 import type { ChatMessage } from '../../model/tokenizer/index.ts'
 import { badRequest } from './api-error.ts'
+import { GREEDY, MAX_CHOICES, MAX_COMPLETION_LOGPROBS, MAX_TOP_LOGPROBS, type SamplingOptions } from './sampling/index.ts'
 
 /** What to generate from: chat messages (rendered with the chat template), text, or token ids. */
 export type PromptInput =
@@ -29,6 +30,8 @@ export interface GenerationRequest {
   ignoreEos: boolean
   /** vLLM's return_token_ids: the response carries prompt_token_ids and each choice's token_ids. */
   returnTokenIds: boolean
+  /** temperature, top_p, top_k, min_p, penalties, seed, logprobs, n: checked, with their defaults. */
+  sampling: SamplingOptions
 }
 
 /** OpenAI's limit on stop strings. */
@@ -88,35 +91,59 @@ function readStop (v: unknown, key: string): string[] {
   })
 }
 
-/** Sampling and other knobs: each is accepted only at the value that greedy decoding already is. */
-function refuseUnsupported (body: Body): void {
-  const temperature = optional(body, 'temperature', readNumber)
-  if (temperature !== undefined) {
-    if (temperature < 0 || temperature > 2) throw badRequest(`'temperature' must be between 0 and 2, got ${temperature}`, 'temperature')
-    if (temperature !== 0) throw badRequest(`the embedded decoder decodes greedily only: 'temperature' must be 0 (or absent), got ${temperature}`, 'temperature', 'unsupported_value')
+function readRange (v: unknown, key: string, min: number, max: number): number {
+  const n = readNumber(v, key)
+  if (n < min || n > max) throw badRequest(`'${key}' must be between ${min} and ${max}, got ${n}`, key)
+  return n
+}
+
+function readIntegerRange (v: unknown, key: string, min: number, max: number): number {
+  const n = readInteger(v, key)
+  if (n < min || n > max) throw badRequest(`'${key}' must be an integer between ${min} and ${max}, got ${n}`, key)
+  return n
+}
+
+/** The completion endpoint's `logprobs` is a count (0..5); chat's a boolean with `top_logprobs` beside it. */
+function readLogprobs (body: Body, endpoint: 'chat' | 'completion'): Pick<SamplingOptions, 'logprobs' | 'topLogprobs'> {
+  if (endpoint === 'completion') {
+    const count = optional(body, 'logprobs', (v, key) => readIntegerRange(v, key, 0, MAX_COMPLETION_LOGPROBS))
+    if (body.top_logprobs !== undefined && body.top_logprobs !== null) throw badRequest("'top_logprobs' is a chat completions field; /v1/completions takes the count in 'logprobs'", 'top_logprobs')
+    return { logprobs: count !== undefined, topLogprobs: count ?? 0 }
   }
+  const on = optional(body, 'logprobs', readBoolean) ?? false
+  const top = optional(body, 'top_logprobs', (v, key) => readIntegerRange(v, key, 0, MAX_TOP_LOGPROBS))
+  if (top !== undefined && !on) throw badRequest("'top_logprobs' needs 'logprobs' set to true", 'top_logprobs')
+  return { logprobs: on, topLogprobs: top ?? 0 }
+}
+
+/** The sampler's options (sampling/options.ts says what each default means). */
+function readSampling (body: Body, endpoint: 'chat' | 'completion'): SamplingOptions {
+  const topK = optional(body, 'top_k', (v, key) => readIntegerRange(v, key, -1, Number.MAX_SAFE_INTEGER))
   const topP = optional(body, 'top_p', readNumber)
-  // Any nucleus keeps the most likely token, so top_p never changes a greedy pick: accepted.
   if (topP !== undefined && (topP <= 0 || topP > 1)) throw badRequest(`'top_p' must be in (0, 1], got ${topP}`, 'top_p')
-  const n = optional(body, 'n', readInteger)
-  if (n !== undefined && n !== 1) throw badRequest(`'n' must be 1: the embedded decoder returns one choice per request, got ${n}`, 'n', 'unsupported_value')
+  return {
+    temperature: optional(body, 'temperature', (v, key) => readRange(v, key, 0, 2)) ?? GREEDY.temperature,
+    topP: topP ?? GREEDY.topP,
+    // vLLM's -1 and 0 both mean no cut.
+    topK: topK === undefined || topK < 0 ? GREEDY.topK : topK,
+    minP: optional(body, 'min_p', (v, key) => readRange(v, key, 0, 1)) ?? GREEDY.minP,
+    presencePenalty: optional(body, 'presence_penalty', (v, key) => readRange(v, key, -2, 2)) ?? 0,
+    frequencyPenalty: optional(body, 'frequency_penalty', (v, key) => readRange(v, key, -2, 2)) ?? 0,
+    seed: optional(body, 'seed', readInteger),
+    ...readLogprobs(body, endpoint),
+    n: optional(body, 'n', (v, key) => readIntegerRange(v, key, 1, MAX_CHOICES)) ?? 1,
+  }
+}
+
+/** What the embedded decoder cannot honour is refused, never ignored. */
+function refuseUnsupported (body: Body): void {
   const bestOf = optional(body, 'best_of', readInteger)
   if (bestOf !== undefined && bestOf !== 1) throw badRequest(`'best_of' must be 1, got ${bestOf}`, 'best_of', 'unsupported_value')
-  for (const key of ['presence_penalty', 'frequency_penalty']) {
-    const p = optional(body, key, readNumber)
-    if (p !== undefined && p !== 0) throw badRequest(`'${key}' must be 0: the embedded decoder applies no penalties, got ${p}`, key, 'unsupported_value')
-  }
   const bias = body.logit_bias
   if (bias !== undefined && bias !== null) {
     if (!isObject(bias)) throw badRequest(`'logit_bias' must be an object, got ${typeName(bias)}`, 'logit_bias')
     if (Object.keys(bias).length > 0) throw badRequest("'logit_bias' is not supported by the embedded decoder", 'logit_bias', 'unsupported_value')
   }
-  const logprobs = body.logprobs
-  if (logprobs !== undefined && logprobs !== null && logprobs !== false && logprobs !== 0) {
-    throw badRequest("'logprobs' is not supported by the embedded decoder", 'logprobs', 'unsupported_value')
-  }
-  const topLogprobs = optional(body, 'top_logprobs', readInteger)
-  if (topLogprobs !== undefined && topLogprobs !== 0) throw badRequest("'top_logprobs' is not supported by the embedded decoder", 'top_logprobs', 'unsupported_value')
   for (const key of ['tools', 'functions']) {
     const v = body[key]
     if (v !== undefined && v !== null && !(Array.isArray(v) && v.length === 0)) throw badRequest(`'${key}' is not supported by the embedded decoder`, key, 'unsupported_value')
@@ -125,13 +152,13 @@ function refuseUnsupported (body: Body): void {
   if (format !== undefined && format !== null && !(isObject(format) && format.type === 'text')) {
     throw badRequest("'response_format' other than {\"type\": \"text\"} is not supported by the embedded decoder", 'response_format', 'unsupported_value')
   }
-  optional(body, 'seed', readInteger) // deterministic anyway: checked, then unused
   optional(body, 'user', readString)
 }
 
 function readCommon (body: unknown, endpoint: 'chat' | 'completion'): { body: Body, common: Omit<GenerationRequest, 'prompt'> } {
   if (!isObject(body)) throw badRequest(`the request body must be a JSON object, got ${typeName(body)}`)
   refuseUnsupported(body)
+  const sampling = readSampling(body, endpoint)
   const stream = optional(body, 'stream', readBoolean) ?? false
   const options = body.stream_options
   let includeUsage = false
@@ -154,6 +181,7 @@ function readCommon (body: unknown, endpoint: 'chat' | 'completion'): { body: Bo
       includeUsage,
       ignoreEos: optional(body, 'ignore_eos', readBoolean) ?? false,
       returnTokenIds: optional(body, 'return_token_ids', readBoolean) ?? false,
+      sampling,
     },
   }
 }

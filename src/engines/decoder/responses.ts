@@ -37,14 +37,29 @@ export interface ResponseHead {
 /** A finished choice's reason (a cancelled request gets no body). */
 export type FinishedReason = 'stop' | 'length'
 
-/** Usage of a finished generation: every generated token counts, an end-of-sentence token included. */
-export function usageOf (o: Pick<GenerationOutcome, 'promptTokens' | 'cachedTokens' | 'completionIds'>): Usage {
+/** Usage of a finished generation (or of every choice of one request): every generated token counts, an end-of-sentence token included. */
+export function usageOf (o: Pick<GenerationOutcome, 'promptTokens' | 'cachedTokens' | 'completionIds'> | ReadonlyArray<Pick<GenerationOutcome, 'promptTokens' | 'cachedTokens' | 'completionIds'>>): Usage {
+  const all = Array.isArray(o) ? o : [o as Pick<GenerationOutcome, 'promptTokens' | 'cachedTokens' | 'completionIds'>]
+  let completion = 0
+  for (const c of all) completion += c.completionIds.length
   return {
-    prompt_tokens: o.promptTokens,
-    completion_tokens: o.completionIds.length,
-    total_tokens: o.promptTokens + o.completionIds.length,
-    prompt_tokens_details: { cached_tokens: o.cachedTokens },
+    prompt_tokens: all[0].promptTokens,
+    completion_tokens: completion,
+    total_tokens: all[0].promptTokens + completion,
+    prompt_tokens_details: { cached_tokens: all[0].cachedTokens },
   }
+}
+
+/**
+ * What the decoder adds beside OpenAI's fields, as `pd_decoder`: the seed a sampled answer used
+ * (the request's, or the one the server drew; choice i used seed + i), absent when greedy.
+ */
+export interface DecoderExtra {
+  seed?: number
+}
+
+function extraField (extra: DecoderExtra | undefined): Record<string, DecoderExtra> {
+  return extra === undefined || Object.keys(extra).length === 0 ? {} : { pd_decoder: extra }
 }
 
 /** The leading fields in OpenAI's order: id, object, created, model, system_fingerprint. */
@@ -57,39 +72,48 @@ function tokenIdFields (ids: readonly number[] | undefined, key: 'token_ids' | '
   return ids === undefined ? {} : { [key]: [...ids] }
 }
 
+/** One finished choice of a whole response: its outcome, reason and formatted log-probabilities (null when not asked). */
+export interface FinishedChoice {
+  outcome: GenerationOutcome
+  finish: FinishedReason
+  logprobs: object | null
+}
+
 /** A whole chat.completion. */
-export function chatCompletion (head: ResponseHead, o: GenerationOutcome, finish: FinishedReason, promptIds?: readonly number[]): object {
+export function chatCompletion (head: ResponseHead, choices: readonly FinishedChoice[], promptIds?: readonly number[], extra?: DecoderExtra): object {
   return {
     ...opening(head, 'chat.completion'),
-    choices: [{
-      index: 0,
-      message: { role: 'assistant', content: o.text, refusal: null },
-      logprobs: null,
-      finish_reason: finish,
-      ...tokenIdFields(promptIds === undefined ? undefined : o.completionIds, 'token_ids'),
-    }],
-    usage: usageOf(o),
+    choices: choices.map((c, index) => ({
+      index,
+      message: { role: 'assistant', content: c.outcome.text, refusal: null },
+      logprobs: c.logprobs,
+      finish_reason: c.finish,
+      ...tokenIdFields(promptIds === undefined ? undefined : c.outcome.completionIds, 'token_ids'),
+    })),
+    usage: usageOf(choices.map((c) => c.outcome)),
     ...tokenIdFields(promptIds, 'prompt_token_ids'),
+    ...extraField(extra),
   }
 }
 
 /** A whole text_completion. */
-export function textCompletion (head: ResponseHead, o: GenerationOutcome, finish: FinishedReason, promptIds?: readonly number[]): object {
+export function textCompletion (head: ResponseHead, choices: readonly FinishedChoice[], promptIds?: readonly number[], extra?: DecoderExtra): object {
   return {
     ...opening(head, 'text_completion'),
-    choices: [{
-      index: 0,
-      text: o.text,
-      logprobs: null,
-      finish_reason: finish,
-      ...tokenIdFields(promptIds === undefined ? undefined : o.completionIds, 'token_ids'),
-    }],
-    usage: usageOf(o),
+    choices: choices.map((c, index) => ({
+      index,
+      text: c.outcome.text,
+      logprobs: c.logprobs,
+      finish_reason: c.finish,
+      ...tokenIdFields(promptIds === undefined ? undefined : c.outcome.completionIds, 'token_ids'),
+    })),
+    usage: usageOf(choices.map((c) => c.outcome)),
     ...tokenIdFields(promptIds, 'prompt_token_ids'),
+    ...extraField(extra),
   }
 }
 
-/** Builds the chunks of one streamed response, chat or completion. */
+/** Builds the chunks of one streamed response, chat or completion; each choice's chunks carry its index. */
 export class ChunkMaker {
   constructor (
     private readonly endpoint: 'chat' | 'completion',
@@ -98,43 +122,44 @@ export class ChunkMaker {
     private readonly includeUsage: boolean,
   ) {}
 
-  private chunk (choice: Record<string, unknown> | null, extra: Record<string, unknown> = {}): object {
+  private chunk (choice: Record<string, unknown> | null, extra: Record<string, unknown> = {}, index = 0): object {
     return {
       ...opening(this.head, this.endpoint === 'chat' ? 'chat.completion.chunk' : 'text_completion'),
-      choices: choice === null ? [] : [{ index: 0, ...choice }],
+      choices: choice === null ? [] : [{ index, ...choice }],
       ...(this.includeUsage ? { usage: null } : {}),
       ...extra,
     }
   }
 
-  /** The opening chunk: the assistant role for chat (nothing for completions); prompt ids if asked. */
-  first (promptIds?: readonly number[]): object | null {
+  /** The opening chunk of choice `index`: the assistant role for chat (nothing for completions); prompt ids if asked. */
+  first (promptIds?: readonly number[], index = 0): object | null {
     if (this.endpoint === 'completion' && promptIds === undefined) return null
     const choice = this.endpoint === 'chat'
       ? { delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }
       : { text: '', logprobs: null, finish_reason: null }
-    return this.chunk(choice, tokenIdFields(promptIds, 'prompt_token_ids'))
+    return this.chunk(choice, tokenIdFields(promptIds, 'prompt_token_ids'), index)
   }
 
-  /** A piece of text. */
-  text (piece: string): object {
+  /** A piece of text, with the formatted log-probabilities of its tokens when asked. */
+  text (piece: string, index = 0, logprobs: object | null = null): object {
     return this.chunk(this.endpoint === 'chat'
-      ? { delta: { content: piece }, logprobs: null, finish_reason: null }
-      : { text: piece, logprobs: null, finish_reason: null })
+      ? { delta: { content: piece }, logprobs, finish_reason: null }
+      : { text: piece, logprobs, finish_reason: null }, {}, index)
   }
 
-  /** The chunk with the finish reason (and every generated id, if asked). */
-  finish (reason: FinishedReason, completionIds?: readonly number[]): object {
+  /** The chunk with the finish reason (and every generated id, if asked; the seed of a sampled answer). */
+  finish (reason: FinishedReason, completionIds?: readonly number[], index = 0, extra?: DecoderExtra): object {
     return this.chunk({
       ...(this.endpoint === 'chat' ? { delta: {} } : { text: '' }),
       logprobs: null,
       finish_reason: reason,
       ...tokenIdFields(completionIds, 'token_ids'),
-    })
+    }, extraField(extra), index)
   }
 
-  /** The usage chunk (empty choices), sent last when include_usage is on; with the decoder's own timings when given. */
-  usage (usage: Usage, timings?: DecoderTimings): object {
-    return { ...this.chunk(null), usage, ...(timings !== undefined ? { pd_decoder: timings } : {}) }
+  /** The usage chunk (empty choices), sent last when include_usage is on; with the decoder's own timings (and seed) when given. */
+  usage (usage: Usage, timings?: DecoderTimings, extra?: DecoderExtra): object {
+    const decoder = { ...timings, ...extra }
+    return { ...this.chunk(null), usage, ...(Object.keys(decoder).length > 0 ? { pd_decoder: decoder } : {}) }
   }
 }

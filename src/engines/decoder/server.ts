@@ -3,7 +3,7 @@
 // (routes.ts, judged by the route guard before any work). Requests are checked and tokenized before
 // they queue, take the engine one at a time, and never share a cache object. Without the key, no
 // answer names a file by its absolute path (src/http/redact.ts).
-import { randomUUID } from 'node:crypto'
+import { randomInt, randomUUID } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type RawServerDefault } from 'fastify'
@@ -22,7 +22,9 @@ import { completionBudget, promptTokens } from './prompt.ts'
 import { EngineQueue, QueueAbandoned, type QueueStats } from './queue.ts'
 import { bodyTooLarge, notJson, readGenerationRequest, readJsonBody, unknownModel } from './body.ts'
 import type { GenerationRequest } from './request.ts'
-import { ChunkMaker, chatCompletion, textCompletion, timingsOf, usageOf, type ResponseHead } from './responses.ts'
+import { LogprobsFormat } from './logprobs.ts'
+import { ChunkMaker, chatCompletion, textCompletion, timingsOf, usageOf, type DecoderExtra, type FinishedChoice, type ResponseHead } from './responses.ts'
+import { isRandom } from './sampling/index.ts'
 import { SseWriter } from './sse.ts'
 
 /** What the server shows of a prefix cache, whichever engine it belongs to: stats for /health, and a rescan. */
@@ -102,6 +104,24 @@ export interface DecoderServerOptions {
   apiKey?: string
   /** More roots shown by name to callers without the key (the model and cache directories always are): a GGUF file. */
   redactRoots?: readonly NamedRoot[]
+  /** The engine's own refusals of a checked request (what its sampler cannot do), before it queues. */
+  checkRequest?: (r: GenerationRequest) => void
+}
+
+/** A seed for a request that sent none: 48 random bits, reported back so the answer can be repeated. */
+function drawSeed (): number {
+  return randomInt(2 ** 48 - 1)
+}
+
+/** The timings of every choice of one request, summed. */
+function requestTimings (outcomes: readonly GenerationOutcome[]): { prefillMs: number, decodeMs: number } {
+  let prefillMs = 0
+  let decodeMs = 0
+  for (const o of outcomes) {
+    prefillMs += o.prefillMs
+    decodeMs += o.decodeMs
+  }
+  return { prefillMs, decodeMs }
 }
 
 /** A running server. */
@@ -251,6 +271,7 @@ export async function startDecoderServer (opts: DecoderServerOptions): Promise<D
   async function serve (reply: FastifyReply, parsed: GenerationRequest): Promise<void> {
     if (closing) throw new ApiError(503, 'service_unavailable_error', 'the decoder is shutting down and takes no new requests')
     if (parsed.model !== undefined && !servesModel(parsed.model)) throw unknownModel(parsed.model, shownName)
+    opts.checkRequest?.(parsed)
     const tokens = promptTokens(model, parsed.prompt)
     const maxTokens = completionBudget(tokens.length, parsed, limits)
     const id = `${parsed.endpoint === 'chat' ? 'chatcmpl' : 'cmpl'}-${randomUUID().replaceAll('-', '')}`
@@ -272,17 +293,21 @@ export async function startDecoderServer (opts: DecoderServerOptions): Promise<D
         return
       }
       const head: ResponseHead = { id, created: Math.floor(Date.now() / 1000), model: redactorFor(reply.request)(modelName), system_fingerprint: systemFingerprint }
-      const job = { tokens, maxTokens, stop: parsed.stop, ignoreEos: parsed.ignoreEos }
+      const seed = parsed.sampling.seed ?? drawSeed()
+      const job: GenerationJob = { tokens, maxTokens, stop: parsed.stop, ignoreEos: parsed.ignoreEos, sampling: parsed.sampling, seed, choice: 0 }
+      const extra: DecoderExtra = isRandom(parsed.sampling) ? { seed } : {}
       const promptIds = parsed.returnTokenIds ? tokens : undefined
-      const outcome = parsed.stream
-        ? await streamGeneration(reply, res, parsed, head, job, promptIds, abort.signal)
-        : await wholeGeneration(reply, parsed, head, job, promptIds, abort.signal)
-      if (outcome === null) return
+      const outcomes = parsed.stream
+        ? await streamGeneration(reply, res, parsed, head, job, promptIds, extra, abort.signal)
+        : await wholeGeneration(reply, parsed, head, job, promptIds, extra, abort.signal)
+      if (outcomes === null) return
+      const first = outcomes[0]
       logger.info({
         event: 'generation', id, endpoint: parsed.endpoint, stream: parsed.stream,
-        prompt_tokens: outcome.promptTokens, cached_tokens: outcome.cachedTokens, stored_blocks: outcome.storedBlocks, reused_blocks: outcome.reusedBlocks, failed_blocks: outcome.failedBlocks,
-        completion_tokens: outcome.completionIds.length, finish_reason: outcome.finishReason,
-        ...timingsOf(outcome),
+        prompt_tokens: first.promptTokens, cached_tokens: first.cachedTokens, stored_blocks: first.storedBlocks, reused_blocks: first.reusedBlocks, failed_blocks: first.failedBlocks,
+        completion_tokens: usageOf(outcomes).completion_tokens, finish_reason: outcomes.length === 1 ? first.finishReason : outcomes.map((o) => o.finishReason),
+        ...(extra.seed === undefined ? {} : { seed: extra.seed }), ...(outcomes.length === 1 ? {} : { choices: outcomes.length }),
+        ...timingsOf(requestTimings(outcomes)),
       }, 'generation finished')
     } finally {
       release?.()
@@ -295,37 +320,65 @@ export async function startDecoderServer (opts: DecoderServerOptions): Promise<D
     return new ApiError(503, 'service_unavailable_error', 'the decoder is shutting down; the request was stopped', null, 'shutting_down')
   }
 
-  async function wholeGeneration (reply: FastifyReply, parsed: GenerationRequest, head: ResponseHead, job: GenerationJob, promptIds: number[] | undefined, signal: AbortSignal): Promise<GenerationOutcome> {
-    const outcome = await generate(job, {
-      onStart: ({ cachedTokens }) => { reply.header('x-cached-tokens', String(cachedTokens)) },
-    }, signal)
-    if (outcome.finishReason === 'cancelled') {
+  /**
+   * The request's n choices, one after another on the engine (each its own prefill and decode,
+   * choice i sampling with seed + i); stops at the first one cancelled, which is returned last.
+   */
+  async function runChoices (parsed: GenerationRequest, job: GenerationJob, hooks: (index: number) => GenerationHooks, signal: AbortSignal,
+    finished?: (outcome: GenerationOutcome, index: number) => Promise<void>): Promise<GenerationOutcome[]> {
+    const outcomes: GenerationOutcome[] = []
+    for (let choice = 0; choice < parsed.sampling.n; choice++) {
+      const outcome = await generate({ ...job, choice }, hooks(choice), signal)
+      outcomes.push(outcome)
+      if (outcome.finishReason === 'cancelled') break
+      await finished?.(outcome, choice)
+    }
+    return outcomes
+  }
+
+  async function wholeGeneration (reply: FastifyReply, parsed: GenerationRequest, head: ResponseHead, job: GenerationJob, promptIds: number[] | undefined, extra: DecoderExtra,
+    signal: AbortSignal): Promise<GenerationOutcome[]> {
+    const outcomes = await runChoices(parsed, job, (choice) => ({
+      onStart: ({ cachedTokens }) => { if (choice === 0) reply.header('x-cached-tokens', String(cachedTokens)) },
+    }), signal)
+    if (outcomes.some((o) => o.finishReason === 'cancelled')) {
       if (closing) sendError(reply, shutdownError())
       else reply.hijack()
-      return outcome
+      return outcomes
     }
+    const choices: FinishedChoice[] = outcomes.map((o) => ({
+      outcome: o,
+      finish: o.finishReason as FinishedChoice['finish'],
+      logprobs: o.logprobs === undefined ? null : new LogprobsFormat(model.tokenizer).format(parsed.endpoint, o.logprobs),
+    }))
     const build = parsed.endpoint === 'chat' ? chatCompletion : textCompletion
-    await reply.send(build(head, outcome, outcome.finishReason, promptIds))
-    return outcome
+    await reply.send(build(head, choices, promptIds, extra))
+    return outcomes
   }
 
   async function streamGeneration (reply: FastifyReply, res: ServerResponse, parsed: GenerationRequest, head: ResponseHead, job: GenerationJob, promptIds: number[] | undefined,
-    signal: AbortSignal): Promise<GenerationOutcome | null> {
+    extra: DecoderExtra, signal: AbortSignal): Promise<GenerationOutcome[] | null> {
     reply.hijack()
     const sse = new SseWriter(res)
     const chunks = new ChunkMaker(parsed.endpoint, head, parsed.includeUsage)
-    let outcome: GenerationOutcome
+    let outcomes: GenerationOutcome[]
     try {
-      outcome = await generate(job, {
-        onStart: async ({ cachedTokens }) => {
-          sse.open({ 'x-cached-tokens': String(cachedTokens) })
-          const first = chunks.first(promptIds)
-          if (first !== null) await sse.send(first)
-        },
-        onText: (piece) => sse.send(chunks.text(piece)),
-        // Between prefill chunks: `: prefill 2560/32768`, so the stream is never silent for long.
-        onPrefill: ({ doneTokens, promptTokens }) => sse.comment(`prefill ${doneTokens}/${promptTokens}`),
-      }, signal)
+      outcomes = await runChoices(parsed, job, (choice) => {
+        const format = new LogprobsFormat(model.tokenizer)
+        return {
+          onStart: async ({ cachedTokens }) => {
+            if (choice === 0) sse.open({ 'x-cached-tokens': String(cachedTokens) })
+            // Prompt ids once, on the first choice's opening chunk.
+            const first = chunks.first(choice === 0 ? promptIds : undefined, choice)
+            if (first !== null) await sse.send(first)
+          },
+          onText: (piece, logprobs) => sse.send(chunks.text(piece, choice, logprobs === undefined ? null : format.format(parsed.endpoint, logprobs))),
+          // Between prefill chunks: `: prefill 2560/32768`, so the stream is never silent for long.
+          onPrefill: ({ doneTokens, promptTokens }) => sse.comment(`prefill ${doneTokens}/${promptTokens}`),
+        }
+      }, signal, async (outcome, choice) => {
+        await sse.send(chunks.finish(outcome.finishReason as FinishedChoice['finish'], parsed.returnTokenIds ? outcome.completionIds : undefined, choice, extra))
+      })
     } catch (e) {
       // The reply is hijacked: fastify's error handler cannot answer any more, so answer here.
       const api = redactedError(toApiError(e), redactorFor(reply.request))
@@ -336,17 +389,16 @@ export async function startDecoderServer (opts: DecoderServerOptions): Promise<D
       } else await sse.fail(api)
       return null
     }
-    if (outcome.finishReason === 'cancelled') {
+    if (outcomes.some((o) => o.finishReason === 'cancelled')) {
       if (closing && !sse.closed) {
         if (!res.headersSent) sse.open({})
         await sse.fail(shutdownError())
       } else sse.end()
-      return outcome
+      return outcomes
     }
-    await sse.send(chunks.finish(outcome.finishReason, parsed.returnTokenIds ? outcome.completionIds : undefined))
-    if (parsed.includeUsage) await sse.send(chunks.usage(usageOf(outcome), timingsOf(outcome)))
+    if (parsed.includeUsage) await sse.send(chunks.usage(usageOf(outcomes), timingsOf(requestTimings(outcomes)), extra))
     await sse.done()
-    return outcome
+    return outcomes
   }
 
   async function tracked (reply: FastifyReply, parsed: GenerationRequest): Promise<FastifyReply> {

@@ -24,10 +24,32 @@ export interface LlamaCppContextOptions {
 
 /** Logits of chosen positions of one evaluation. */
 export interface LlamaCppLogits {
-  /** Row-major [positions.length, vocab]. */
+  /** Row-major [positions.length, vocab]; empty when llama.cpp sampled instead (`sample`). */
   logits: Float32Array
   vocab: number
   positions: number[]
+  /** With `sample`: the token llama.cpp's sampler chain chose after the last token. */
+  token?: number
+}
+
+/**
+ * llama.cpp's own sampler chain for the token after an evaluation (node-llama-cpp's
+ * `generateNext.options`): penalties over `punishTokens`, then top_k, top_p, min_p, temperature and
+ * its seeded `dist` draw (std::mt19937) in llama.cpp's order. node-llama-cpp builds a fresh sampler
+ * for every evaluate call, so `seed` seeds that one draw.
+ */
+export interface LlamaCppSampleOptions {
+  temperature: number
+  /** 0: the whole vocabulary. */
+  topK: number
+  topP: number
+  minP: number
+  presencePenalty: number
+  frequencyPenalty: number
+  /** The tokens the penalties count (each as often as it occurs). */
+  punishTokens: readonly number[]
+  /** An unsigned 32-bit seed for this draw. */
+  seed: number
 }
 
 type NodeLlamaCpp = typeof import('node-llama-cpp')
@@ -128,10 +150,12 @@ export class LlamaCppSession {
 
   /**
    * Evaluate `tokens` after what the sequence holds and return the raw logits of the last `tail`
-   * of them (default 1), in position order.
+   * of them (default 1), in position order; with `sample`, no logits but the token llama.cpp's
+   * sampler chain picks after the last one.
    */
-  async evaluate (tokens: readonly number[], tail = 1): Promise<LlamaCppLogits> {
+  async evaluate (tokens: readonly number[], tail = 1, sample?: LlamaCppSampleOptions): Promise<LlamaCppLogits> {
     if (tokens.length === 0) throw new PdBridgeError('llama.cpp evaluate: no tokens')
+    if (sample !== undefined) return await this.evaluateAndSample(tokens, sample)
     const n = Math.min(Math.max(1, tail), tokens.length)
     const first = tokens.length - n
     const input = tokens.map((t, i) => i >= first ? [t, { generateNext: { logits: true } }] as [number, { generateNext: { logits: true } }] : t)
@@ -146,6 +170,23 @@ export class LlamaCppSession {
       positions.push(this.tokenCount - tokens.length + i)
     }
     return { logits, vocab: this.vocab, positions }
+  }
+
+  private async evaluateAndSample (tokens: readonly number[], o: LlamaCppSampleOptions): Promise<LlamaCppLogits> {
+    const options = {
+      temperature: o.temperature,
+      topK: o.topK,
+      topP: o.topP,
+      minP: o.minP,
+      seed: o.seed,
+      // penalty 1 turns llama.cpp's multiplicative repeat penalty off; the window covers every punished token.
+      repeatPenalty: { punishTokens: [...o.punishTokens], penalty: 1, presencePenalty: o.presencePenalty, frequencyPenalty: o.frequencyPenalty, maxPunishTokens: Math.max(1, o.punishTokens.length) },
+    }
+    const input = tokens.map((t, i) => i === tokens.length - 1 ? [t, { generateNext: { token: true, options } }] : t)
+    const out = await this.sequence.controlledEvaluate(input as never)
+    const token = out[tokens.length - 1]?.next.token
+    if (token === undefined || token === null) throw new PdBridgeError('llama.cpp evaluate: its sampler chose no token')
+    return { logits: new Float32Array(0), vocab: this.vocab, positions: [this.tokenCount - 1], token: Number(token) }
   }
 
   /**

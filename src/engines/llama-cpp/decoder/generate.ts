@@ -1,10 +1,12 @@
 // One request on llama.cpp, with the semantics of our decoder's generate (src/engines/decoder/
-// generate.ts): the hooks, greedy argmax with the lowest id on ties, end-of-sentence, stop strings,
-// the incremental detokenizer (ours: prompts and text are our tokenizer's), cancellation per step.
-import { decodeGreedy, startOutcome, type GenerationHooks, type GenerationJob, type GenerationOutcome } from '../../decoder/generate.ts'
+// generate.ts): the hooks, end-of-sentence, stop strings, the incremental detokenizer (ours:
+// prompts and text are our tokenizer's), cancellation per step. Tokens are picked as sampling.ts
+// says: greedy here from raw logits, or by llama.cpp's own seeded sampler chain.
+import { decodeTokens, startOutcome, type GenerationHooks, type GenerationJob, type GenerationOutcome } from '../../decoder/generate.ts'
 import type { ServedModel } from '../../decoder/model.ts'
 import type { LlamaCppSession } from '../runner.ts'
 import { prefillFrom, restore } from './prefill.ts'
+import { LlamaCppSequenceSampler } from './sampling.ts'
 import type { ServedStateStore } from './served-store.ts'
 
 /** What llama.cpp generation runs against: one session (one sequence), used by one request at a time. */
@@ -27,16 +29,17 @@ export async function generateLlamaCpp (ctx: LlamaCppGenerationContext, job: Gen
   outcome.cachedTokens = await restore(ctx.session, ctx.store, job.tokens)
   await hooks.onStart?.({ promptTokens: job.tokens.length, cachedTokens: outcome.cachedTokens })
   if (signal.aborted) return outcome
-  const filled = await prefillFrom(ctx.session, ctx.store, job.tokens, outcome.cachedTokens, ctx.blockSize, signal)
+  const sampler = new LlamaCppSequenceSampler(job.sampling, job.seed, job.choice)
+  const filled = await prefillFrom(ctx.session, ctx.store, job.tokens, outcome.cachedTokens, ctx.blockSize, signal, sampler.next())
   outcome.storedBlocks = filled.storedBlocks
   outcome.reusedBlocks = filled.reusedBlocks
   outcome.failedBlocks = filled.failedBlocks
   if (filled.logits === null) return outcome
-  const logits = filled.logits
+  const first: { logits: Float32Array, token?: number } = filled.token === undefined ? { logits: filled.logits } : { logits: filled.logits, token: filled.token }
   const t1 = performance.now()
   outcome.prefillMs = t1 - t0
 
-  await decodeGreedy({ tokenizer, config }, job, logits, async (next) => (await ctx.session.evaluate([next], 1)).logits, emit, outcome, signal)
+  await decodeTokens({ tokenizer, config }, job, first, async (next) => await ctx.session.evaluate([next], 1, sampler.next()), (step) => sampler.pick(step), emit, outcome, signal)
   outcome.decodeMs = performance.now() - t1
   return outcome
 }

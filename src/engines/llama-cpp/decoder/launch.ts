@@ -13,6 +13,7 @@ import { LlamaCppModel, NODE_LLAMA_CPP_VERSION } from '../runner.ts'
 import { stateGeometry } from '../state/geometry.ts'
 import { llamaCppGeometryFingerprint } from './fingerprint.ts'
 import { generateLlamaCpp } from './generate.ts'
+import { checkLlamaCppRequest } from './sampling.ts'
 import { checkGgufMatchesConfig } from './gguf-check.ts'
 import { resolveContext, type LlamaCppContextConfig } from './options.ts'
 import { ServedStateStore } from './served-store.ts'
@@ -92,6 +93,7 @@ export async function launchLlamaCppDecoder (opts: LlamaCppDecoderLaunchOptions)
   const server = await startDecoderServer({
     model, modelName, geometryFingerprint, prefixCache: store,
     generate: (job, hooks, signal) => generateLlamaCpp(generation, job, hooks, signal),
+    checkRequest: checkLlamaCppRequest,
     maxPositions: context.contextSize,
     healthExtra: () => ({
       engine: 'llama.cpp',

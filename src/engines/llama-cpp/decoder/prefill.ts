@@ -3,15 +3,17 @@
 // there, then the rest for the last logits.
 import { rmSync } from 'node:fs'
 import { setImmediate as nextTurn } from 'node:timers/promises'
-import type { LlamaCppSession } from '../runner.ts'
+import type { LlamaCppSampleOptions, LlamaCppSession } from '../runner.ts'
 import type { ServedStateStore } from './served-store.ts'
 
 /** What the prefill did. */
 export interface PrefillResult {
   /** Tokens restored from a state file. */
   cachedTokens: number
-  /** Logits after the prompt's last token; null when cancelled. */
+  /** Logits after the prompt's last token (empty when llama.cpp sampled); null when cancelled. */
   logits: Float32Array | null
+  /** With `sample`: the first completion token, llama.cpp's pick. */
+  token?: number
   storedBlocks: number
   reusedBlocks: number
   failedBlocks: number
@@ -48,13 +50,15 @@ async function restoreMismatch (session: LlamaCppSession, store: ServedStateStor
 }
 
 /** Evaluate tokens[from, end) after a restore of `from` tokens, saving each block boundary on the way. */
-export async function prefillFrom (session: LlamaCppSession, store: ServedStateStore | undefined, tokens: number[], from: number, blockSize: number, signal: AbortSignal): Promise<PrefillResult> {
+export async function prefillFrom (session: LlamaCppSession, store: ServedStateStore | undefined, tokens: number[], from: number, blockSize: number, signal: AbortSignal,
+  sample?: LlamaCppSampleOptions): Promise<PrefillResult> {
   const result: PrefillResult = { cachedTokens: from, logits: null, storedBlocks: 0, reusedBlocks: 0, failedBlocks: 0 }
   let at = from
   while (at < tokens.length) {
     // With a store, stop at the next boundary; without one, the rest in one call (llama.cpp batches it).
     const next = store === undefined ? tokens.length : Math.min(tokens.length, (Math.floor(at / blockSize) + 1) * blockSize)
-    const { logits } = await session.evaluate(tokens.slice(at, next), 1)
+    // llama.cpp's sampler (when asked) picks only after the prompt's last token.
+    const { logits, token } = await session.evaluate(tokens.slice(at, next), 1, next === tokens.length ? sample : undefined)
     at = next
     if (store !== undefined && at % blockSize === 0) {
       const saved = await store.save(session, tokens.slice(0, at))
@@ -62,7 +66,10 @@ export async function prefillFrom (session: LlamaCppSession, store: ServedStateS
       else if (saved === 'reused') result.reusedBlocks++
       else result.failedBlocks++
     }
-    if (at === tokens.length) result.logits = logits
+    if (at === tokens.length) {
+      result.logits = logits
+      if (token !== undefined) result.token = token
+    }
     else {
       await nextTurn()
       if (signal.aborted) return result

@@ -1,0 +1,141 @@
+// One sequence's sampler, a pure function of (logits, options, what this sequence drew and chose
+// before): penalties, then temperature, top_k, top_p, min_p (the order of Hugging Face
+// transformers' logits warpers), then one draw from xoshiro128**. Arithmetic is f64 in a fixed
+// order (candidates sorted by logit, the lowest id first on ties), so the same inputs give the same
+// token on any machine. Log-probabilities are of the model's raw distribution: log-softmax of the
+// logits before penalties and temperature (vLLM's default, `raw_logprobs`).
+import { choiceSeed, hasPenalties, isRandom, type SamplingOptions } from './options.ts'
+import { Xoshiro128StarStar } from './prng.ts'
+
+/** A token and its log-probability under the raw distribution. */
+export interface TokenLogprob {
+  token: number
+  logprob: number
+}
+
+/** What one step chose. */
+export interface TokenPick {
+  token: number
+  /** With options.logprobs: the chosen token's entry, and the `topLogprobs` most likely tokens. */
+  logprobs?: { chosen: TokenLogprob, top: TokenLogprob[] }
+}
+
+/** The largest logit, the lowest id on ties: the engine's greedy pick. */
+export function argmaxLogit (logits: ArrayLike<number>): number {
+  let best = 0
+  for (let i = 1; i < logits.length; i++) if (logits[i] > logits[best]) best = i
+  return best
+}
+
+/** Ids ordered by value, largest first, the lowest id first on ties. */
+function byValue (values: ArrayLike<number>, ids: number[]): number[] {
+  return ids.sort((a, b) => values[b] - values[a] || a - b)
+}
+
+/** The `k` largest entries (ties: lowest id) of `values`, in that order, in O(V·k). */
+function topIds (values: ArrayLike<number>, k: number): number[] {
+  const out: number[] = []
+  for (let i = 0; i < values.length; i++) {
+    if (out.length === k && !(values[i] > values[out[k - 1]])) continue
+    // After every entry at least as large: an earlier (lower) id stays first on ties.
+    let at = out.length
+    while (at > 0 && values[i] > values[out[at - 1]]) at--
+    out.splice(at, 0, i)
+    if (out.length > k) out.pop()
+  }
+  return out
+}
+
+/** log Σ exp(x_i), max-shifted, summed in index order. */
+export function logSumExp (logits: ArrayLike<number>): number {
+  let max = -Infinity
+  for (let i = 0; i < logits.length; i++) if (logits[i] > max) max = logits[i]
+  let sum = 0
+  for (let i = 0; i < logits.length; i++) sum += Math.exp(logits[i] - max)
+  return max + Math.log(sum)
+}
+
+/** The raw log-probabilities of `token` and of the `top` most likely tokens. */
+export function rawLogprobs (logits: ArrayLike<number>, token: number, top: number): { chosen: TokenLogprob, top: TokenLogprob[] } {
+  const lse = logSumExp(logits)
+  return {
+    chosen: { token, logprob: logits[token] - lse },
+    top: top === 0 ? [] : topIds(logits, top).map((t) => ({ token: t, logprob: logits[t] - lse })),
+  }
+}
+
+/**
+ * The candidates left after top_k, top_p and min_p on `scaled` (penalised logits / temperature),
+ * with their unnormalised weights exp(scaled - max), in sorted order.
+ */
+export function keptCandidates (scaled: Float64Array, o: Pick<SamplingOptions, 'topK' | 'topP' | 'minP'>): { ids: number[], weights: number[] } {
+  const vocab = scaled.length
+  let ids = o.topK > 0 && o.topK < vocab ? topIds(scaled, o.topK) : byValue(scaled, Array.from({ length: vocab }, (_, i) => i))
+  const max = scaled[ids[0]]
+  let weights = ids.map((t) => Math.exp(scaled[t] - max))
+  if (o.topP < 1) {
+    let total = 0
+    for (const w of weights) total += w
+    // The smallest prefix whose probability reaches top_p: keep a token while what came before is short of it.
+    let cum = 0
+    let keep = 0
+    while (keep < weights.length && cum < o.topP * total) cum += weights[keep++]
+    ids = ids.slice(0, Math.max(1, keep))
+    weights = weights.slice(0, ids.length)
+  }
+  if (o.minP > 0) {
+    // weights[0] is exp(0) = 1, the most likely token: keep tokens at least min_p as likely as it.
+    const keep = weights.findIndex((w) => w < o.minP)
+    if (keep > 0) {
+      ids = ids.slice(0, keep)
+      weights = weights.slice(0, keep)
+    }
+  }
+  return { ids, weights }
+}
+
+/** One sequence's sampling state: its PRNG and how often it chose each token (for the penalties). */
+export class SequenceSampler {
+  private readonly rng: Xoshiro128StarStar | undefined
+  private readonly counts = new Map<number, number>()
+
+  /** `seed` is the request's (drawn by the server when the client sent none); `choice` the index among n. */
+  constructor (private readonly options: SamplingOptions, seed: number, choice = 0) {
+    this.rng = isRandom(options) ? new Xoshiro128StarStar(choiceSeed(seed, choice)) : undefined
+  }
+
+  /** Choose the next token from `logits` (one row, the vocabulary) and count it for the penalties. */
+  pick (logits: Float32Array): TokenPick {
+    const o = this.options
+    const token = this.choose(logits)
+    this.counts.set(token, (this.counts.get(token) ?? 0) + 1)
+    return o.logprobs ? { token, logprobs: rawLogprobs(logits, token, o.topLogprobs) } : { token }
+  }
+
+  private choose (logits: Float32Array): number {
+    const o = this.options
+    // Greedy without penalties is today's pick on the raw row, bit for bit.
+    if (this.rng === undefined && !hasPenalties(o)) return argmaxLogit(logits)
+    const penalised = this.penalise(logits)
+    if (this.rng === undefined) return argmaxLogit(penalised)
+    for (let i = 0; i < penalised.length; i++) penalised[i] /= o.temperature
+    const { ids, weights } = keptCandidates(penalised, o)
+    let total = 0
+    for (const w of weights) total += w
+    const target = this.rng.nextDouble() * total
+    let cum = 0
+    for (let i = 0; i < ids.length; i++) {
+      cum += weights[i]
+      if (cum > target) return ids[i]
+    }
+    return ids[ids.length - 1]
+  }
+
+  /** OpenAI's penalties: logit - count * frequency_penalty - (count > 0) * presence_penalty, over this sequence's own tokens. */
+  private penalise (logits: Float32Array): Float64Array {
+    const out = Float64Array.from(logits)
+    const o = this.options
+    for (const [token, count] of this.counts) out[token] -= count * o.frequencyPenalty + o.presencePenalty
+    return out
+  }
+}
