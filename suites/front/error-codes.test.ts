@@ -92,7 +92,7 @@ describe('the write stage', () => {
 
 describe('a bridge run', () => {
   it('fails with the code, the timings so far and the capture only once the engine accepted it', async () => {
-    const run = new BridgeRun({ deadlines: { bridgeMs: 60_000 } } as FrontConfig, {})
+    const run = new BridgeRun({ deadlines: { bridgeMs: 60_000 }, capture: {} } as FrontConfig, {})
     try {
       run.timings.submit = 1.5
       const before = run.fail({ reason: 'prefill engine busy: x', code: PD_ERR.ENGINE_BUSY }, 'submit')

@@ -1,7 +1,8 @@
 // A small wrapper around node-llama-cpp (3.22.1, llama.cpp v0.5.0) for parity work: load a GGUF on
 // the CPU with one fixed context configuration, tokenize, evaluate token ids and read raw logits,
 // greedy decode. One sequence per context, no sampling of ours: logits come from llama.cpp as it
-// computed them, and greedy picks are the argmax taken here (lowest id on ties, as our engine does).
+// computed them, greedy picks are the argmax taken here (lowest id on ties, as our engine does),
+// and a sampled pick is llama.cpp's own sampler chain (`evaluate` with `sample`).
 import { readFileSync } from 'node:fs'
 import { PdBridgeError } from '../../errors.ts'
 
