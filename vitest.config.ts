@@ -82,7 +82,7 @@ export const INTEGRATION: ProjectList = [
   'suites/decoder-server/limits.test.ts', 'suites/decoder-server/no-cache.test.ts',
   'suites/decoder-server/openai.test.ts',
   'suites/dump/',
-  'suites/engine/chunking.test.ts', 'suites/engine/decode.test.ts', 'suites/engine/errors.test.ts',
+  'suites/engine/chunking.test.ts', 'suites/engine/decode.test.ts', 'suites/engine/decode-batch.test.ts', 'suites/engine/errors.test.ts',
   'suites/engine/reference-quant.test.ts', 'suites/engine/transformers-bf16.test.ts',
   'suites/engine/transformers-f32.test.ts',
   'suites/front/checks.test.ts', 'suites/front/cli.test.ts', 'suites/front/engine-watch.test.ts',

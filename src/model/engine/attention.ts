@@ -29,6 +29,13 @@ export interface AttentionShape {
   indexTopk: number
 }
 
+/** One sequence's rows in a batched attention call: n rows at positions start.. of its own cache. */
+export interface AttentionSegment {
+  n: number
+  start: number
+  cache: LayerCache
+}
+
 /** What a chunk added to a layer's cache, as its attention reads it. */
 export interface CacheStep {
   /** Window K=V rows [keyCount, headDim] for positions keyBase.. (held rows, then the chunk's). */
@@ -105,45 +112,66 @@ export class Attention {
    * updating the layer's cache. Returns the block output [n, hidden].
    */
   forward (x: Float32Array, n: number, start: number, cache: LayerCache): Float32Array {
+    return this.forwardSegments(x, [{ n, start, cache }])
+  }
+
+  /**
+   * The attention block for several sequences at once: x holds each segment's rows in order (segment
+   * i: n_i rows at positions start_i.. of its own cache). The projections run once over every row
+   * (the matmul is batch-invariant: a row's bits do not depend on the other rows); each segment's
+   * cache update, rope and core attention run on its own rows and cache. So a segment's output is
+   * bit-identical to forward() of that segment alone. Returns the block output [sum n_i, hidden].
+   */
+  forwardSegments (x: Float32Array, segments: readonly AttentionSegment[]): Float32Array {
     const { weights: w, shape: s } = this
     const { act, rope } = this.numerics
     const { heads, headDim: d, ropeDim, rmsEps } = s
     const nope = d - ropeDim
-    const table = rope.table(w.ropeKind, start + n)
+    const total = segments.reduce((sum, g) => sum + g.n, 0)
+    const hidden = x.length / total
+    const qWidth = heads * d
 
     // Queries: q_a -> q_a_norm (the q residual) -> q_b -> per-head unweighted norm -> rope.
-    const qResidual = weightedRmsNorm(act.roundAll(w.qA.apply(x, n)), n, w.qA.outFeatures, w.qANorm, rmsEps, act)
-    const q = act.roundAll(w.qB.apply(qResidual, n))
-    unweightedRmsNormRows(q, n * heads, d, rmsEps, act)
-    // Rope in fp32, then cast (rounding the whole row is the same: the nope part is already cast).
-    ropeRows(q, n, heads, d, nope, ropeDim, table.cos, table.sin, { firstTableRow: start })
-    act.roundAll(q)
+    const qResidual = weightedRmsNorm(act.roundAll(w.qA.apply(x, total)), total, w.qA.outFeatures, w.qANorm, rmsEps, act)
+    const q = act.roundAll(w.qB.apply(qResidual, total))
+    unweightedRmsNormRows(q, total * heads, d, rmsEps, act)
+    const o = new Float32Array(total * qWidth)
+    let row = 0
+    for (const { n, start, cache } of segments) {
+      const table = rope.table(w.ropeKind, start + n)
+      const qs = q.subarray(row * qWidth, (row + n) * qWidth)
+      const xs = x.subarray(row * hidden, (row + n) * hidden)
+      // Rope in fp32, then cast (rounding the whole row is the same: the nope part is already cast).
+      ropeRows(qs, n, heads, d, nope, ropeDim, table.cos, table.sin, { firstTableRow: start })
+      act.roundAll(qs)
 
-    // The cache: window rows and pooled entries, before any query of the chunk attends.
-    const { keys, keyBase } = this.updateCache(x, n, start, cache)
+      // The cache: window rows and pooled entries, before any query of the segment attends.
+      const { keys, keyBase } = this.updateCache(xs, n, start, cache)
 
-    // Which pooled entries each query sees: HCA every complete one, CSA the indexer's picks.
-    let entriesFor: (i: number) => number | Int32Array = () => 0
-    let entries: Float32Array = new Float32Array(0)
-    if (cache.compressor !== null) {
-      const state = cache.compressor
-      entries = state.entries.view()
-      if (this.indexer !== null && cache.indexer !== null) {
-        const picks = this.indexer.select(x, qResidual, n, start, cache.indexer)
-        entriesFor = (i) => picks[i]
-      } else {
-        const ratio = state.ratio
-        const count = state.entryCount
-        entriesFor = (i) => Math.min(count, Math.floor((start + i + 1) / ratio))
+      // Which pooled entries each query sees: HCA every complete one, CSA the indexer's picks.
+      let entriesFor: (i: number) => number | Int32Array = () => 0
+      let entries: Float32Array = new Float32Array(0)
+      if (cache.compressor !== null) {
+        const state = cache.compressor
+        entries = state.entries.view()
+        if (this.indexer !== null && cache.indexer !== null) {
+          const picks = this.indexer.select(xs, qResidual.subarray(row * w.qA.outFeatures, (row + n) * w.qA.outFeatures), n, start, cache.indexer)
+          entriesFor = (i) => picks[i]
+        } else {
+          const ratio = state.ratio
+          const count = state.entryCount
+          entriesFor = (i) => Math.min(count, Math.floor((start + i + 1) / ratio))
+        }
       }
+
+      const os = coreAttention({ q: qs, n, start, heads, headDim: d, keys, keyBase, window: s.window, entries, entriesFor, sinks: w.sinks }, act)
+      // Undo the rope on the output's rope slice (K=V carried it into the values), at the query position.
+      ropeRows(os, n, heads, d, nope, ropeDim, table.cos, table.sin, { firstTableRow: start, inverse: true })
+      o.set(os, row * qWidth)
+      row += n
     }
-
-    const o = coreAttention({ q, n, start, heads, headDim: d, keys, keyBase, window: s.window, entries, entriesFor, sinks: w.sinks }, act)
-
-    // Undo the rope on the output's rope slice (K=V carried it into the values), at the query position.
-    ropeRows(o, n, heads, d, nope, ropeDim, table.cos, table.sin, { firstTableRow: start, inverse: true })
     act.roundAll(o)
-    return act.roundAll(w.oB.apply(groupedOutput(w.oA, o, n, s, act), n))
+    return act.roundAll(w.oB.apply(groupedOutput(w.oA, o, total, s, act), total))
   }
 
   /** Fill the derived overlap carries of `cache` restored with only the raw previous windows (see deriveOverlapCarry). */
