@@ -5,7 +5,8 @@
 // runs alone (its solo answer; the first of them is level 1); then each level sends its prompts at
 // once and every answer is compared with its solo run (must be 0 differences). Per level: aggregate
 // tokens/s (all completion tokens over the level's wall time), aggregate decode tokens/s (tokens
-// after each first one, over first first-token to last finish), TTFT and end-to-end percentiles,
+// after each first one, over the decode phase by the decoder's own clock: first request's first
+// logits to last request's last token), TTFT (first text) and end-to-end percentiles,
 // the mean and widest batch the decoder reported, the decoder's peak RSS during the level (VmRSS
 // sampled every 100 ms) and the load average. One JSON record in --runs.
 //
@@ -146,7 +147,11 @@ try {
     await sampler
     const after = (await health()).batch
     const tokens = runs.reduce((s, r) => s + r.completion, 0)
-    const decodeSpan = (Math.max(...runs.map((r) => r.end)) - Math.min(...runs.map((r) => r.first))) / 1000
+    // The decode phase by the decoder's own clock (its text may be held back, so the client's first text is no clock):
+    // from the first request's first logits to the last request's last token.
+    const decodeStart = Math.min(...runs.map((r) => r.start + r.decoder.prefill_ms))
+    const decodeEnd = Math.max(...runs.map((r) => r.start + r.decoder.prefill_ms + r.decoder.decode_ms))
+    const decodeSpan = (decodeEnd - decodeStart) / 1000
     const differ = runs.filter((r, i) => JSON.stringify(r.ids) !== JSON.stringify(solo[i])).length
     const steps = after.steps - before.steps
     const level = {
@@ -154,6 +159,7 @@ try {
       tokens_per_s: tokens / wall,
       decode_tokens_per_s: decodeSpan > 0 ? runs.reduce((s, r) => s + r.completion - 1, 0) / decodeSpan : null,
       ttft_ms: { p50: percentile(runs.map((r) => r.first - r.start), 50), p99: percentile(runs.map((r) => r.first - r.start), 99) },
+      decoder_prefill_ms: { p50: percentile(runs.map((r) => r.decoder.prefill_ms), 50), p99: percentile(runs.map((r) => r.decoder.prefill_ms), 99) },
       e2e_ms: { p50: percentile(runs.map((r) => r.end - r.start), 50), p99: percentile(runs.map((r) => r.end - r.start), 99) },
       batch: { steps, mean_rows: steps > 0 ? (after.rows - before.rows) / steps : null, widest_so_far: after.maxRows },
       decoder_peak_rss: peak, load_average_1m: load,
