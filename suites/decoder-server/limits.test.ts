@@ -18,7 +18,7 @@ let model: string
 
 beforeAll(async () => {
   const dir = await makeTiny(`${tmp.dir}/model`)
-  server = await startDecoderChild(['--model', dir, '--cache-dir', `${tmp.dir}/cache`, '--model-name', 'tiny', '--max-queue', '0', '--max-body-bytes', String(MAX_BODY)], `${tmp.dir}/decoder.log`)
+  server = await startDecoderChild(['--model', dir, '--cache-dir', `${tmp.dir}/cache`, '--model-name', 'tiny', '--max-batch', '1', '--max-queue', '0', '--max-body-bytes', String(MAX_BODY)], `${tmp.dir}/decoder.log`)
   client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'unused', maxRetries: 0 })
   model = 'tiny'
 })

@@ -1,5 +1,5 @@
 // The engine queue in process: one holder at a time in arrival order, a bound with 429 and
-// Retry-After, waiters that leave, and stopping.
+// Retry-After, waiters that leave, stopping; several slots and a memory budget.
 import { describe, expect, it } from 'vitest'
 import { ApiError, EngineQueue, QueueAbandoned } from '../../src/engines/decoder/index.ts'
 
@@ -77,5 +77,53 @@ describe('EngineQueue stop', () => {
     await expect(q.acquire(never)).rejects.toMatchObject({ status: 503 })
     release()
     expect(q.stats.running).toBe(0)
+  })
+})
+
+describe('EngineQueue slots and memory budget', () => {
+  it('runs up to `slots` at once; the next waits for a release', async () => {
+    const q = new EngineQueue(4, { slots: 2 })
+    const a = await q.acquire(never)
+    const b = await q.acquire(never)
+    let third = false
+    const c = q.acquire(never).then((release) => { third = true; return release })
+    await new Promise((r) => setTimeout(r, 10))
+    expect([third, q.stats.running, q.stats.waiting]).toEqual([false, 2, 1])
+    a()
+    ;(await c)()
+    b()
+    expect(q.stats).toMatchObject({ running: 0, waiting: 0, served: 3, usedBytes: 0 })
+  })
+
+  it('holds a request back until its bytes fit, first come first served, and refuses one that never fits with a 400', async () => {
+    const q = new EngineQueue(4, { slots: 8, budgetBytes: 100 })
+    const big = await q.acquire(never, 60)
+    const order: string[] = []
+    const second = q.acquire(never, 60).then((release) => { order.push('second'); return release })
+    // 10 bytes would fit now, but it does not overtake the waiting one.
+    const small = q.acquire(never, 10).then((release) => { order.push('small'); return release })
+    await new Promise((r) => setTimeout(r, 10))
+    expect(q.stats).toMatchObject({ running: 1, waiting: 2, usedBytes: 60, budgetBytes: 100 })
+    const err = await q.acquire(never, 101).then(() => undefined, (e: unknown) => e)
+    expect(err).toMatchObject({ status: 400, type: 'invalid_request_error', code: 'memory_budget_exceeded' })
+    expect(q.stats.tooLarge).toBe(1)
+    big()
+    ;(await second)()
+    ;(await small)()
+    expect(order).toEqual(['second', 'small'])
+    expect(q.stats.usedBytes).toBe(0)
+  })
+
+  it('a waiter at the head that leaves lets the ones behind it in', async () => {
+    const q = new EngineQueue(4, { slots: 8, budgetBytes: 100 })
+    const held = await q.acquire(never, 50)
+    const gone = new AbortController()
+    const head = q.acquire(gone.signal, 80)
+    const behind = q.acquire(never, 40)
+    gone.abort()
+    await expect(head).rejects.toBeInstanceOf(QueueAbandoned)
+    ;(await behind)()
+    held()
+    expect(q.stats).toMatchObject({ running: 0, waiting: 0, abandoned: 1 })
   })
 })

@@ -51,6 +51,9 @@ interface DecoderOptions {
   maxTokens: number
   maxBodyBytes: number
   maxQueue: number
+  maxBatch?: number
+  batchMemoryBytes?: number
+  prefillChunk?: number
   log?: string
 }
 
@@ -72,7 +75,10 @@ export const decoderCommand = new Command('decoder')
   .option('--model-name <name>', 'served model id, also hashed into block keys (default: the model directory path)')
   .option('--max-tokens <n>', 'most completion tokens per request, and what a request without max_tokens gets', integer('--max-tokens', 1), DECODER_DEFAULTS.maxTokens)
   .option('--max-body-bytes <n>', 'largest request body', integer('--max-body-bytes', 1), DECODER_DEFAULTS.maxBodyBytes)
-  .option('--max-queue <n>', 'requests that may wait behind the running one (then 429)', integer('--max-queue', 0), DECODER_DEFAULTS.maxQueue)
+  .option('--max-queue <n>', 'requests that may wait for a turn (then 429)', integer('--max-queue', 0), DECODER_DEFAULTS.maxQueue)
+  .option('--max-batch <n>', `ours: requests decoding at once, their steps batched (default ${DECODER_DEFAULTS.maxBatch})`, integer('--max-batch', 1))
+  .option('--batch-memory-bytes <n>', 'ours: bound on the running requests\' estimated cache and step bytes; a request waits until it fits (default: a quarter of the machine\'s memory)', integer('--batch-memory-bytes', 1))
+  .option('--prefill-chunk <n>', `ours: most tokens per prefill chunk, the longest others' decoding waits for one prefill (default ${DECODER_DEFAULTS.prefillChunk})`, integer('--prefill-chunk', 1))
   .option('--log <file>', 'write JSON log lines here instead of stderr')
   .action(async (opts: DecoderOptions) => {
     checkEngineFlags(opts)
@@ -98,6 +104,9 @@ export const decoderCommand = new Command('decoder')
       maxTokens: opts.maxTokens,
       maxBodyBytes: opts.maxBodyBytes,
       maxQueue: opts.maxQueue,
+      maxBatch: opts.maxBatch,
+      batchMemoryBytes: opts.batchMemoryBytes,
+      prefillChunk: opts.prefillChunk,
       logger,
       apiKey: apiKeyFromEnv(),
       blockKey,
@@ -128,6 +137,8 @@ function checkEngineFlags (opts: DecoderOptions): void {
     if (llamaOnly.length > 0) throw new PdBridgeError(`${llamaOnly.join(', ')}: only with --engine llama.cpp`)
     return
   }
+  const oursOnly = ([['--max-batch', opts.maxBatch], ['--batch-memory-bytes', opts.batchMemoryBytes], ['--prefill-chunk', opts.prefillChunk]] as const).filter(([, v]) => v !== undefined).map(([f]) => f)
+  if (oursOnly.length > 0) throw new PdBridgeError(`${oursOnly.join(', ')}: only with --engine ours (the llama.cpp decoder runs one request at a time)`)
   if (opts.gguf === undefined) throw new PdBridgeError('--gguf is required with --engine llama.cpp (make one with pd-bridge export-gguf --model DIR --out FILE.gguf)')
   if (opts.profile !== DECODER_DEFAULTS.profile) throw new PdBridgeError('--profile: only with --engine ours (llama.cpp runs its own arithmetic)')
   if (opts.maxCacheBytes !== undefined) throw new PdBridgeError('--max-cache-bytes: only with --engine ours (the llama.cpp state store does not evict)')

@@ -4,6 +4,6 @@ export { storageRuleFor, exactBf16Codes, storeF32, loadF32, type StorageRule } f
 export { boundarySnapshots, cacheToBlockPayload, harmonizePoolDtypes, modelCacheFromRestored, restoreBlocks, restoreCache, type BlockPayloadOptions } from './mapping.ts'
 export {
   DecoderPrefixCache,
-  type PrefixCacheOptions, type LookupOptions, type PrefixCacheEvent, type PrefixCacheStats, type LookupResult, type StoredBlock, type PrefillAndStoreResult, type PrefillProgress, type WriteFailure,
+  type PrefixCacheOptions, type LookupOptions, type PrefixCacheEvent, type PrefixCacheStats, type LookupResult, type StoredBlock, type PrefillAndStoreResult, type PrefillProgress, type PrefillSchedule, type WriteFailure,
 } from './prefix-cache.ts'
 export { compareCaches, describeComparison, parseTokenText, type ArrayComparison } from './diff-state.ts'

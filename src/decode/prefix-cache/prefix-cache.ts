@@ -113,6 +113,16 @@ export interface WriteFailure {
 /** Told the tokens prefilled so far and the prompt's length, between prefill chunks. */
 export type PrefillProgress = (doneTokens: number, promptTokens: number) => void | Promise<void>
 
+/**
+ * How a server runs the prefill's chunks: at most `chunkTokens` tokens each (besides the cut at
+ * every block boundary), each through `runChunk` (a batching decoder runs it between decode steps).
+ * Chunking never changes a bit (the engine's chunk invariance).
+ */
+export interface PrefillSchedule {
+  chunkTokens?: number
+  runChunk?: <T>(work: () => T) => Promise<T>
+}
+
 /** What `prefillAndStore` returns. */
 export interface PrefillAndStoreResult {
   /** The cache after the whole prompt (fromCache, advanced in place, when given). */
@@ -457,9 +467,10 @@ export class DecoderPrefixCache {
    * (chunked == one-shot bit for bit), writing each full block as its boundary is reached.
    * At most one boundary snapshot is held at a time. `onProgress` hears the tokens prefilled so
    * far after each chunk but the last (a streaming server tells its client the prefill is alive).
+   * `schedule` cuts the chunks smaller and runs each where the caller says.
    */
   async prefillAndStore (engine: DeepseekV4Engine, tokens: ArrayLike<number>, fromCache?: ModelCache,
-    onProgress?: PrefillProgress): Promise<PrefillAndStoreResult> {
+    onProgress?: PrefillProgress, schedule: PrefillSchedule = {}): Promise<PrefillAndStoreResult> {
     checkTokens(tokens, 'prefillAndStore')
     this.checkEngine(engine)
     const cache = fromCache ?? engine.newCache()
@@ -471,10 +482,14 @@ export class DecoderPrefixCache {
     const keys = this.store.keysFor(tokens)
     const storedBlocks: StoredBlock[] = []
     let logits: Float32Array | undefined
+    const chunk = schedule.chunkTokens ?? Infinity
+    if (chunk !== Infinity && (!Number.isSafeInteger(chunk) || chunk < 1)) throw new PdBridgeError(`prefillAndStore: chunkTokens must be a positive integer, got ${String(chunk)}`)
+    const run = schedule.runChunk ?? (async <T>(work: () => T): Promise<T> => work())
     let pos = cache.tokenCount
     while (pos < n) {
-      const end = Math.min(n, (Math.floor(pos / bs) + 1) * bs)
-      const result = engine.prefill(sliceTokens(tokens, pos, end), cache, { logits: end === n ? 'last' : 'none' })
+      const end = Math.min(n, (Math.floor(pos / bs) + 1) * bs, pos + chunk)
+      const from = pos
+      const result = await run(() => engine.prefill(sliceTokens(tokens, from, end), cache, { logits: end === n ? 'last' : 'none' }))
       if (end === n) logits = result.logits
       pos = end
       if (pos % bs === 0) storedBlocks.push(await this.storeBoundary(cache, pos / bs - 1, keys[pos / bs - 1], pos / bs >= 2 ? keys[pos / bs - 2] : null))

@@ -2,10 +2,12 @@
 // stored as they fill), then decoding (the sampler picks each token: greedy, or seeded sampling)
 // with stop strings and end-of-sentence, yielding to the
 // event loop between steps so other routes and stream writes stay responsive and a cancelled
-// request stops at the next step.
+// request stops at the next step. Requests run side by side: their prefill chunks and batched
+// decode steps take turns on the engine through the DecodeBatcher (batcher.ts).
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { DecoderPrefixCache, PrefillProgress } from '../../decode/prefix-cache/index.ts'
-import type { DeepseekV4Engine, ModelCache } from '../../model/engine/index.ts'
+import type { ModelCache } from '../../model/engine/index.ts'
+import { BatcherCancelled, type DecodeBatcher } from './batcher.ts'
 import { IncrementalDetokenizer } from './detokenizer.ts'
 import type { DecoderModel } from './model.ts'
 import { SequenceSampler, type SamplingOptions, type TokenPick } from './sampling/index.ts'
@@ -19,9 +21,17 @@ export interface GenerationContext {
   model: DecoderModel
   /** Absent: every prompt is prefilled from an empty cache and nothing is stored. */
   prefixCache?: PrefixCacheLike
-  /** Tokens per prefill call on the no-cache path, with an event-loop turn between calls. Default 256. */
-  prefillSlice?: number
+  /** The engine's scheduler, shared by every request: prefill chunks and batched decode steps. */
+  batcher: DecodeBatcher
+  /**
+   * Most tokens per prefill chunk (also cut at block boundaries with a prefix cache): the longest
+   * the other requests' decoding waits for this one's prefill. Default PREFILL_CHUNK.
+   */
+  prefillChunk?: number
 }
+
+/** Default prefill chunk: 256 tokens, the slice the decoder used before it batched. */
+export const PREFILL_CHUNK = 256
 
 /** One checked request. */
 export interface GenerationJob {
@@ -97,19 +107,17 @@ function lastRow (logits: Float32Array, vocab: number): Float32Array {
   return logits.subarray(logits.length - vocab)
 }
 
-async function prefillWithoutCache (engine: DeepseekV4Engine, tokens: number[], slice: number, signal: AbortSignal,
-  progress?: PrefillProgress): Promise<{ cache: ModelCache, logits: Float32Array } | null> {
+async function prefillWithoutCache (ctx: GenerationContext, tokens: number[], signal: AbortSignal,
+  progress?: PrefillProgress): Promise<{ cache: ModelCache, logits: Float32Array }> {
+  const { engine } = ctx.model
+  const slice = ctx.prefillChunk ?? PREFILL_CHUNK
   const cache = engine.newCache()
   let logits: Float32Array = new Float32Array(0)
   for (let at = 0; at < tokens.length; at += slice) {
     const end = Math.min(tokens.length, at + slice)
     // Chunked prefill gives the same bits as one call (docs/engine.md), so slicing costs nothing.
-    logits = engine.prefill(tokens.slice(at, end), cache, { logits: end === tokens.length ? 'last' : 'none' }).logits
-    if (end < tokens.length) {
-      await progress?.(end, tokens.length)
-      await nextTurn()
-      if (signal.aborted) return null
-    }
+    logits = (await ctx.batcher.exclusive(() => engine.prefill(tokens.slice(at, end), cache, { logits: end === tokens.length ? 'last' : 'none' }), signal)).logits
+    if (end < tokens.length) await progress?.(end, tokens.length)
   }
   return { cache, logits }
 }
@@ -149,24 +157,35 @@ export async function generate (ctx: GenerationContext, job: GenerationJob, hook
   const progress = onPrefill === undefined ? undefined : async (doneTokens: number, promptTokens: number): Promise<void> => { await onPrefill({ doneTokens, promptTokens }) }
   let cache: ModelCache
   let logits: Float32Array
-  if (ctx.prefixCache !== undefined) {
-    const filled = await ctx.prefixCache.prefillAndStore(engine, job.tokens, hit?.cache ?? undefined, progress)
-    cache = filled.cache
-    logits = lastRow(filled.logits, config.vocabSize)
-    outcome.storedBlocks = filled.storedBlocks.filter((b) => b.written).length
-    outcome.failedBlocks = filled.storedBlocks.filter((b) => b.failed !== undefined).length
-    outcome.reusedBlocks = filled.storedBlocks.length - outcome.storedBlocks - outcome.failedBlocks
-  } else {
-    const filled = await prefillWithoutCache(engine, job.tokens, ctx.prefillSlice ?? 256, signal, progress)
-    if (filled === null) return outcome
-    cache = filled.cache
-    logits = lastRow(filled.logits, config.vocabSize)
+  try {
+    if (ctx.prefixCache !== undefined) {
+      const schedule = { chunkTokens: ctx.prefillChunk ?? PREFILL_CHUNK, runChunk: <T>(work: () => T) => ctx.batcher.exclusive(work, signal) }
+      const filled = await ctx.prefixCache.prefillAndStore(engine, job.tokens, hit?.cache ?? undefined, progress, schedule)
+      cache = filled.cache
+      logits = lastRow(filled.logits, config.vocabSize)
+      outcome.storedBlocks = filled.storedBlocks.filter((b) => b.written).length
+      outcome.failedBlocks = filled.storedBlocks.filter((b) => b.failed !== undefined).length
+      outcome.reusedBlocks = filled.storedBlocks.length - outcome.storedBlocks - outcome.failedBlocks
+    } else {
+      const filled = await prefillWithoutCache(ctx, job.tokens, signal, progress)
+      cache = filled.cache
+      logits = lastRow(filled.logits, config.vocabSize)
+    }
+  } catch (e) {
+    // The client went away between two prefill chunks: the blocks stored so far stay stored.
+    if (e instanceof BatcherCancelled) return outcome
+    throw e
   }
   const t1 = performance.now()
   outcome.prefillMs = t1 - t0
 
   const sampler = new SequenceSampler(job.sampling, job.seed, job.choice)
-  await decodeTokens({ tokenizer, config }, job, logits, (next) => engine.decode(next, cache), (row) => sampler.pick(row), emit, outcome, signal)
+  const seat = ctx.batcher.join(cache)
+  try {
+    await decodeTokens({ tokenizer, config }, job, logits, (next) => seat.step(next), (row) => sampler.pick(row), emit, outcome, signal)
+  } finally {
+    seat.leave()
+  }
   outcome.decodeMs = performance.now() - t1
   return outcome
 }

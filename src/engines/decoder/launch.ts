@@ -1,12 +1,15 @@
 // Everything `pd-bridge decoder` starts, in order: the model (loaded once), the prefix cache over
 // the block store, then the HTTP server.
+import { totalmem } from 'node:os'
 import { resolve } from 'node:path'
 import type { Logger } from 'pino'
 import { PdBridgeError } from '../../errors.ts'
 import { loadDecoderModel, type DecoderModel } from './model.ts'
 import { openServedPrefixCache } from './prefix-cache.ts'
 import type { BlockKey } from '../../config/block-key.ts'
-import { generate } from './generate.ts'
+import { DecodeBatcher } from './batcher.ts'
+import { generate, PREFILL_CHUNK } from './generate.ts'
+import { sequenceBytes } from './memory-budget.ts'
 import { startDecoderServer, type DecoderServer } from './server.ts'
 import { Geometry } from '../../wire/geometry.ts'
 
@@ -19,7 +22,14 @@ export const DECODER_DEFAULTS = {
   maxTokens: 4096,
   maxBodyBytes: 4 * 1024 * 1024,
   maxQueue: 16,
+  maxBatch: 8,
+  prefillChunk: PREFILL_CHUNK,
 } as const
+
+/** Default batch memory budget: a quarter of the machine's memory (the weights and the rest of the process live outside it). */
+export function defaultBatchMemoryBytes (): number {
+  return Math.floor(totalmem() / 4)
+}
 
 /** What to launch. */
 export interface DecoderLaunchOptions {
@@ -37,6 +47,12 @@ export interface DecoderLaunchOptions {
   maxTokens?: number
   maxBodyBytes?: number
   maxQueue?: number
+  /** Requests decoding at once, their steps batched. */
+  maxBatch?: number
+  /** Bound on the running requests' estimated cache and step bytes (memory-budget.ts); default a quarter of the machine's memory. */
+  batchMemoryBytes?: number
+  /** Most tokens per prefill chunk: how long the others' decoding may wait for one prompt's prefill. */
+  prefillChunk?: number
   logger: Logger
   /** How often /health may really write a probe file into the store (ms); default 10 s. */
   storeProbeMs?: number
@@ -66,6 +82,9 @@ export async function launchDecoder (opts: DecoderLaunchOptions): Promise<Launch
   const maxTokens = positive('--max-tokens', opts.maxTokens, DECODER_DEFAULTS.maxTokens)
   const maxBodyBytes = positive('--max-body-bytes', opts.maxBodyBytes, DECODER_DEFAULTS.maxBodyBytes)
   const maxQueue = positive('--max-queue', opts.maxQueue, DECODER_DEFAULTS.maxQueue, 0)
+  const maxBatch = positive('--max-batch', opts.maxBatch, DECODER_DEFAULTS.maxBatch)
+  const batchMemoryBytes = positive('--batch-memory-bytes', opts.batchMemoryBytes, defaultBatchMemoryBytes())
+  const prefillChunk = positive('--prefill-chunk', opts.prefillChunk, DECODER_DEFAULTS.prefillChunk)
   const model = await loadDecoderModel(opts.modelDir, opts.profile ?? DECODER_DEFAULTS.profile)
   const modelName = opts.modelName ?? resolve(opts.modelDir)
   if (modelName === '') throw new PdBridgeError('--model-name must not be empty')
@@ -73,10 +92,13 @@ export async function launchDecoder (opts: DecoderLaunchOptions): Promise<Launch
     ? undefined
     : await openServedPrefixCache({ dir: opts.cacheDir, modelName, model, blockSize, maxSizeBytes: opts.maxCacheBytes, logger: opts.logger, storeProbeMs: opts.storeProbeMs, blockKey: opts.blockKey })
   const geometryFingerprint = prefixCache?.geometryFingerprint ?? Geometry.fromConfig(model.config, model.engine.profile).fingerprint
-  const context = { model, prefixCache }
+  const batcher = new DecodeBatcher(model.engine)
+  const context = { model, prefixCache, batcher, prefillChunk }
   const server = await startDecoderServer({
     model, modelName, geometryFingerprint, prefixCache,
     generate: (job, hooks, signal) => generate(context, job, hooks, signal),
+    admission: { slots: maxBatch, budgetBytes: batchMemoryBytes, costOf: (promptTokens, maxTokens) => sequenceBytes(model.config, promptTokens, maxTokens) },
+    healthExtra: () => ({ batch: batcher.stats }),
     host: opts.host ?? DECODER_DEFAULTS.host,
     port: opts.port ?? DECODER_DEFAULTS.port,
     maxTokens, maxBodyBytes, maxQueue,

@@ -51,7 +51,7 @@ export async function openServedPrefixCache (opts: ServedPrefixCacheOptions): Pr
     blockSize: cache.blockSize,
     geometryFingerprint: cache.geometryFingerprint,
     lookup: (tokens) => cache.lookup(tokens),
-    prefillAndStore: (engine, tokens, fromCache, onProgress) => cache.prefillAndStore(engine, tokens, fromCache, onProgress),
+    prefillAndStore: (engine, tokens, fromCache, onProgress, schedule) => cache.prefillAndStore(engine, tokens, fromCache, onProgress, schedule),
     describe: () => ({
       blocks: cache.store.size, bytes: cache.store.totalBytes,
       write_failures: cache.stats.writeFailures, last_write_failure: cache.lastWriteFailure,

@@ -1,8 +1,9 @@
 // The embedded decoder's HTTP server: OpenAI-compatible /v1/chat/completions and /v1/completions
 // (whole or streamed as SSE), /v1/models, /health and POST /v1/cache/rescan, and nothing else
 // (routes.ts, judged by the route guard before any work). Requests are checked and tokenized before
-// they queue, take the engine one at a time, and never share a cache object. Without the key, no
-// answer names a file by its absolute path (src/http/redact.ts).
+// they queue, run as many at once as the backend's admission allows (our engine batches them,
+// llama.cpp's takes one), and never share a cache object. Without the key, no answer names a file
+// by its absolute path (src/http/redact.ts).
 import { randomInt, randomUUID } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -75,12 +76,24 @@ export function degradedReasons (store: StoreHealth | null): string[] {
   return reasons
 }
 
+/** Admission of a backend that runs several requests at once. */
+export interface Admission {
+  /** Requests running at once (the batch). */
+  slots: number
+  /** Bound on the running requests' estimated bytes. */
+  budgetBytes?: number
+  /** A request's estimated bytes from its prompt and completion budget. */
+  costOf: (promptTokens: number, maxTokens: number) => number
+}
+
 /** Options of `startDecoderServer`. */
 export interface DecoderServerOptions {
   /** Tokenizer and config (prompts are tokenized here, before they queue), directory and profile name for /health. */
   model: ServedModel
-  /** Runs one request on the engine; requests reach it one at a time. */
+  /** Runs one request on the engine; as many run at once as `admission` lets through. */
   generate: GenerateFn
+  /** How many requests run at once and within what memory; default one at a time, no budget. */
+  admission?: Admission
   /** Most positions a prompt + completion may take; default the config's max_position_embeddings. */
   maxPositions?: number
   /** More /health fields (the engine's own facts), shown after the common ones. */
@@ -152,8 +165,11 @@ function fromFastify (err: unknown, maxBodyBytes: number): ApiError {
 }
 
 /** The queue's state in the snake_case the rest of /health uses. */
-function queueView (q: QueueStats): Record<string, number> {
-  return { running: q.running, waiting: q.waiting, max_queue: q.maxQueue, served: q.served, refused: q.refused, abandoned: q.abandoned }
+function queueView (q: QueueStats): Record<string, number | null> {
+  return {
+    running: q.running, waiting: q.waiting, max_queue: q.maxQueue, slots: q.slots, used_bytes: q.usedBytes, budget_bytes: q.budgetBytes,
+    served: q.served, refused: q.refused, too_large: q.tooLarge, abandoned: q.abandoned,
+  }
 }
 
 /** Resolves once `res` has handed its last byte to the socket ('finish') or its socket is gone. */
@@ -179,7 +195,7 @@ const shownAsIs: Redactor = (text) => text
 /** Start the server; resolves once it listens. */
 export async function startDecoderServer (opts: DecoderServerOptions): Promise<DecoderServer> {
   const { model, modelName, logger, generate } = opts
-  const queue = new EngineQueue(opts.maxQueue)
+  const queue = new EngineQueue(opts.maxQueue, { slots: opts.admission?.slots ?? 1, budgetBytes: opts.admission?.budgetBytes })
   const limits = { maxTokens: opts.maxTokens, maxPositions: opts.maxPositions ?? model.config.maxPositionEmbeddings }
   const active = new Set<AbortController>()
   const running = new Set<Promise<void>>()
@@ -247,7 +263,10 @@ export async function startDecoderServer (opts: DecoderServerOptions): Promise<D
       geometry_fingerprint: opts.geometryFingerprint,
       max_position_embeddings: model.config.maxPositionEmbeddings,
       // max_positions: what prompt + completion may take here (llama.cpp's context may be smaller than the model's window).
-      limits: { max_tokens: opts.maxTokens, max_positions: limits.maxPositions, max_body_bytes: opts.maxBodyBytes, max_queue: opts.maxQueue },
+      limits: {
+        max_tokens: opts.maxTokens, max_positions: limits.maxPositions, max_body_bytes: opts.maxBodyBytes, max_queue: opts.maxQueue,
+        max_batch: opts.admission?.slots ?? 1, batch_memory_bytes: opts.admission?.budgetBytes ?? null,
+      },
       queue: queueView(queue.stats),
       cache: opts.prefixCache === undefined ? null : { dir: opts.prefixCache.dir, block_size: opts.prefixCache.blockSize, ...opts.prefixCache.describe() },
       store,
@@ -284,7 +303,7 @@ export async function startDecoderServer (opts: DecoderServerOptions): Promise<D
     let release: (() => void) | undefined
     try {
       try {
-        release = await queue.acquire(abort.signal)
+        release = await queue.acquire(abort.signal, opts.admission?.costOf(tokens.length, maxTokens) ?? 0)
       } catch (e) {
         if (!(e instanceof QueueAbandoned)) throw e
         logger.info({ event: 'generation', id, finish_reason: 'cancelled', queued: true }, 'client left while queued')

@@ -29,6 +29,20 @@ export interface AttentionShape {
   indexTopk: number
 }
 
+/** One sequence's rows in a batched attention call: n rows at positions start.. of its own cache. */
+export interface AttentionSegment {
+  n: number
+  start: number
+  cache: LayerCache
+}
+
+/** The kv path's projections of some rows: the shared K=V (before its norm) and each compressor's kv and gate. */
+interface KvProjections {
+  kv: Float32Array
+  compressor: { kv: Float32Array, gate: Float32Array } | null
+  indexer: { kv: Float32Array, gate: Float32Array } | null
+}
+
 /** What a chunk added to a layer's cache, as its attention reads it. */
 export interface CacheStep {
   /** Window K=V rows [keyCount, headDim] for positions keyBase.. (held rows, then the chunk's). */
@@ -78,13 +92,27 @@ export class Attention {
    * and the positions start..start+n-1: this is what a cache built from captured attention inputs runs.
    */
   updateCache (x: Float32Array, n: number, start: number, cache: LayerCache): CacheStep {
+    return this.updateCacheFrom(this.projectKv(x, n), 0, n, start, cache)
+  }
+
+  /** The kv path's projections of x [n, hidden], row by row (a batch projects all its rows at once). */
+  private projectKv (x: Float32Array, n: number): KvProjections {
+    return {
+      kv: this.numerics.act.roundAll(this.weights.kv.apply(x, n)),
+      compressor: this.compressor?.project(x, n) ?? null,
+      indexer: this.indexer?.pool.project(x, n) ?? null,
+    }
+  }
+
+  /** updateCache from the projections of rows row..row+n-1 of `p`. */
+  private updateCacheFrom (p: KvProjections, row: number, n: number, start: number, cache: LayerCache): CacheStep {
     const { weights: w, shape: s } = this
     const { act, rope, quant } = this.numerics
     const { headDim: d, ropeDim, rmsEps } = s
     const nope = d - ropeDim
     const end = start + n
     const table = rope.table(w.ropeKind, end)
-    const kv = weightedRmsNorm(act.roundAll(w.kv.apply(x, n)), n, d, w.kvNorm, rmsEps, act)
+    const kv = weightedRmsNorm(p.kv.subarray(row * d, (row + n) * d), n, d, w.kvNorm, rmsEps, act)
     ropeRows(kv, n, 1, d, nope, ropeDim, table.cos, table.sin, { firstTableRow: start })
     act.roundAll(kv)
     if (quant !== null) for (let i = 0; i < n; i++) quant.windowRow(kv.subarray(i * d, (i + 1) * d))
@@ -93,9 +121,11 @@ export class Attention {
     keys.set(cache.window.subarray(0, old * d))
     keys.set(kv, old * d)
     cache.pushWindow(kv, n)
-    if (this.compressor !== null && cache.compressor !== null) {
-      this.compressor.append(cache.compressor, x, n, end)
-      if (this.indexer !== null && cache.indexer !== null) this.indexer.pool.append(cache.indexer, x, n, end)
+    const rows = (q: { kv: Float32Array, gate: Float32Array }, width: number): [Float32Array, Float32Array] =>
+      [q.kv.subarray(row * width, (row + n) * width), q.gate.subarray(row * width, (row + n) * width)]
+    if (this.compressor !== null && cache.compressor !== null && p.compressor !== null) {
+      this.compressor.feed(cache.compressor, ...rows(p.compressor, this.compressor.layout.width), n, end)
+      if (this.indexer !== null && cache.indexer !== null && p.indexer !== null) this.indexer.pool.feed(cache.indexer, ...rows(p.indexer, this.indexer.pool.layout.width), n, end)
     }
     return { keys, keyBase: start - old }
   }
@@ -105,45 +135,69 @@ export class Attention {
    * updating the layer's cache. Returns the block output [n, hidden].
    */
   forward (x: Float32Array, n: number, start: number, cache: LayerCache): Float32Array {
+    return this.forwardSegments(x, [{ n, start, cache }])
+  }
+
+  /**
+   * The attention block for several sequences at once: x holds each segment's rows in order (segment
+   * i: n_i rows at positions start_i.. of its own cache). The projections run once over every row
+   * (the matmul is batch-invariant: a row's bits do not depend on the other rows); each segment's
+   * cache update, rope and core attention run on its own rows and cache. So a segment's output is
+   * bit-identical to forward() of that segment alone. Returns the block output [sum n_i, hidden].
+   */
+  forwardSegments (x: Float32Array, segments: readonly AttentionSegment[]): Float32Array {
     const { weights: w, shape: s } = this
     const { act, rope } = this.numerics
     const { heads, headDim: d, ropeDim, rmsEps } = s
     const nope = d - ropeDim
-    const table = rope.table(w.ropeKind, start + n)
+    const total = segments.reduce((sum, g) => sum + g.n, 0)
+    const qWidth = heads * d
 
     // Queries: q_a -> q_a_norm (the q residual) -> q_b -> per-head unweighted norm -> rope.
-    const qResidual = weightedRmsNorm(act.roundAll(w.qA.apply(x, n)), n, w.qA.outFeatures, w.qANorm, rmsEps, act)
-    const q = act.roundAll(w.qB.apply(qResidual, n))
-    unweightedRmsNormRows(q, n * heads, d, rmsEps, act)
-    // Rope in fp32, then cast (rounding the whole row is the same: the nope part is already cast).
-    ropeRows(q, n, heads, d, nope, ropeDim, table.cos, table.sin, { firstTableRow: start })
-    act.roundAll(q)
+    const qResidual = weightedRmsNorm(act.roundAll(w.qA.apply(x, total)), total, w.qA.outFeatures, w.qANorm, rmsEps, act)
+    const q = act.roundAll(w.qB.apply(qResidual, total))
+    unweightedRmsNormRows(q, total * heads, d, rmsEps, act)
+    // The kv path's and the indexer's projections, once over every row too.
+    const kvp = this.projectKv(x, total)
+    const iq = this.indexer?.project(x, qResidual, total) ?? null
+    const iWidth = s.indexHeads * s.indexHeadDim
+    const o = new Float32Array(total * qWidth)
+    let row = 0
+    for (const { n, start, cache } of segments) {
+      const table = rope.table(w.ropeKind, start + n)
+      const qs = q.subarray(row * qWidth, (row + n) * qWidth)
+      // Rope in fp32, then cast (rounding the whole row is the same: the nope part is already cast).
+      ropeRows(qs, n, heads, d, nope, ropeDim, table.cos, table.sin, { firstTableRow: start })
+      act.roundAll(qs)
 
-    // The cache: window rows and pooled entries, before any query of the chunk attends.
-    const { keys, keyBase } = this.updateCache(x, n, start, cache)
+      // The cache: window rows and pooled entries, before any query of the segment attends.
+      const { keys, keyBase } = this.updateCacheFrom(kvp, row, n, start, cache)
 
-    // Which pooled entries each query sees: HCA every complete one, CSA the indexer's picks.
-    let entriesFor: (i: number) => number | Int32Array = () => 0
-    let entries: Float32Array = new Float32Array(0)
-    if (cache.compressor !== null) {
-      const state = cache.compressor
-      entries = state.entries.view()
-      if (this.indexer !== null && cache.indexer !== null) {
-        const picks = this.indexer.select(x, qResidual, n, start, cache.indexer)
-        entriesFor = (i) => picks[i]
-      } else {
-        const ratio = state.ratio
-        const count = state.entryCount
-        entriesFor = (i) => Math.min(count, Math.floor((start + i + 1) / ratio))
+      // Which pooled entries each query sees: HCA every complete one, CSA the indexer's picks.
+      let entriesFor: (i: number) => number | Int32Array = () => 0
+      let entries: Float32Array = new Float32Array(0)
+      if (cache.compressor !== null) {
+        const state = cache.compressor
+        entries = state.entries.view()
+        if (this.indexer !== null && cache.indexer !== null && iq !== null) {
+          const own = { q: iq.q.subarray(row * iWidth, (row + n) * iWidth), weights: iq.weights.subarray(row * s.indexHeads, (row + n) * s.indexHeads) }
+          const picks = this.indexer.selectProjected(own, n, start, cache.indexer)
+          entriesFor = (i) => picks[i]
+        } else {
+          const ratio = state.ratio
+          const count = state.entryCount
+          entriesFor = (i) => Math.min(count, Math.floor((start + i + 1) / ratio))
+        }
       }
+
+      const os = coreAttention({ q: qs, n, start, heads, headDim: d, keys, keyBase, window: s.window, entries, entriesFor, sinks: w.sinks }, act)
+      // Undo the rope on the output's rope slice (K=V carried it into the values), at the query position.
+      ropeRows(os, n, heads, d, nope, ropeDim, table.cos, table.sin, { firstTableRow: start, inverse: true })
+      o.set(os, row * qWidth)
+      row += n
     }
-
-    const o = coreAttention({ q, n, start, heads, headDim: d, keys, keyBase, window: s.window, entries, entriesFor, sinks: w.sinks }, act)
-
-    // Undo the rope on the output's rope slice (K=V carried it into the values), at the query position.
-    ropeRows(o, n, heads, d, nope, ropeDim, table.cos, table.sin, { firstTableRow: start, inverse: true })
     act.roundAll(o)
-    return act.roundAll(w.oB.apply(groupedOutput(w.oA, o, n, s, act), n))
+    return act.roundAll(w.oB.apply(groupedOutput(w.oA, o, total, s, act), total))
   }
 
   /** Fill the derived overlap carries of `cache` restored with only the raw previous windows (see deriveOverlapCarry). */

@@ -75,6 +75,11 @@ export class RowStore {
     this.data = new Float32Array(16 * this.width)
   }
 
+  /** Bytes of the storage held now (capacity, not just rows). */
+  get heldBytes (): number {
+    return this.data.byteLength
+  }
+
   /** A deep copy. */
   clone (): RowStore {
     const c = new RowStore(this.width, 1)
@@ -126,6 +131,12 @@ export class CompressorState {
   /** Number of pooled entries (transformers' entry_count). */
   get entryCount (): number {
     return this.entries.rows
+  }
+
+  /** Bytes this state holds now: entries' storage, buffers and carries. */
+  get heldBytes (): number {
+    const arrays = [this.bufferKv, this.bufferGate, this.overlapKv, this.overlapGate, this.prevWindowKv, this.prevWindowGate]
+    return this.entries.heldBytes + arrays.reduce((sum, a) => sum + (a?.byteLength ?? 0), 0)
   }
 
   /** A deep copy. */
@@ -201,6 +212,11 @@ export class LayerCache {
     this.windowLength = keepOld + keepNew
   }
 
+  /** Bytes this layer's cache holds now. */
+  get heldBytes (): number {
+    return this.window.byteLength + (this.compressor?.heldBytes ?? 0) + (this.indexer?.heldBytes ?? 0)
+  }
+
   /** A deep copy. */
   clone (): LayerCache {
     const c = new LayerCache(this.type, this.headDim, this.windowRowsMax, this.compressor?.clone() ?? null, this.indexer?.clone() ?? null)
@@ -229,6 +245,11 @@ export class ModelCache {
   /** An empty cache for `cfg` (what the model's makeCache() returns). */
   static empty (cfg: DeepseekV4Config): ModelCache {
     return new ModelCache(cacheLayout(cfg.layerTypes, cfg).map((layout) => LayerCache.fromLayout(layout)))
+  }
+
+  /** Bytes the whole cache holds now (what one more sequence costs a batching decoder, besides its step buffers). */
+  get heldBytes (): number {
+    return this.layers.reduce((sum, l) => sum + l.heldBytes, 0)
   }
 
   /** A deep copy (to branch a conversation or compare resumes). */

@@ -36,10 +36,20 @@ export class Compressor {
 
   /** Project the attention input x [n, hidden] (positions end-n..end-1) and feed it to `state`. */
   append (state: CompressorState, x: Float32Array, n: number, end: number): void {
+    const { kv, gate } = this.project(x, n)
+    this.feed(state, kv, gate, n, end)
+  }
+
+  /** The kv and gate projections [n, width] of x [n, hidden], in the activation dtype (row by row: a batch may project its rows at once). */
+  project (x: Float32Array, n: number): { kv: Float32Array, gate: Float32Array } {
+    const act = this.numerics.act
+    return { kv: act.roundAll(this.weights.kv.apply(x, n)), gate: act.roundAll(this.weights.gate.apply(x, n)) }
+  }
+
+  /** Feed n tokens' projections (positions end-n..end-1) to `state`. */
+  feed (state: CompressorState, kv: Float32Array, gate: Float32Array, n: number, end: number): void {
     const { act, rope } = this.numerics
     const table = rope.table('compress', end)
-    const kv = act.roundAll(this.weights.kv.apply(x, n))
-    const gate = act.roundAll(this.weights.gate.apply(x, n))
     compressTokens(state, kv, gate, n, {
       cos: table.cos, sin: table.sin, ropeDim: this.sizes.ropeDim, rmsEps: this.sizes.rmsEps, finishEntry: this.finishEntry,
       positionBias: this.weights.positionBias, normWeight: this.weights.normWeight,

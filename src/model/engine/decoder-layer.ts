@@ -1,7 +1,8 @@
 // One decoder layer: attention site (hyper-connection pre, input_layernorm, attention, write-back),
 // then the FFN site (pre, post_attention_layernorm, MoE, write-back), on the hc_mult residual streams.
+import { PdBridgeError } from '../../errors.ts'
 import type { ActivationRounding } from './activation.ts'
-import type { Attention } from './attention.ts'
+import type { Attention, AttentionSegment } from './attention.ts'
 import type { LayerCache } from './cache.ts'
 import { hcPost, hcPre, type HcParams, type HcShape } from './hyper-connections.ts'
 import type { Moe } from './moe.ts'
@@ -25,14 +26,28 @@ export class DecoderLayer {
 
   /** The streams h [n, hc, hidden] of tokens at positions start.. after this layer, updating its cache. */
   forward (h: Float32Array, n: number, tokens: ArrayLike<number>, start: number, cache: LayerCache, hook?: AttnInputHook): Float32Array {
+    return this.forwardSegments(h, tokens, [{ n, start, cache }], hook)
+  }
+
+  /**
+   * The same for several sequences' rows at once (segment i: n_i rows of `tokens` and h, in order,
+   * at positions start_i.. of its own cache). Everything but attention is row by row, and attention
+   * keeps each segment to its own cache, so each segment's rows equal forward() of it alone.
+   * A hook (capture) runs on a single segment only.
+   */
+  forwardSegments (h: Float32Array, tokens: ArrayLike<number>, segments: readonly AttentionSegment[], hook?: AttnInputHook): Float32Array {
     const { weights: w, hcShape, act } = this
     const hidden = hcShape.hidden
     const eps = hcShape.rmsEps
+    const n = tokens.length
     // Attention site.
     const a = hcPre(h, n, w.attnHc, hcShape, act)
     const x = weightedRmsNorm(a.collapsed, n, hidden, w.inputNorm, eps, act)
-    hook?.(this.index, start, x, n)
-    const attn = this.attention.forward(x, n, start, cache)
+    if (hook !== undefined) {
+      if (segments.length !== 1) throw new PdBridgeError(`decoder layer ${this.index}: an attention-input hook takes one sequence at a time, not ${segments.length}`)
+      hook(this.index, segments[0].start, x, n)
+    }
+    const attn = this.attention.forwardSegments(x, segments)
     h = hcPost(h, n, a, attn, hcShape, act)
     // FFN site.
     const f = hcPre(h, n, w.ffnHc, hcShape, act)

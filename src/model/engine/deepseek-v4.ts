@@ -98,10 +98,21 @@ export class DeepseekV4Model {
    * logits [rows.length, vocab] of the chunk rows listed in `logitRows` (indices into the chunk).
    */
   forward (tokens: ArrayLike<number>, cache: ModelCache, logitRows: number[], hook?: AttnInputHook): Float32Array {
+    return this.forwardSequences([{ tokens, cache }], logitRows, hook)
+  }
+
+  /**
+   * Several sequences in one pass over the weights: sequence i's tokens run at positions
+   * cache_i.tokenCount.. and update its own cache. Rows are numbered across the sequences in order
+   * (logitRows indexes them). Every step is row by row or per sequence, so each sequence's rows are
+   * bit-identical to forward() of it alone (the batch-invariance rule of docs/kernels.md).
+   */
+  forwardSequences (sequences: ReadonlyArray<{ tokens: ArrayLike<number>, cache: ModelCache }>, logitRows: number[], hook?: AttnInputHook): Float32Array {
     const { cfg, hcShape } = this
     const act = this.numerics.act
+    const tokens: number[] = []
+    for (const s of sequences) for (let t = 0; t < s.tokens.length; t++) tokens.push(s.tokens[t])
     const n = tokens.length
-    const start = cache.tokenCount
     const hidden = cfg.hiddenSize
 
     // Embedding, copied into every residual stream.
@@ -113,9 +124,10 @@ export class DeepseekV4Model {
     }
 
     this.layers.forEach((layer, i) => {
-      h = layer.forward(h, n, tokens, start, cache.layers[i], hook)
+      const segments = sequences.map((s) => ({ n: s.tokens.length, start: s.cache.tokenCount, cache: s.cache.layers[i] }))
+      h = layer.forwardSegments(h, tokens, segments, hook)
     })
-    cache.tokenCount = start + n
+    for (const s of sequences) s.cache.tokenCount += s.tokens.length
 
     // Head: only the rows whose logits were asked for.
     const m = logitRows.length

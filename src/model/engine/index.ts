@@ -121,6 +121,20 @@ export class DeepseekV4Engine {
   }
 
   /**
+   * One decode step of several sequences in one pass over the weights: tokens[i] at position
+   * caches[i].tokenCount, appended to caches[i]. Returns the logits [B, vocab], row i sequence i's,
+   * bit-identical to decode(tokens[i], caches[i]) alone whatever else is in the batch. The caches
+   * must be distinct.
+   */
+  decodeBatch (tokens: readonly number[], caches: readonly ModelCache[]): Float32Array {
+    if (tokens.length !== caches.length) throw new PdBridgeError(`decodeBatch: ${tokens.length} tokens for ${caches.length} caches`)
+    if (tokens.length === 0) throw new PdBridgeError('decodeBatch: the batch is empty')
+    if (new Set(caches).size !== caches.length) throw new PdBridgeError('decodeBatch: a cache appears twice in the batch; each sequence needs its own')
+    tokens.forEach((t, i) => this.check([t], caches[i]))
+    return this.model.forwardSequences(tokens.map((t, i) => ({ tokens: [t], cache: caches[i] })), tokens.map((_, i) => i))
+  }
+
+  /**
    * Greedy generation: prefill `prompt` (onto `cache`, or a fresh one), then take the argmax
    * (lowest id on ties) k times, feeding each pick back. The cache ends holding prompt + k tokens.
    */

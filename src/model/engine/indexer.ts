@@ -32,29 +32,44 @@ export class Indexer {
 
   /** For n queries at positions start.. (x the attention input, qResidual the q residual), the entries of `state` each picks. */
   select (x: Float32Array, qResidual: Float32Array, n: number, start: number, state: CompressorState): Int32Array[] {
+    return this.selectProjected(this.project(x, qResidual, n), n, start, state)
+  }
+
+  /** The scorer's projections of n queries, row by row (a batch may project its rows at once): q_b (before rope) and the head weights. */
+  project (x: Float32Array, qResidual: Float32Array, n: number): IndexerProjections {
+    const act = this.numerics.act
+    return { q: act.roundAll(this.qB.apply(qResidual, n)), weights: act.roundAll(this.weightsProj.apply(x, n)) }
+  }
+
+  /** select() from the queries' projections (their q is roped in place). */
+  selectProjected (p: IndexerProjections, n: number, start: number, state: CompressorState): Int32Array[] {
     const { act, rope, quant } = this.numerics
     const ctable = rope.table('compress', start + n)
     const params: IndexerParams = {
       qB: this.qB, weightsProj: this.weightsProj, heads: this.sizes.heads, headDim: this.sizes.headDim, topk: this.sizes.topk,
       ratio: state.ratio, cos: ctable.cos, sin: ctable.sin, ropeDim: this.sizes.ropeDim, finishQuery: quant?.indexerVector,
     }
-    return indexerSelect(x, qResidual, n, start, state.entries.view(), state.entryCount, params, act)
+    return indexerSelect(p.q, p.weights, n, start, state.entries.view(), state.entryCount, params, act)
   }
 }
 
+/** The indexer's projections of n queries: q_b of the q residual [n, heads * headDim] (before rope) and the head weights [n, heads]. */
+export interface IndexerProjections {
+  q: Float32Array
+  weights: Float32Array
+}
+
 /**
- * For n queries at positions start..start+n-1, the picked entry indices, ascending, per query.
+ * For n queries at positions start..start+n-1 (their projections: q [n, heads * headDim], roped here
+ * in place, and weights [n, heads]), the picked entry indices, ascending, per query.
  * `entries` [entryCount, headDim] must already hold every entry the chunk completes.
  */
-export function indexerSelect (x: Float32Array, qResidual: Float32Array, n: number, start: number,
+export function indexerSelect (q: Float32Array, weights: Float32Array, n: number, start: number,
   entries: Float32Array, entryCount: number, p: IndexerParams, act: ActivationRounding): Int32Array[] {
   const { heads, headDim, ratio } = p
-  // Queries: q_b_proj of the q residual, rope on the trailing slice at the query position.
-  const q = act.roundAll(p.qB.apply(qResidual, n))
   ropeRows(q, n, heads, headDim, headDim - p.ropeDim, p.ropeDim, p.cos, p.sin, { firstTableRow: start })
   act.roundAll(q)
   if (p.finishQuery !== undefined) for (let r = 0; r < n * heads; r++) p.finishQuery(q.subarray(r * headDim, (r + 1) * headDim))
-  const weights = act.roundAll(p.weightsProj.apply(x, n))
   const visible = new Int32Array(n)
   for (let i = 0; i < n; i++) visible[i] = Math.min(entryCount, Math.floor((start + i + 1) / ratio))
   const scores = indexerScores(q, n, heads, headDim, entries.subarray(0, entryCount * headDim), entryCount, weights, visible,
