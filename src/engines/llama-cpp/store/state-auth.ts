@@ -5,7 +5,7 @@
 // `\n`, then every byte of the state. The chain key is in it so a state cannot be moved to another
 // key's name with its digest; the state's own token check would catch most such moves anyway.
 import { createHmac, type KeyObject } from 'node:crypto'
-import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { macMatches } from '../../../decode/store/content-digest.ts'
 import { LlamaCppStateError } from '../state/errors.ts'
 
@@ -44,8 +44,12 @@ export function writeStateMac (path: string, mac: string): void {
 export function authenticateState (authKey: KeyObject, key: string, bytes: Uint8Array, path: string): void {
   let stored: string
   try {
+    // One line of 64 hex digits; anything much larger is not one, and is not read into memory.
+    const size = statSync(macPath(path)).size
+    if (size > 256) throw new LlamaCppStateError('authentication', `its keyed digest file is ${size} bytes, not one line of 64 hex digits`, path)
     stored = readFileSync(macPath(path), 'utf8').trim()
   } catch (e) {
+    if (e instanceof LlamaCppStateError) throw e
     if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e
     throw new LlamaCppStateError('authentication', `no keyed digest (${MAC_SUFFIX} beside it: written without the block key), so nothing vouches that a holder of the key wrote it`, path)
   }
