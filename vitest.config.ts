@@ -57,7 +57,7 @@ export const UNIT: ProjectList = [
   'suites/progress/progress.test.ts',
   'suites/results/environment.test.ts', 'suites/results/generator.test.ts',
   'suites/results/micro-record.test.ts', 'suites/results/micro-summary.test.ts',
-  'suites/results/needle-section.test.ts', 'suites/results/summary.test.ts',
+  'suites/results/needle-section.test.ts', 'suites/results/sources.test.ts', 'suites/results/summary.test.ts',
   'suites/share/manifest.test.ts', 'suites/share/range.test.ts',
   'suites/stack/torch-prefill.test.ts', 'suites/stack/units.test.ts',
   'suites/support/projects.test.ts',

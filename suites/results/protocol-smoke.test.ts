@@ -43,6 +43,8 @@ describe('the cold-bench protocol, smoke run on the embedded stack', () => {
       expect(rec.bridged?.captureSpill).toBe(false)
       const md = await readFile(join(out, 'RESULTS.md'), 'utf8')
       expect(md).toContain(`| ${rec.bridged!.promptTokens} | 1 |`)
+      // It names the folders it read (--runs, --micro, needle/runs/ beside --runs), not the checkout's results/.
+      expect(md).toContain(`from the records in \`${runs}/\` (cold-prompt runs), \`${micro}/\` (micro benchmarks) and \`${join(dir, 'needle', 'runs')}/\` (needle runs)`)
       expect((await readdir(out)).filter((f) => f.endsWith('.svg'))).toHaveLength(2)
       // The run's environment first (it has cold-prompt runs), then the micro-only one.
       expect(md.match(/^## Environment .*/gm)).toEqual([`## Environment ${rec.environment.id}`, '## Environment env-c7d8e9'])

@@ -11,6 +11,7 @@ import { readLoadRecords } from './load-record.ts'
 import { readMicroRecords } from './micro-record.ts'
 import { readRunRecords } from './record.ts'
 import { chartFiles, needleHeatmapFile, renderHtml, renderMarkdown } from './render.ts'
+import { reportSources } from './sources.ts'
 import { summarize } from './summary.ts'
 import { readWarmRecords } from './warm-record.ts'
 
@@ -67,7 +68,9 @@ export async function generateResults (runsDir: string, outDir: string, microDir
   const load = await readLoadRecords(loadDir)
   const warm = await readWarmRecords(warmDir)
   const envs = summarize(records, micro, needle, faults, load, warm)
-  const files = new Map<string, string>([['RESULTS.md', renderMarkdown(envs)], ['report.html', renderHtml(envs)]])
+  // The report names the folders it read, wherever they are (not always the checkout's results/).
+  const from = reportSources({ runs: runsDir, micro: microDir, needle: needleDir, faults: faultsDir, load: loadDir, warm: warmDir })
+  const files = new Map<string, string>([['RESULTS.md', renderMarkdown(envs, from)], ['report.html', renderHtml(envs, from)]])
   for (const env of envs) {
     if (env.sizes.length > 0) {
       const names = chartFiles(env)
