@@ -20,5 +20,5 @@ describe('PD_API_KEY on the embedded stack', () => {
     expect(r.code, r.stderr).toBe(0)
     expect(r.stdout).toMatch(/verdict +complete \(512 tokens bridged\)/)
     expect(r.stdout).toContain('PASS: verdict complete')
-  }, 300_000)
+  })
 })
