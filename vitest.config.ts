@@ -122,7 +122,7 @@ export const INTEGRATION: ProjectList = [
 export const E2E: ProjectList = [
   'suites/cli/inspect.test.ts', 'suites/cli/install.test.ts', 'suites/cli/system-errors.test.ts',
   'suites/cli/usage.test.ts',
-  'suites/consistency/cli.test.ts', 'suites/consistency/needle-live.test.ts',
+  'suites/consistency/cli.test.ts', 'suites/consistency/embedded-gate.test.ts', 'suites/consistency/needle-live.test.ts',
   'suites/front/api-key.test.ts', 'suites/front/front.test.ts', 'suites/front/retention.test.ts',
   'suites/front/stall.test.ts', 'suites/front/warm-extend.test.ts',
   'suites/llama-cpp/demo.test.ts',

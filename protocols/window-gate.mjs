@@ -112,6 +112,8 @@ async function exists (file) {
 
 await stage('pd-bridge gate', async () => {
   const p = await $`${process.execPath} ${bin} gate ${gateArgs}`.nothrow().quiet()
+  // With --embedded, the gate's own lines about the stack it found or started (and stopped).
+  for (const line of p.stderr.split('\n')) if (line.startsWith('window gate: ')) process.stderr.write(`${line}\n`)
   let report
   try {
     report = JSON.parse(await readFile(join(reportDir, 'report.json'), 'utf8'))
@@ -131,7 +133,7 @@ await stage('pd-bridge gate', async () => {
   if (!nativeRan) failing.push('the bridge-vs-native check was skipped (--no-native): a window change needs it')
   const needlePassed = report.findings.some((f) => f.check === 'needle' && f.status === 'pass')
   // A needle the gate ran on its own is named, pass or fail: it is the needle law's evidence here.
-  const notes = report.findings.filter((f) => f.check === 'needle' && f.message.includes('; self-run: ')).map((f) => `needle ${f.status}: ${f.message}`)
+  const notes = report.findings.filter((f) => f.check === 'needle' && f.message.includes('; self-run: ')).map((f) => `needle ${f.status}: ${f.file}: ${f.message}`)
   return { ok: p.exitCode === 0 && nativeRan && needlePassed, summary: verdict.startsWith('gate:') ? verdict : `exit ${p.exitCode}`, failing, notes }
 })
 

@@ -99,6 +99,27 @@ async function prefillConfigOf (launchFile: string): Promise<string> {
   return launch.prefillModel
 }
 
+/** The numeric flags, checked. */
+interface GateNumbers {
+  nativeTokens?: number
+  seed?: number
+  needleSeed?: number
+  needleTokens?: number
+  needleTimeoutS: number
+  angleThreshold?: number
+}
+
+function gateNumbers (flags: GateFlags): GateNumbers {
+  return {
+    nativeTokens: positiveInt('--native-tokens', flags.nativeTokens),
+    seed: positiveInt('--seed', flags.seed),
+    needleSeed: nonNegativeInt('--needle-seed', flags.needleSeed),
+    needleTokens: positiveInt('--needle-tokens', flags.needleTokens),
+    needleTimeoutS: positiveInt('--needle-timeout-s', flags.needleTimeoutS) ?? DEFAULT_NEEDLE_TIMEOUT_S,
+    angleThreshold: positiveNumber('--angle-threshold', flags.angleThreshold),
+  }
+}
+
 /** --preset's value: only with --embedded, one of the presets. */
 function embeddedPreset (flags: GateFlags): PresetName {
   if (flags.preset === undefined) return GATE_EMBEDDED_PRESET
@@ -114,7 +135,7 @@ export function selfRunNote (url: string, timeoutS: number): string {
 
 /** The gate command. */
 export const gateCommand = new Command('gate')
-  .description('the window-change gate: the four places (launch parameters, prefill config, sidecar, decoder config) must imply bit-identical rope tables; limits sized against the window, the store\'s block geometry and reused seeds are checked; the hook must match the decoder bit for bit above the native window; a needle must be retrieved through the bridge above the native window with a fresh seed (--needle-url or --needle-record). Exit 0 only when everything passes')
+  .description('the window-change gate: the four places (launch parameters, prefill config, sidecar, decoder config) must imply bit-identical rope tables; limits sized against the window, the store\'s block geometry and reused seeds are checked; the hook must match the decoder bit for bit above the native window; a needle must be retrieved through the bridge above the native window with a fresh seed (--needle-url or --needle-record; with --embedded the gate runs one itself). Exit 0 only when everything passes')
   .option('--launch <file>', 'launch parameters: env file (PD_MAX_MODEL_LEN=..., comments allowed) or a JSON object of the same keys; default: launch.env beside --config (the embedded stack writes one)')
   .option('--prefill-config <file>', 'the prefill node\'s config.json (or its checkpoint directory); default: the launch file\'s PD_PREFILL_MODEL')
   .option('--sidecar <dir>', 'the sidecar directory (sidecar.json + weights.safetensors); default: the --config\'s sidecar')
@@ -143,7 +164,8 @@ export const gateCommand = new Command('gate')
   .option('--needle-timeout-s <s>', `each leg of a live needle run may take this long before it counts as failed (default ${DEFAULT_NEEDLE_TIMEOUT_S})`)
   .action(async (flags: GateFlags) => {
     const reportDir = !flags.report ? undefined : flags.reportDir ?? defaultGateReportDir(flags.stateDir)
-    const needleTimeoutS = positiveInt('--needle-timeout-s', flags.needleTimeoutS) ?? DEFAULT_NEEDLE_TIMEOUT_S
+    // Every flag is checked before a stack starts: a mistake is one line, exit 2, nothing started.
+    const numbers = gateNumbers(flags)
     const preset = embeddedPreset(flags)
     let target: EmbeddedTarget | undefined
     if (flags.embedded === true) {
@@ -162,7 +184,7 @@ export const gateCommand = new Command('gate')
       }
     }
     try {
-      await gateAndPrint(flags, reportDir, needleTimeoutS, target)
+      await gateAndPrint(flags, numbers, reportDir, target)
     }
     finally {
       await target?.release()
@@ -170,37 +192,37 @@ export const gateCommand = new Command('gate')
   })
 
 /** Run the gate on the flags (or on the embedded target's files) and print its report; exit code 1 when it fails. */
-async function gateAndPrint (flags: GateFlags, reportDir: string | undefined, needleTimeoutS: number, target: EmbeddedTarget | undefined): Promise<void> {
-    const noEvidence = flags.needleUrl === undefined && (flags.needleRecord ?? []).length === 0
-    const selfRun = target !== undefined && noEvidence
-    if (target !== undefined) flags = { ...flags, config: target.config }
-    const launch = await launchFileOf(flags)
-    const report = await runGate({
-      launch,
-      prefillConfig: flags.prefillConfig ?? await prefillConfigOf(launch),
-      sidecar: flags.sidecar,
-      decoderConfig: flags.decoderConfig,
-      config: flags.config,
-      decoderModel: flags.decoderModel,
-      store: flags.store,
-      modelName: flags.modelName,
-      fix: flags.fix === true,
-      ledger: flags.ledger,
-      documents: flags.document,
-      native: flags.native,
-      nativeTokens: positiveInt('--native-tokens', flags.nativeTokens),
-      seed: positiveInt('--seed', flags.seed),
-      needleUrl: selfRun ? target!.frontUrl : flags.needleUrl,
-      needleNativeUrl: flags.needleNativeUrl,
-      needleSeed: nonNegativeInt('--needle-seed', flags.needleSeed),
-      needleTokens: positiveInt('--needle-tokens', flags.needleTokens),
-      needleRecords: flags.needleRecord,
-      needleTimeoutMs: needleTimeoutS * 1000,
-      needleSelfRun: selfRun ? selfRunNote(target!.frontUrl, needleTimeoutS) : undefined,
-      angleThreshold: positiveNumber('--angle-threshold', flags.angleThreshold),
-      reportDir,
-    })
-    // The report names its own folder (`report: <dir>/report.md ...`, just above the verdict).
-    process.stdout.write(renderReport(report))
-    if (!report.verdict.pass) process.exitCode = 1
+async function gateAndPrint (flags: GateFlags, numbers: GateNumbers, reportDir: string | undefined, target: EmbeddedTarget | undefined): Promise<void> {
+  const noEvidence = flags.needleUrl === undefined && (flags.needleRecord ?? []).length === 0
+  const selfRun = target !== undefined && noEvidence
+  if (target !== undefined) flags = { ...flags, config: target.config }
+  const launch = await launchFileOf(flags)
+  const report = await runGate({
+    launch,
+    prefillConfig: flags.prefillConfig ?? await prefillConfigOf(launch),
+    sidecar: flags.sidecar,
+    decoderConfig: flags.decoderConfig,
+    config: flags.config,
+    decoderModel: flags.decoderModel,
+    store: flags.store,
+    modelName: flags.modelName,
+    fix: flags.fix === true,
+    ledger: flags.ledger,
+    documents: flags.document,
+    native: flags.native,
+    nativeTokens: numbers.nativeTokens,
+    seed: numbers.seed,
+    needleUrl: selfRun ? target!.frontUrl : flags.needleUrl,
+    needleNativeUrl: flags.needleNativeUrl,
+    needleSeed: numbers.needleSeed,
+    needleTokens: numbers.needleTokens,
+    needleRecords: flags.needleRecord,
+    needleTimeoutMs: numbers.needleTimeoutS * 1000,
+    needleSelfRun: selfRun ? selfRunNote(target!.frontUrl, numbers.needleTimeoutS) : undefined,
+    angleThreshold: numbers.angleThreshold,
+    reportDir,
+  })
+  // The report names its own folder (`report: <dir>/report.md ...`, just above the verdict).
+  process.stdout.write(renderReport(report))
+  if (!report.verdict.pass) process.exitCode = 1
 }

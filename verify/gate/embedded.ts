@@ -39,7 +39,7 @@ export async function embeddedTarget (stateDir: string, preset: PresetName, say:
   }
   say(`window gate: no stack runs from ${stateDir}; starting the embedded stack (preset ${preset}) there`)
   const stack = await startEmbeddedStack({ stateDir, preset, port: 0 })
-  say(`window gate: embedded stack ready, front door ${stack.urls.front}`)
+  say(`window gate: embedded stack ready, front door ${stack.urls.front} (pids ${stack.record.processes.map((p) => `${p.name} ${p.pid}`).join(', ')})`)
   return {
     config: stack.paths.frontConfig,
     frontUrl: stack.urls.front,
