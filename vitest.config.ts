@@ -9,6 +9,7 @@
 // suites/support/projects.test.ts until it is listed; a file in two lists stops the run here.
 import { fileURLToPath } from 'node:url'
 import type { ViteUserConfig } from 'vitest/config'
+import { HANG_LIMIT_MS } from './suites/support/hang-limit.ts'
 import { assignProjects, listTestFiles, type ProjectList } from './suites/support/projects.ts'
 
 /** In process only: no child process, no listening socket, no checkpoint on disk; each file about 2 s or less here. */
@@ -59,7 +60,7 @@ export const UNIT: ProjectList = [
   'suites/progress/progress.test.ts',
   'suites/results/environment.test.ts', 'suites/results/generator.test.ts',
   'suites/results/micro-record.test.ts', 'suites/results/micro-summary.test.ts', 'suites/results/adversary-section.test.ts',
-  'suites/results/needle-section.test.ts', 'suites/results/summary.test.ts',
+  'suites/results/needle-section.test.ts', 'suites/results/sources.test.ts', 'suites/results/summary.test.ts',
   'suites/share/manifest.test.ts', 'suites/share/range.test.ts',
   'suites/stack/torch-prefill.test.ts', 'suites/stack/units.test.ts', 'suites/stack/doctor-blocks.test.ts',
   'suites/support/projects.test.ts',
@@ -126,7 +127,7 @@ export const INTEGRATION: ProjectList = [
 export const E2E: ProjectList = [
   'suites/cli/inspect.test.ts', 'suites/cli/install.test.ts', 'suites/cli/system-errors.test.ts',
   'suites/cli/usage.test.ts',
-  'suites/consistency/cli.test.ts', 'suites/consistency/needle-live.test.ts',
+  'suites/consistency/cli.test.ts', 'suites/consistency/embedded-gate.test.ts', 'suites/consistency/needle-live.test.ts',
   'suites/http/routes.test.ts',
   'suites/front/api-key.test.ts', 'suites/front/authentic-blocks.test.ts', 'suites/front/front.test.ts', 'suites/front/reconcile.test.ts', 'suites/front/retention.test.ts',
   'suites/front/verdict-truth.test.ts', 'suites/front/stall.test.ts', 'suites/front/warm-extend.test.ts',
@@ -158,13 +159,18 @@ const common = {
   pool: 'forks',
   // Two cores here: more workers only fight over them.
   maxWorkers: 2,
-  testTimeout: 60_000,
-  hookTimeout: 120_000,
   // Progress lines appear after a wall-clock interval (src/progress): off for every test and the
   // processes tests start, so no output depends on how loaded the machine is. Tests of progress
   // itself choose their mode explicitly.
   env: { PD_PROGRESS: 'off' },
 } as const
+
+// Per-test and per-hook limits. Unit files run in process in about 2 s each: a minute is a hang.
+// Integration and e2e files start servers, children and whole stacks, whose honest time grows with
+// the machine's load (a demo of 30 s quiet took over 60 s at load 10): their limit is the hang
+// limit, far above any honest run, so it catches hangs and never a slow but correct run.
+export const UNIT_LIMITS = { testTimeout: 60_000, hookTimeout: 120_000 } as const
+export const STACK_LIMITS = { testTimeout: HANG_LIMIT_MS, hookTimeout: HANG_LIMIT_MS } as const
 
 const config: ViteUserConfig = {
   test: {
@@ -178,9 +184,9 @@ const config: ViteUserConfig = {
       // about 10 s instead of about 40 s on this machine (docs/testing.md). So a unit file must leave
       // no global state behind (the check in suites/support/projects.test.ts refuses module mocks,
       // stubbed globals and env, chdir); `vitest run --project unit --isolate` runs them one per fork.
-      { test: { ...common, name: 'unit', include: assigned.files.unit, isolate: false } },
-      { test: { ...common, name: 'integration', include: [...assigned.files.integration, ...assigned.unclassified] } },
-      { test: { ...common, name: 'e2e', include: assigned.files.e2e } },
+      { test: { ...common, ...UNIT_LIMITS, name: 'unit', include: assigned.files.unit, isolate: false } },
+      { test: { ...common, ...STACK_LIMITS, name: 'integration', include: [...assigned.files.integration, ...assigned.unclassified] } },
+      { test: { ...common, ...STACK_LIMITS, name: 'e2e', include: assigned.files.e2e } },
     ],
   },
 }

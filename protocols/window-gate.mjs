@@ -5,7 +5,13 @@
 //     --sidecar sidecar/ --decoder-config decoder/config.json [--store DIR] [--ledger FILE] ...
 //     (--needle-url URL [--needle-native-url URL] [--needle-seed N] [--needle-tokens N] | --needle-record FILE|DIR...)
 //     [--suite]
+//   node protocols/window-gate.mjs --embedded [--state-dir DIR] [--preset needle] [--suite]
 //   node protocols/window-gate.mjs --help
+//
+// --embedded gates the embedded stack of the state directory: a running `pd-bridge serve`, or one
+// the gate starts there and stops after (no prior serve needed); without --needle-record or
+// --needle-url the gate runs one needle through the deployment's front door itself, each leg
+// bounded by --needle-timeout-s (default 600), and says so on its finding.
 //
 // Every argument except --suite goes to `pd-bridge gate` as is. Stages:
 //   1. `pd-bridge gate`: the four places, stale limits, store geometry, seeds, bridge vs native,
@@ -43,6 +49,10 @@ finding, and ends with "window gate: PASS" (exit 0) or "window gate: FAIL" (exit
 bridge-vs-native check (--no-native) and a report without a passing needle finding fail it. A
 command-line mistake is one line and exit 2.
 
+  --embedded           gate the embedded stack of the state directory (a running serve, or one
+                       started for the gate and stopped after); without needle evidence the gate
+                       runs one needle through its front door (self-run, bounded by
+                       --needle-timeout-s). The CI step: node protocols/window-gate.mjs --embedded
   --suite              also run the gate's own tests (suites/consistency)
   --report-dir DIR     where the gate's report goes (default: a new folder under
                        <state dir>/gate-reports/, the state dir being --state-dir, $PD_STATE_DIR
@@ -102,6 +112,8 @@ async function exists (file) {
 
 await stage('pd-bridge gate', async () => {
   const p = await $`${process.execPath} ${bin} gate ${gateArgs}`.nothrow().quiet()
+  // With --embedded, the gate's own lines about the stack it found or started (and stopped).
+  for (const line of p.stderr.split('\n')) if (line.startsWith('window gate: ')) process.stderr.write(`${line}\n`)
   let report
   try {
     report = JSON.parse(await readFile(join(reportDir, 'report.json'), 'utf8'))
@@ -120,7 +132,9 @@ await stage('pd-bridge gate', async () => {
   const nativeRan = report.findings.some((f) => f.check === 'native' && f.status !== 'skip')
   if (!nativeRan) failing.push('the bridge-vs-native check was skipped (--no-native): a window change needs it')
   const needlePassed = report.findings.some((f) => f.check === 'needle' && f.status === 'pass')
-  return { ok: p.exitCode === 0 && nativeRan && needlePassed, summary: verdict.startsWith('gate:') ? verdict : `exit ${p.exitCode}`, failing }
+  // A needle the gate ran on its own is named, pass or fail: it is the needle law's evidence here.
+  const notes = report.findings.filter((f) => f.check === 'needle' && f.message.includes('; self-run: ')).map((f) => `needle ${f.status}: ${f.file}: ${f.message}`)
+  return { ok: p.exitCode === 0 && nativeRan && needlePassed, summary: verdict.startsWith('gate:') ? verdict : `exit ${p.exitCode}`, failing, notes }
 })
 
 if (withSuite) {
@@ -136,6 +150,7 @@ console.log('window gate')
 for (const s of stages) {
   console.log(`  ${s.ok ? 'PASS' : 'FAIL'}  ${s.name} (${s.seconds.toFixed(1)} s): ${s.summary}`)
   for (const f of s.failing) console.log(`        ${f.length > 300 ? f.slice(0, 297) + '...' : f}`)
+  for (const n of s.notes ?? []) if (!s.failing.some((f) => n.endsWith(f))) console.log(`        ${n}`)
 }
 const reportMd = join(reportDir, 'report.md')
 console.log(await exists(reportMd) ? `  full report: ${reportMd}` : `  no report written (${reportDir})`)

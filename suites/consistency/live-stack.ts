@@ -8,6 +8,7 @@ import { mkdir, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { StackChild } from '../../src/stack/child.ts'
 import type { Deployment } from './helpers.ts'
+import { HANG_LIMIT_MS } from '../support/hang-limit.ts'
 
 /** The block size of the deployment's sidecar and of the decoders' stores. */
 export const LIVE_BLOCK = 256
@@ -40,7 +41,7 @@ export async function startLiveStack (d: Deployment): Promise<LiveStack> {
   await mkdir(captures, { recursive: true })
   const started: StackChild[] = []
   const start = async (name: string, args: string[]): Promise<StackChild> => {
-    const child = StackChild.spawn({ name, args, logDir, readyTimeoutMs: 120_000 })
+    const child = StackChild.spawn({ name, args, logDir, readyTimeoutMs: HANG_LIMIT_MS })
     started.push(child)
     await child.waitReady()
     return child

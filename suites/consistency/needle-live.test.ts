@@ -20,7 +20,7 @@ const staleSeeds: number[] = []
 beforeAll(async () => {
   d = await makeDeployment('needle-live', 'needle')
   stack = await startLiveStack(d)
-}, 180_000)
+})
 afterAll(async () => {
   await stack?.stop()
   await d?.cleanup()
@@ -66,7 +66,7 @@ describe('the needle law against a real bridge (preset needle)', () => {
     expect(again.verdict.pass).toBe(true)
     const json = JSON.parse(await readFile(join(reportDir, 'report.json'), 'utf8'))
     expect(json.needle.runs.map((x: { status: string }) => x.status)).toEqual(['pass'])
-  }, 120_000)
+  })
 
   for (const factor of [1, 16]) {
     it(`a sidecar exported under compress YaRN factor ${factor}: the bridge declines (geometry mismatch), the gate fails, the decoder alone still retrieves`, async () => {
@@ -83,7 +83,7 @@ describe('the needle law against a real bridge (preset needle)', () => {
       expect(run.record!.ledger).toMatchObject({ outcome: 'fresh', recorded: true })
       expect(needleFindings(r)).toEqual([['fail', expect.stringMatching(/^not a bridged pass above the native window: seed \d+, .*: not bridged, verdict "declined: geometry mismatch: block writer: the capture's sidecar \(profile decoder\) gives geometry [0-9a-f]{64}, the store's is [0-9a-f]{64}: another rope table, window or profile; its blocks would never be served"; the decoder prefilled the prompt itself and answered " \w+", which is never a bridged pass; native leg: pass \(answered " \w+"\)$/)]])
       staleSeeds.push(run.record!.seed)
-    }, 120_000)
+    })
   }
 
   it('after re-exporting the sidecar and restarting: a fresh seed passes; the stale run\'s seed is flagged as reused, never passed', async () => {
@@ -106,5 +106,5 @@ describe('the needle law against a real bridge (preset needle)', () => {
     // A chosen seed without a ledger cannot be shown fresh: refused before any request.
     const unledgered = await runGate(d.options({ needleRecords: undefined, needleUrl: stack.front(), needleSeed: staleSeeds[1] }))
     expect(needleFindings(unledgered)).toEqual([['fail', `no live needle run: --needle-seed ${staleSeeds[1]} without --ledger: a chosen seed can be shown fresh only against the ledger of earlier runs; give --ledger FILE, or leave out --needle-seed for a fresh random seed`]])
-  }, 120_000)
+  })
 })

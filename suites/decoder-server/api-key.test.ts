@@ -13,7 +13,7 @@ let model: string
 beforeAll(async () => {
   model = await makeTiny(join(tmp.dir, 'model'))
   decoder = await startDecoderChild(['--model', model, '--cache-dir', join(tmp.dir, 'cache'), '--block-size', '256', '--max-tokens', '8'], join(tmp.dir, 'decoder.log'), { PD_API_KEY: KEY })
-}, 120_000)
+})
 afterAll(async () => {
   await decoder?.stop()
   tmp.remove()

@@ -6,6 +6,7 @@
 import OpenAI from 'openai'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { chatPrompt, frontConfig, makeArtifacts, startFront, startStack, tempDir, type Artifacts, type Stack } from './stack.ts'
+import { HANG_LIMIT_MS } from '../support/hang-limit.ts'
 
 const KEY = 'front-test-key-c0ffee'
 const tmp = tempDir('front-key')
@@ -17,7 +18,7 @@ beforeAll(async () => {
   art = await makeArtifacts(tmp.dir)
   stack = await startStack(tmp.dir, art, { PD_API_KEY: KEY })
   front = await startFront(tmp.dir, 'keyed', frontConfig(stack), { PD_API_KEY: KEY })
-}, 180_000)
+})
 
 afterAll(async () => {
   await front?.stop()
@@ -25,7 +26,7 @@ afterAll(async () => {
   tmp.remove()
 })
 
-const client = (apiKey: string): OpenAI => new OpenAI({ baseURL: `${front.url}/v1`, apiKey, maxRetries: 0, timeout: 120_000 })
+const client = (apiKey: string): OpenAI => new OpenAI({ baseURL: `${front.url}/v1`, apiKey, maxRetries: 0, timeout: HANG_LIMIT_MS })
 
 describe('PD_API_KEY on the front door', () => {
   it.each([['no key', undefined], ['a wrong key', 'Bearer wrong']])('%s: 401 invalid_api_key on completions and passthrough, nothing bridged', async (_name, authorization) => {

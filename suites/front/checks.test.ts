@@ -85,7 +85,7 @@ beforeAll(async () => {
   tmp = tempDir('front-checks')
   ;[art, fake] = await Promise.all([makeArtifacts(tmp.dir), startFake()])
   fake.health = embeddedHealth(4096)
-}, 120_000)
+})
 
 afterAll(async () => {
   for (const f of fronts) await f.close()
@@ -187,7 +187,7 @@ describe('a large body is tokenized once, in a worker thread, while /health answ
     expect(f.tokenizer.stats).toEqual({ runs: 1, worker: 1, inline: 0, failed: 0 })
     const h = await (await fetch(`${f.url}/health`)).json() as Record<string, any>
     expect(h.tokenize).toEqual({ runs: 1, worker: 1, inline: 0, failed: 0 })
-  }, 60_000)
+  })
 
   it('the control: tokenized on the event loop (threshold above the body), /health waits for it', async () => {
     const f = await front({ limits: { maxBodyBytes: 8 << 20, tokenizeWorkerBytes: 16 << 20 } })
@@ -196,7 +196,7 @@ describe('a large body is tokenized once, in a worker thread, while /health answ
     expect(answer.status).toBe(200)
     expect(f.tokenizer.stats).toEqual({ runs: 1, worker: 0, inline: 1, failed: 0 })
     fake.health = embeddedHealth(4096)
-  }, 60_000)
+  })
 
   it('small bodies stay on the event loop and give the same ids as the worker', async () => {
     const f = await front({ limits: { tokenizeWorkerBytes: 0 } })

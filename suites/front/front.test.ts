@@ -8,10 +8,11 @@
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import OpenAI from 'openai'
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { exportWeights } from '../../src/capture/index.ts'
 import type { ChatMessage } from '../../src/model/tokenizer/index.ts'
 import { tokenIdsSha256 } from '../../src/wire/manifest.ts'
+import { HANG_LIMIT_MS } from '../support/hang-limit.ts'
 import {
   BLOCK, chatPrompt, frontConfig, makeArtifacts, startFaultProxy, startFront, startStack, startSubmitProxy, storeFiles, tempDir, textPrompt, waitFor,
   type Artifacts, type FaultProxy, type Proc, type Stack, type SubmitProxy,
@@ -20,8 +21,7 @@ import {
 // Each test here is a whole request through five processes (some two or three requests and a
 // reference run). A series of ten full runs on 2 cores at nice 15, beside two CI runs, ran 3.5x
 // slower than usual and two of these passed the 60 s default mid-request (results/test-runs/):
-// a hang is still caught, at 5 minutes.
-vi.setConfig({ testTimeout: 300_000 })
+// a hang is still caught, at the hang limit (suites/support/hang-limit.ts).
 
 type Front = Awaited<ReturnType<typeof startFront>>
 
@@ -60,7 +60,7 @@ beforeAll(async () => {
   }
   const started = await Promise.all(Object.entries(specs).map(async ([name, spec]) => [name, await startFront(tmp.dir, name, spec)] as const))
   for (const [name, f] of started) fronts[name] = f
-}, 180_000)
+})
 
 afterAll(async () => {
   await Promise.all(Object.values(fronts).map(async (f) => await f.stop()))
@@ -71,7 +71,7 @@ afterAll(async () => {
 })
 
 function client (front: Proc): OpenAI {
-  return new OpenAI({ baseURL: `${front.url}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 120_000 })
+  return new OpenAI({ baseURL: `${front.url}/v1`, apiKey: 'unused', maxRetries: 0, timeout: HANG_LIMIT_MS })
 }
 
 /** Fields the openai types do not know, sent as they are (vLLM's return_token_ids). */
@@ -491,7 +491,7 @@ describe('fallback: every failure still gets the native answer and a true verdic
   it('the share killed while the engine prefills: declined after the share client gives up', async () => {
     const p = chatPrompt(art.tokenizer, 117, 700)
     const pending = chat(fronts.main, p.messages)
-    await waitFor(async () => (await (await fetch(`${stack.engine.url}/health`)).json() as { running: string | null }).running ?? undefined, 30_000, 'the engine running the capture')
+    await waitFor(async () => (await (await fetch(`${stack.engine.url}/health`)).json() as { running: string | null }).running ?? undefined, HANG_LIMIT_MS, 'the engine running the capture')
     // SIGKILL: a graceful stop would finish serving the open connection, and the capture with it.
     await stack.share.stop('SIGKILL')
     let a: Answer
@@ -511,7 +511,7 @@ describe('concurrency: one bridge at a time, a bounded queue, short requests not
     const long = chatPrompt(art.tokenizer, 118, 2300)
     let longDone = false
     const pending = chat(fronts.tight, long.messages).then((a) => { longDone = true; return a })
-    await waitFor(async () => (await health(fronts.tight)).queue.running === true ? true : undefined, 30_000, 'the long bridge running')
+    await waitFor(async () => (await health(fronts.tight)).queue.running === true ? true : undefined, HANG_LIMIT_MS, 'the long bridge running')
     const short = await chat(fronts.tight, [{ role: 'user', content: 'Quick one.' }])
     expect(short.verdict).toMatch(/^declined: short prompt/)
     // Health and the model list answer while the bridge runs (it is still running below).
@@ -534,7 +534,7 @@ describe('concurrency: one bridge at a time, a bounded queue, short requests not
     // a first bridge that ended before them would let the second request through).
     const first = chatPrompt(art.tokenizer, 120, 2300)
     const pending = chat(fronts.reject, first.messages)
-    await waitFor(async () => (await health(fronts.reject)).queue.running === true ? true : undefined, 30_000, 'the bridge running')
+    await waitFor(async () => (await health(fronts.reject)).queue.running === true ? true : undefined, HANG_LIMIT_MS, 'the bridge running')
     const p = chatPrompt(art.tokenizer, 121, 700)
     const res = await fetch(`${fronts.reject.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ messages: p.messages, max_tokens: MAX }) })
     expect(res.status).toBe(429)
@@ -550,13 +550,13 @@ describe('the prefill engine killed mid-request', () => {
   it('declined: prefill engine unreachable; native answer; after a restart, bridging resumes', async () => {
     const p = chatPrompt(art.tokenizer, 122, 700)
     const pending = chat(fronts.main, p.messages)
-    const id = await waitFor(async () => (await (await fetch(`${stack.engine.url}/health`)).json() as { running: string | null }).running ?? undefined, 30_000, 'the engine running the capture')
+    const id = await waitFor(async () => (await (await fetch(`${stack.engine.url}/health`)).json() as { running: string | null }).running ?? undefined, HANG_LIMIT_MS, 'the engine running the capture')
     // Kill only once the capture's manifest is on disk saying `running`: the engine reports the job
     // running a moment before it writes the manifest, and a kill in between leaves nothing to recover.
     await waitFor(async () => {
       try { return JSON.parse(readFileSync(join(stack.captureRoot, id, 'manifest.json'), 'utf8')).state === 'running' ? true : undefined }
       catch { return undefined }
-    }, 30_000, 'the capture manifest written')
+    }, HANG_LIMIT_MS, 'the capture manifest written')
     stack.engine.child.kill('SIGKILL')
     const a = await pending
     expect(a.verdict).toMatch(/^declined: prefill engine unreachable during the prefill \(6 status polls failed\): connection refused/)

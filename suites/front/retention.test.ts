@@ -6,6 +6,7 @@ import { existsSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { chatPrompt, frontConfig, makeArtifacts, startFaultProxy, startFront, startStack, tempDir, waitFor, type Artifacts, type FaultProxy, type Stack } from './stack.ts'
+import { HANG_LIMIT_MS } from '../support/hang-limit.ts'
 
 const tmp = tempDir('front-retention')
 let art: Artifacts
@@ -26,7 +27,7 @@ beforeAll(async () => {
     local: (() => { const x = frontConfig(stack); delete (x as { share?: unknown }).share; return { ...x, capture: { dir: stack.captureRoot } } })(),
   }
   for (const [name, f] of await Promise.all(Object.entries(specs).map(async ([name, spec]) => [name, await startFront(tmp.dir, name, spec)] as const))) fronts[name] = f
-}, 180_000)
+})
 
 afterAll(async () => {
   await Promise.all(Object.values(fronts).map(async (f) => await f.stop()))
@@ -79,14 +80,14 @@ describe('capture.retain', () => {
     const a = await bridge('faulty', 504)
     expect(a.verdict).toMatch(/^declined: capture checksum mismatch: /)
     expect(a.pd.capture).toBeNull()
-    const line = await waitFor(async () => fronts.faulty.log().find((l) => l.event === 'bridge-failed'), 10_000, 'the bridge-failed log line')
+    const line = await waitFor(async () => fronts.faulty.log().find((l) => l.event === 'bridge-failed'), HANG_LIMIT_MS, 'the bridge-failed log line')
     expect(line.capture_kept).toMatch(/^pd-[0-9a-f-]+$/)
     // The engine finishes the capture it was asked for; nothing deletes it.
-    await waitFor(async () => existsSync(join(stack.captureRoot, line.capture_kept, 'manifest.json')) ? true : undefined, 10_000, 'the kept capture')
+    await waitFor(async () => existsSync(join(stack.captureRoot, line.capture_kept, 'manifest.json')) ? true : undefined, HANG_LIMIT_MS, 'the kept capture')
     const status = await waitFor(async () => {
       const s = await (await fetch(`${stack.engine.url}/v1/prefill/${line.capture_kept}`)).json() as { state: string }
       return s.state === 'done' ? s : undefined
-    }, 30_000, 'the capture sealed')
+    }, HANG_LIMIT_MS, 'the capture sealed')
     expect(status.state).toBe('done')
     expect(captured(line.capture_kept)).toBe(true)
     expect(spoolEntries('faulty')).toEqual([])

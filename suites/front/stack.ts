@@ -15,6 +15,7 @@ import { makeCheckpoint } from '../../src/model/checkpoint/index.ts'
 import { loadTokenizer, renderChat, type ChatMessage, type Tokenizer } from '../../src/model/tokenizer/index.ts'
 import { provided, tinyCheckpoint } from '../support/checkpoints.ts'
 import { launch } from '../support/launch.ts'
+import { HANG_LIMIT_MS } from '../support/hang-limit.ts'
 export { tempDir } from '../support/temp-dir.ts'
 
 export const BLOCK = 256
@@ -319,7 +320,7 @@ async function listenLoopback (server: Server): Promise<{ url: string, close: ()
 }
 
 /** Poll `check` until it returns a value (not undefined) or `ms` pass. */
-export async function waitFor<T> (check: () => Promise<T | undefined>, ms = 30_000, what = 'condition'): Promise<T> {
+export async function waitFor<T> (check: () => Promise<T | undefined>, ms = HANG_LIMIT_MS, what = 'condition'): Promise<T> {
   const end = Date.now() + ms
   for (;;) {
     const v = await check()

@@ -8,6 +8,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { ChatMessage } from '../../src/model/tokenizer/index.ts'
 import { chatPrompt, frontConfig, makeArtifacts, startFront, startStack, storeFiles, tempDir, waitFor, type Artifacts, type Proc, type Stack } from './stack.ts'
+import { HANG_LIMIT_MS } from '../support/hang-limit.ts'
 
 type Front = Awaited<ReturnType<typeof startFront>>
 
@@ -30,7 +31,7 @@ beforeAll(async () => {
     startFront(tmp.dir, 'main', c({})).then((f) => ['main', f] as const),
   ])
   for (const [name, f] of started) fronts[name] = f
-}, 180_000)
+})
 
 afterAll(async () => {
   for (const p of [stack?.engine, stack?.share]) if (p !== undefined && p.child.exitCode === null) p.child.kill('SIGCONT')
@@ -75,8 +76,8 @@ function manifestState (id: string): string | undefined {
  * the capture is then unsealed for sure, so no stream of it can have finished.
  */
 async function stopEngineMidCapture (): Promise<string> {
-  const id = await waitFor(async () => (await (await fetch(`${stack.engine.url}/health`)).json() as { running: string | null }).running ?? undefined, 60_000, 'the engine running the capture')
-  await waitFor(async () => manifestState(id) !== undefined ? true : undefined, 60_000, 'the capture manifest written')
+  const id = await waitFor(async () => (await (await fetch(`${stack.engine.url}/health`)).json() as { running: string | null }).running ?? undefined, HANG_LIMIT_MS, 'the engine running the capture')
+  await waitFor(async () => manifestState(id) !== undefined ? true : undefined, HANG_LIMIT_MS, 'the capture manifest written')
   stack.engine.child.kill('SIGSTOP')
   expect(manifestState(id)).toBe('running')
   return id
@@ -125,7 +126,7 @@ describe('progress deadlines notice stalls', () => {
 describe('busy is not dead', () => {
   it('an engine that accepts connections but does not answer in time: declined: prefill engine busy, never unreachable', async () => {
     // Let the previous test's capture finish first, so the engine is otherwise idle.
-    await waitFor(async () => (await (await fetch(`${stack.engine.url}/health`)).json() as { running: string | null }).running === null ? true : undefined, 60_000, 'the engine idle')
+    await waitFor(async () => (await (await fetch(`${stack.engine.url}/health`)).json() as { running: string | null }).running === null ? true : undefined, HANG_LIMIT_MS, 'the engine idle')
     const p = chatPrompt(art.tokenizer, 303, 700)
     stack.engine.child.kill('SIGSTOP')
     let a: Answer

@@ -7,11 +7,10 @@
 import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import OpenAI from 'openai'
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { compareBlockDirs } from '../../src/decode/store/index.ts'
 import { BLOCK, frontConfig, makeArtifacts, startFront, startStack, tempDir, textPrompt, type Artifacts, type Proc, type Stack } from './stack.ts'
-
-vi.setConfig({ testTimeout: 300_000 })
+import { HANG_LIMIT_MS } from '../support/hang-limit.ts'
 
 const tmp = tempDir('front-warm')
 let art: Artifacts
@@ -22,7 +21,7 @@ beforeAll(async () => {
   art = await makeArtifacts(tmp.dir)
   stack = await startStack(tmp.dir, art)
   front = await startFront(tmp.dir, 'warm', frontConfig(stack))
-}, 180_000)
+})
 
 afterAll(async () => {
   await front?.stop()
@@ -33,7 +32,7 @@ afterAll(async () => {
 interface Answer { verdict: string | null, ids: number[], cached: number | undefined, pd: Record<string, any> }
 
 async function complete (proc: Proc, prompt: number[]): Promise<Answer> {
-  const client = new OpenAI({ baseURL: `${proc.url}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 120_000 })
+  const client = new OpenAI({ baseURL: `${proc.url}/v1`, apiKey: 'unused', maxRetries: 0, timeout: HANG_LIMIT_MS })
   const body = { model: stack.modelName, prompt, max_tokens: 8, return_token_ids: true }
   const { data, response } = await client.completions.create(body as OpenAI.CompletionCreateParamsNonStreaming & { return_token_ids: boolean }).withResponse()
   const d = data as unknown as { choices: Array<{ token_ids: number[] }>, usage: OpenAI.CompletionUsage, pd_bridge: Record<string, any> }

@@ -37,7 +37,7 @@ beforeAll(async () => {
   await session.finish()
   const file = readdirSync(session.dir).filter((f) => f.startsWith('layer-')).sort()[1]
   layerFile = new Uint8Array(readFileSync(join(session.dir, file)))
-}, 120_000)
+})
 afterAll(() => setup?.dispose())
 
 /** JSON-ish bodies: anything JSON can be, and edits of a valid body's fields. */

@@ -254,13 +254,13 @@ describe('kernel ISA dispatch', () => {
     expect(a.results['matmulF32.t1.1x9x7.sequential-fma-packed.bf16out'].sha256).toBe(a.results['matmulF32.t1.1x9x7.sequential-fma.bf16out'].sha256)
     const rows = [...kernels].map(([kernel, s]) => `  ${kernel.padEnd(15)} ${String(s.cases).padStart(3)} cases ${String(s.elements).padStart(8)} elements (${s.nan} NaN)  identical`)
     console.log(`isa-parity: ${isa} vs portable, ${names.length} output buffers, SHA-256 equal on all\n${rows.join('\n')}`)
-  }, 120_000)
+  })
 
   it('the run is deterministic: the same ISA twice gives the same hashes', () => {
     const p1 = runChild('portable')
     const p2 = runChild('portable')
     for (const name of Object.keys(p1.results)) expect(p2.results[name].sha256, name).toBe(p1.results[name].sha256)
-  }, 120_000)
+  })
 
   // The ISA-compiled objects (native/build) define no global or weak symbol outside their own
   // namespace, so the linker cannot merge an AVX2-compiled copy into the portable path.

@@ -96,7 +96,7 @@ beforeAll(async () => {
   client = new OpenAI({ baseURL: `${decoder.server.url}/v1`, apiKey: 'unused', maxRetries: 0 })
   plain = await LlamaCppModel.load(gguf)
   keys = LlamaCppStateStore.open({ dir: cacheDir, modelName: MODEL_NAME, blockSize: BLOCK, geometry: stateGeometry(cfg) })
-}, 120_000)
+})
 
 afterAll(async () => {
   // Every request's numbers, for docs/llama-cpp.md (they vary with the machine's load).
@@ -123,7 +123,7 @@ describe('the llama.cpp decoder', () => {
     const gen = logLines().filter((l) => l.event === 'generation').at(-1)!
     expect(gen).toMatchObject({ prompt_tokens: 150, cached_tokens: 0, stored_blocks: 2, reused_blocks: 0, failed_blocks: 0 })
     console.log(`cold A (150 tokens): prefill ${String(gen.prefill_ms)} ms, decode ${String(gen.decode_ms)} ms for ${cold.ids.length} tokens; files ${stateFiles().length}`)
-  }, 60_000)
+  })
 
   it('the same prompt again restores 128 tokens (the longest boundary below its end) and answers the same ids', async () => {
     const warm = await complete(A)
@@ -134,7 +134,7 @@ describe('the llama.cpp decoder', () => {
     const gen = logLines().filter((l) => l.event === 'generation').at(-1)!
     expect(gen).toMatchObject({ cached_tokens: 128, stored_blocks: 0, reused_blocks: 0 })
     console.log(`warm A: prefill ${String(gen.prefill_ms)} ms (restore + 22 tokens)`)
-  }, 60_000)
+  })
 
   it('a longer prompt sharing the prefix hits at 128, writes its 192 boundary, and answers a plain run\'s ids', async () => {
     const r = await complete(B)
@@ -143,7 +143,7 @@ describe('the llama.cpp decoder', () => {
     expect(stateFiles()).toHaveLength(3)
     expect(keys.rescan().files).toBe(3)
     expect(keys.has(B.slice(0, 192))).toBe(true)
-  }, 60_000)
+  })
 
   it('streams a chat: the same text as whole, usage with cached_tokens', async () => {
     const messages: ChatMessage[] = [{ role: 'system', content: 'You are terse.' }, { role: 'user', content: 'Tell me about the sea, the waves and the wind. '.repeat(5) }]
@@ -162,7 +162,7 @@ describe('the llama.cpp decoder', () => {
     expect(text).toBe(whole.choices[0].message.content)
     expect(whole.usage?.prompt_tokens_details?.cached_tokens).toBe(0)
     expect(usage?.prompt_tokens_details?.cached_tokens).toBe(Math.floor((prompt.length - 1) / BLOCK) * BLOCK)
-  }, 60_000)
+  })
 
   it('an F16 state under a prompt\'s key is refused with a logged reason; the prompt is served as a miss, correctly', async () => {
     const foreign = pathAt(C, 64)
@@ -179,7 +179,7 @@ describe('the llama.cpp decoder', () => {
     // The miss wrote llama.cpp's own F32 state over it.
     expect(keys.check(new Uint8Array(readFileSync(foreign)), C.slice(0, 64)).tokens).toHaveLength(64)
     expect((await health()).cache.stats.refused).toBe(1)
-  }, 60_000)
+  })
 
   it('a truncated state is refused and the next shorter boundary is restored; garbage is refused too', async () => {
     const at128 = pathAt(C, 128)
@@ -199,7 +199,7 @@ describe('the llama.cpp decoder', () => {
     expect(logLines().filter((l) => l.event === 'cache.refused')).toHaveLength(4)
     r = await complete(C)
     expect(r.cached).toBe(128)
-  }, 60_000)
+  })
 
   it('rescan picks up a state file copied in from outside (a plain llama.cpp session\'s save)', async () => {
     const outside = join(tmp.dir, 'outside.llstate')
@@ -211,7 +211,7 @@ describe('the llama.cpp decoder', () => {
     const r = await complete(E)
     expect(r.cached).toBe(64)
     expect(r.ids).toEqual(await plainGreedy(E))
-  }, 60_000)
+  })
 
   it('/health names the engine, its context and store, and the geometry fingerprint', async () => {
     const h = await health()
@@ -233,7 +233,7 @@ describe('the llama.cpp decoder', () => {
     const r = await complete(short)
     expect(r.cached).toBe(0)
     expect(r.ids).toEqual(await plainGreedy(short))
-  }, 60_000)
+  })
 })
 
 const bin = new URL('../../bin/pd-bridge.mjs', import.meta.url).pathname
@@ -261,7 +261,7 @@ describe('pd-bridge decoder --engine llama.cpp refuses at launch', () => {
     expect(r.code).toBe(2)
     expect(r.stderr).toBe(`pd-bridge: ${gguf} does not match ${other}/config.json: vocabulary 512 (config: 1024); export it from this checkpoint (pd-bridge export-gguf --model ${other})\n`)
     expect(r.stdout).toBe('')
-  }, 60_000)
+  })
 
   it('bad values and flags of the other engine, each in one line, exit 2', async () => {
     const cases: Array<[string[], string]> = [
@@ -276,5 +276,5 @@ describe('pd-bridge decoder --engine llama.cpp refuses at launch', () => {
       expect(r.code, args.join(' ')).toBe(2)
       expect(r.stderr, args.join(' ')).toContain(message)
     }
-  }, 60_000)
+  })
 })

@@ -28,7 +28,7 @@ describe('the demo with llama.cpp as the decoder', () => {
   let run: CliRun
 
   it('bridges a cold prompt into llama.cpp: verdict complete, answers identical to its own prefill, exit 0', async () => {
-    run = await runCli(['demo', '--decoder', 'llama.cpp', '--tokens', '600', '--max-tokens', '12', '--prompt-seed', '7'], env, 400_000)
+    run = await runCli(['demo', '--decoder', 'llama.cpp', '--tokens', '600', '--max-tokens', '12', '--prompt-seed', '7'], env)
     expect(run.code, run.stderr).toBe(0)
     const t = run.stdout
     process.stdout.write(t)

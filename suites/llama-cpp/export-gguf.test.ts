@@ -44,7 +44,7 @@ beforeAll(async () => {
   const r = await cli('export-gguf', '--model', repoPath('harness/fixtures/hf-saved'), '--out', join(scratch, 'hf-saved.gguf'), '--type', 'bf16', '--ids-only')
   if (r.code !== 0) throw new Error(`export-gguf hf-saved failed: ${r.stderr}`)
   headers.set('hf-saved', await readGgufHeader(join(scratch, 'hf-saved.gguf')))
-}, 120_000)
+})
 afterAll(() => rmSync(scratch, { recursive: true, force: true }))
 
 const value = (h: GgufHeader, key: string) => h.metadata.get(key)

@@ -33,7 +33,7 @@ beforeAll(async () => {
     const llama = await runLlamaCpp(gguf, ref.ids)
     runs.set(c.name, { ref, ours, llama, digest })
   }
-}, 600_000)
+})
 
 afterAll(() => {
   console.log(`parity triangle, last ${64} positions' logits and 12 greedy tokens (relative errors; argmax and greedy agreement):\n${table.join('\n')}`)

@@ -19,7 +19,7 @@ beforeAll(async () => {
   await makeCheckpoint({ preset: 'tiny', seed: 1, out: join(scratch, 'tiny') })
   await exportGguf({ model: join(scratch, 'tiny'), out: join(scratch, 'tiny.gguf') })
   model = await LlamaCppModel.load(join(scratch, 'tiny.gguf'))
-}, 120_000)
+})
 afterAll(async () => {
   await model?.dispose()
   rmSync(scratch, { recursive: true, force: true })

@@ -109,7 +109,7 @@ beforeAll(async () => {
     printed.push(`${caseName(c)}: ${nativeBytes.length} bytes; tail logits ours-restored vs native ${relError(bridgedRun.last, nativeRun.last).toExponential(2)}; greedy ${bridgedRun.greedy.join(' ')} | native ${nativeRun.greedy.join(' ')}`)
     for (const d of distances) printed.push(`  ${sectionDistanceLine(d)}`)
   }
-}, 600_000)
+})
 
 afterAll(async () => {
   console.log(`llama.cpp sequence state, ours (from our f32 cache) vs llama.cpp's own after its prefill; window rows matched by position; "left out" = values no later step reads:\n${printed.join('\n')}`)

@@ -102,7 +102,7 @@ beforeAll(async () => {
   const run = nativeRun(engine, captured)
   inputs = run.inputs
   nativeState = serializeLlamaCppState(buildLlamaCppState(g, ourCacheOf(run.cache, captured, (name) => ckpt.weights.f32(name))))
-}, 120_000)
+})
 
 afterAll(() => checkpoints.dispose())
 
@@ -119,7 +119,7 @@ describe('a done capture: the state at S = 512', () => {
     stagingRoot = fresh('staging')
     mkdirSync(stagingRoot)
     ;({ report, steps } = await writeAll(c.dir, { store, requestId: 'done', stagingRoot }))
-  }, 120_000)
+  })
 
   it('writes one state, at S, reported as BlockWriter reports (bytes = state bytes), and removes its staging store', () => {
     expect(steps.map((s) => (s as { kind: string }).kind)).toEqual(['staged-block', 'staged-block', 'staged-block', 'staged-block', 'state'])
@@ -171,7 +171,7 @@ describe('a done capture: the state at S = 512', () => {
     } finally {
       await llama.dispose()
     }
-  }, 60_000)
+  })
 
   it('a second write of the same capture keeps the stored state (reused, checked, not rebuilt)', async () => {
     const c = await capture('again')

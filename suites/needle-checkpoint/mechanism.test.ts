@@ -42,18 +42,18 @@ describe('retrieval goes through the compressed caches', () => {
   it('misses when layer 1\'s pooled entries carry nothing (its compressor projects every token to zero)', async () => {
     const got = await answerWith('no-pool', (t) => { t.set('model.layers.1.self_attn.compressor.kv_proj.weight', zeroed(t.get('model.layers.1.self_attn.compressor.kv_proj.weight')!)) })
     expect(got).toBe(unknown)
-  }, 60_000)
+  })
 
   it('misses when the indexer scores every entry 0 (its top-k then holds the first entries, not the needle\'s)', async () => {
     const got = await answerWith('no-indexer', (t) => { t.set('model.layers.1.self_attn.compressor.indexer.kv_norm.weight', zeroed(t.get('model.layers.1.self_attn.compressor.indexer.kv_norm.weight')!)) })
     expect(got).toBe(unknown)
-  }, 60_000)
+  })
 
   it('misses when layer 0 no longer marks a value that follows a marker', async () => {
     // Head 1's sink far above any score: it attends nothing and writes no `needle` flag.
     const got = await answerWith('no-lookback', (t) => { t.set('model.layers.0.self_attn.sinks', tensorFrom('F32', [4], Float32Array.of(15, 1e4, 0, 0))) })
     expect(got).toBe(unknown)
-  }, 60_000)
+  })
 })
 
 describe('keys', () => {
@@ -64,5 +64,5 @@ describe('keys', () => {
     expect(answer(engine, three.ids)).toBe(three.ids[asked.position])
     const absent = needleCases().find((c) => c.name === 'L2048-absent-key')!
     expect(answer(engine, absent.ids)).toBe(unknown)
-  }, 60_000)
+  })
 })

@@ -59,6 +59,6 @@ describe('our engine on the proof\'s documents', () => {
         expect(got, c.name).toBe(expectedToken(c, unknown))
         expect(got, c.name).toBe(proof.cases.find((p: { name: string }) => p.name === c.name)[profile === 'f32' ? 'float32' : 'bfloat16'].greedy[0])
       }
-    }, 120_000)
+    })
   }
 })

@@ -77,7 +77,7 @@ describe('a bridged prefix from a stale sidecar', () => {
     expect(await bridgedAnswer(engine, stale, above.ids, bridgedOf(above.ids))).not.toBe(want)
     // Near position 0 the stale error is tiny: the same stale sidecar still retrieves.
     expect(await bridgedAnswer(engine, stale, below.ids, bridgedOf(below.ids))).toBe(below.ids[below.needles[0].position])
-  }, 120_000)
+  })
 })
 
 describe('docs/needle-checkpoint.md', () => {

@@ -11,6 +11,7 @@ import { describe, expect, it } from 'vitest'
 import { isPresetName } from '../../src/model/checkpoint/index.ts'
 import { askedNeedleBridged, readNeedleRecords } from '../../verify/needle/record.ts'
 import { answerHits } from '../../verify/needle/score.ts'
+import { HANG_LIMIT_MS } from '../support/hang-limit.ts'
 
 const ROOT = join(import.meta.dirname, '..', '..')
 const PRESET = process.env.PD_NEEDLE_PRESET ?? (isPresetName('needle') ? 'needle' : 'tiny')
@@ -22,7 +23,7 @@ describe(`the needle protocol, smoke run on the embedded stack (preset ${PRESET}
       const runs = join(dir, 'runs')
       const ledger = join(dir, 'ledger.json')
       const common = ['--lengths', '512,1536', '--depths', '1', '--seed', '7', '--ledger', ledger]
-      const r = await execa('node', ['protocols/needle.mjs', '--preset', PRESET, ...common, '--state-dir', join(dir, 'state'), '--runs', runs], { cwd: ROOT, reject: false, timeout: 240_000 })
+      const r = await execa('node', ['protocols/needle.mjs', '--preset', PRESET, ...common, '--state-dir', join(dir, 'state'), '--runs', runs], { cwd: ROOT, reject: false, timeout: HANG_LIMIT_MS })
       expect(r.exitCode, r.stderr).toBe(0)
       const records = await readNeedleRecords(runs)
       expect(records.map((x) => x.targetTokens).sort((a, b) => a - b)).toEqual([512, 1536])
@@ -50,7 +51,7 @@ describe(`the needle protocol, smoke run on the embedded stack (preset ${PRESET}
       expect(r.stdout).toContain('| depth \\ tokens | 512 | 1536 |')
 
       // The same seed after a "geometry change": refused before any request (the URL answers nothing).
-      const again = await execa('node', ['protocols/needle.mjs', ...common, '--url', 'http://127.0.0.1:9', '--geometry', 'compress yarn factor 16 (stale)', '--block-size', '256', '--tokenizer', join(dir, 'state', 'models', `${PRESET}-seed1`), '--runs', join(dir, 'runs-again')], { cwd: ROOT, reject: false, timeout: 120_000 })
+      const again = await execa('node', ['protocols/needle.mjs', ...common, '--url', 'http://127.0.0.1:9', '--geometry', 'compress yarn factor 16 (stale)', '--block-size', '256', '--tokenizer', join(dir, 'state', 'models', `${PRESET}-seed1`), '--runs', join(dir, 'runs-again')], { cwd: ROOT, reject: false, timeout: HANG_LIMIT_MS })
       expect(again.exitCode, again.stderr).toBe(0)
       const refused = await readNeedleRecords(join(dir, 'runs-again'))
       expect(refused).toHaveLength(2)
@@ -65,5 +66,5 @@ describe(`the needle protocol, smoke run on the embedded stack (preset ${PRESET}
     finally {
       await rm(dir, { recursive: true, force: true })
     }
-  }, 300_000)
+  })
 })

@@ -9,6 +9,7 @@ import { execa } from 'execa'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { readNeedleRecords } from '../../verify/needle/record.ts'
 import { startServe, type ServeChild } from '../stack/helpers.ts'
+import { HANG_LIMIT_MS } from '../support/hang-limit.ts'
 
 const ROOT = join(import.meta.dirname, '..', '..')
 let dir: string
@@ -17,7 +18,7 @@ let serve: ServeChild
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'pd-needle-remote-'))
   serve = await startServe(['--preset', 'needle', '--port', '0', '--state-dir', join(dir, 'state')])
-}, 180_000)
+})
 
 afterAll(async () => {
   if (serve !== undefined && serve.child.exitCode === null && serve.child.signalCode === null) {
@@ -31,7 +32,7 @@ describe('protocols/needle.mjs --url against a running deployment', () => {
   it('retrieves through that deployment\'s bridge with a complete verdict, positions estimated', async () => {
     const runs = join(dir, 'runs')
     const r = await execa('node', ['protocols/needle.mjs', '--url', serve.ready.url, '--lengths', '2048', '--depths', '0.5', '--needles', '2',
-      '--ledger', join(dir, 'ledger.json'), '--runs', runs], { cwd: ROOT, reject: false, timeout: 240_000 })
+      '--ledger', join(dir, 'ledger.json'), '--runs', runs], { cwd: ROOT, reject: false, timeout: HANG_LIMIT_MS })
     expect(r.exitCode, r.stderr).toBe(0)
     const [rec] = await readNeedleRecords(runs)
     expect(rec.document.positions).toBe('approximate')
@@ -41,5 +42,5 @@ describe('protocols/needle.mjs --url against a running deployment', () => {
     expect(rec.bridged!.verdict).toBe('complete')
     expect(rec.bridged!.outcome, `answer ${JSON.stringify(rec.bridged!.answer)} for ${rec.expected}`).toBe('pass')
     expect(rec.bridged!.promptTokens).toBeGreaterThan(1024)
-  }, 300_000)
+  })
 })

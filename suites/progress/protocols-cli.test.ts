@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
 import { execa } from 'execa'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { HANG_LIMIT_MS } from '../support/hang-limit.ts'
 
 const ROOT = join(import.meta.dirname, '..', '..')
 const RESULTS = join(ROOT, 'results')
@@ -39,7 +40,7 @@ async function exists (p: string): Promise<boolean> {
 /** Run `args` with node from `cwd` (the checkout by default), with a state directory that must stay unmade. */
 async function node (args: string[], opts: { cwd?: string, state?: string } = {}) {
   const state = opts.state ?? join(dir, `state-${Math.random().toString(36).slice(2)}`)
-  const r = await execa(process.execPath, args, { cwd: opts.cwd ?? ROOT, reject: false, timeout: 60_000, env: { PD_STATE_DIR: state, PD_PROGRESS: undefined } })
+  const r = await execa(process.execPath, args, { cwd: opts.cwd ?? ROOT, reject: false, timeout: HANG_LIMIT_MS, env: { PD_STATE_DIR: state, PD_PROGRESS: undefined } })
   return { code: r.exitCode, stdout: r.stdout, stderr: r.stderr, state }
 }
 
@@ -89,7 +90,7 @@ describe('--help: usage on stdout, exit 0, nothing started or written', () => {
       expect(bad.stderr).toMatch(new RegExp(`^${bench.replace('.ts', '')}: .*--frob.*\\(see --help\\)\\n?$`))
     }
     expect(await listing(RESULTS)).toEqual(before)
-  }, 120_000)
+  })
 })
 
 describe('command-line mistakes: one line, exit 2, nothing started', () => {

@@ -9,6 +9,7 @@ import { execa } from 'execa'
 import { describe, expect, it } from 'vitest'
 import { readLoadRecords } from '../../verify/results/load-record.ts'
 import { loadHeadline } from '../../verify/results/load-section.ts'
+import { HANG_LIMIT_MS } from '../support/hang-limit.ts'
 
 const ROOT = join(import.meta.dirname, '..', '..')
 
@@ -19,7 +20,7 @@ describe('the load protocol, smoke run on the embedded stack', () => {
       const runs = join(dir, 'runs')
       const out = join(dir, 'out')
       const state = join(dir, 'state')
-      const r = await execa('node', ['protocols/load.mjs', '--clients', '2', '--duration-s', '3', '--seed', '11', '--state-dir', state, '--runs', runs, '--out', out], { cwd: ROOT, reject: false, timeout: 240_000, env: { PD_PROGRESS: 'off' } })
+      const r = await execa('node', ['protocols/load.mjs', '--clients', '2', '--duration-s', '3', '--seed', '11', '--state-dir', state, '--runs', runs, '--out', out], { cwd: ROOT, reject: false, timeout: HANG_LIMIT_MS, env: { PD_PROGRESS: 'off' } })
       expect(r.exitCode, r.stderr).toBe(0)
       const records = await readLoadRecords(runs)
       expect(records).toHaveLength(1)
@@ -48,5 +49,5 @@ describe('the load protocol, smoke run on the embedded stack', () => {
     finally {
       await rm(dir, { recursive: true, force: true })
     }
-  }, 300_000)
+  })
 })

@@ -12,6 +12,7 @@ import { buildNeedleDocument, DEFAULT_CHARS_PER_TOKEN, DEFAULT_MIN_DISTANCE } fr
 import { needleGrid } from '../../verify/needle/grid.ts'
 import { readNeedleRecords } from '../../verify/needle/record.ts'
 import { ledgerDocument } from '../../verify/needle/run.ts'
+import { HANG_LIMIT_MS } from '../support/hang-limit.ts'
 
 const ROOT = join(import.meta.dirname, '..', '..')
 const FIXTURES = join(import.meta.dirname, 'fixtures')
@@ -30,7 +31,7 @@ async function plantEarlierRun (ledgerFile: string): Promise<void> {
 
 function protocol (args: string[]) {
   const common = ['protocols/needle.mjs', '--url', 'http://127.0.0.1:9', '--geometry', 'after the fix', '--block-size', String(BLOCK), '--lengths', '512', '--depths', '0.5', '--seed', String(SEED)]
-  return execa('node', [...common, ...args], { cwd: ROOT, reject: false, timeout: 120_000 })
+  return execa('node', [...common, ...args], { cwd: ROOT, reject: false, timeout: HANG_LIMIT_MS })
 }
 
 describe('protocols/needle.mjs regenerates RESULTS.md at its end', () => {
@@ -65,5 +66,5 @@ describe('protocols/needle.mjs regenerates RESULTS.md at its end', () => {
     finally {
       await rm(dir, { recursive: true, force: true })
     }
-  }, 240_000)
+  })
 })

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest'
 import { prepareBench } from '../../verify/results/bench-setup.ts'
 import { readApartLegs } from '../../verify/results/apart-leg.ts'
 import { readRunRecords } from '../../verify/results/record.ts'
+import { HANG_LIMIT_MS } from '../support/hang-limit.ts'
 
 const ROOT = join(import.meta.dirname, '..', '..')
 
@@ -21,7 +22,7 @@ describe('the cold-bench protocol, smoke run on the embedded stack', () => {
       const micro = join(dir, 'micro-elsewhere')
       await mkdir(micro)
       await copyFile(join(import.meta.dirname, 'fixtures', 'micro', 'c-kernels.json'), join(micro, 'c-kernels.json'))
-      const r = await execa('node', ['protocols/cold-bench.mjs', '--sizes', '600', '--repeats', '1', '--seed', '7', '--state-dir', join(dir, 'state'), '--runs', runs, '--out', out, '--micro', micro], { cwd: ROOT, reject: false, timeout: 240_000 })
+      const r = await execa('node', ['protocols/cold-bench.mjs', '--sizes', '600', '--repeats', '1', '--seed', '7', '--state-dir', join(dir, 'state'), '--runs', runs, '--out', out, '--micro', micro], { cwd: ROOT, reject: false, timeout: HANG_LIMIT_MS })
       expect(r.exitCode, r.stderr).toBe(0)
       const records = await readRunRecords(runs)
       expect(records).toHaveLength(1)
@@ -43,6 +44,8 @@ describe('the cold-bench protocol, smoke run on the embedded stack', () => {
       expect(rec.bridged?.captureSpill).toBe(false)
       const md = await readFile(join(out, 'RESULTS.md'), 'utf8')
       expect(md).toContain(`| ${rec.bridged!.promptTokens} | 1 |`)
+      // It names the folders it read (--runs, --micro, needle/runs/ beside --runs), not the checkout's results/.
+      expect(md).toContain(`from the records in \`${runs}/\` (cold-prompt runs), \`${micro}/\` (micro benchmarks) and \`${join(dir, 'needle', 'runs')}/\` (needle runs)`)
       expect((await readdir(out)).filter((f) => f.endsWith('.svg'))).toHaveLength(2)
       // The run's environment first (it has cold-prompt runs), then the micro-only one.
       expect(md.match(/^## Environment .*/gm)).toEqual([`## Environment ${rec.environment.id}`, '## Environment env-c7d8e9'])
@@ -56,7 +59,7 @@ describe('the cold-bench protocol, smoke run on the embedded stack', () => {
     finally {
       await rm(dir, { recursive: true, force: true })
     }
-  }, 300_000)
+  })
 
   // --bridged-only runs no decoder-alone leg: the record has native null and no decoder-native
   // process; with PD_CAPTURE_SPILL=1 the engine streams, and the record says so with a smaller peak.
@@ -65,7 +68,7 @@ describe('the cold-bench protocol, smoke run on the embedded stack', () => {
     try {
       const runs = join(dir, 'runs')
       const run = async (env: Record<string, string>) => execa('node', ['protocols/cold-bench.mjs', '--sizes', '600', '--repeats', '1', '--max-tokens', '8', '--bridged-only', '--state-dir', join(dir, 'state'), '--runs', runs, '--no-generate'],
-        { cwd: ROOT, reject: false, timeout: 240_000, all: true, env })
+        { cwd: ROOT, reject: false, timeout: HANG_LIMIT_MS, all: true, env })
       const staged = await run({ PD_CAPTURE_SPILL: '0' })
       expect(staged.exitCode, staged.all).toBe(0)
       expect(staged.all).not.toMatch(/decoder-alone leg/)
@@ -89,7 +92,7 @@ describe('the cold-bench protocol, smoke run on the embedded stack', () => {
     finally {
       await rm(dir, { recursive: true, force: true })
     }
-  }, 300_000)
+  })
 
   // A pair split over two invocations: --alone-only writes the decoder-alone leg to wait in legs/,
   // --pair-apart runs the bridged leg on the same prompt and writes one record with both.
@@ -99,7 +102,7 @@ describe('the cold-bench protocol, smoke run on the embedded stack', () => {
       const runs = join(dir, 'runs')
       const legs = join(dir, 'legs')
       const bench = async (...args: string[]) => execa('node', ['protocols/cold-bench.mjs', ...args, '--state-dir', join(dir, 'state'), '--runs', runs, '--legs', legs, '--no-generate'],
-        { cwd: ROOT, reject: false, timeout: 240_000, all: true })
+        { cwd: ROOT, reject: false, timeout: HANG_LIMIT_MS, all: true })
       const alone = await bench('--sizes', '600', '--repeats', '1', '--seed', '7', '--max-tokens', '8', '--alone-only')
       expect(alone.exitCode, alone.all).toBe(0)
       expect(alone.all).not.toMatch(/warming the bridged leg|: bridged leg$/m)
@@ -134,7 +137,7 @@ describe('the cold-bench protocol, smoke run on the embedded stack', () => {
     finally {
       await rm(dir, { recursive: true, force: true })
     }
-  }, 300_000)
+  })
 
   // A short prompt is routed native ("native (...)", never complete): with --stop-unless-complete
   // the run stops after its bridged leg, with no decoder-alone leg and no record.
@@ -142,7 +145,7 @@ describe('the cold-bench protocol, smoke run on the embedded stack', () => {
     const dir = await mkdtemp(join(tmpdir(), 'pd-cold-bench-stop-'))
     try {
       const runs = join(dir, 'runs')
-      const r = await execa('node', ['protocols/cold-bench.mjs', '--sizes', '200', '--repeats', '1', '--seed', '7', '--stop-unless-complete', '--state-dir', join(dir, 'state'), '--runs', runs, '--no-generate'], { cwd: ROOT, reject: false, timeout: 240_000, all: true })
+      const r = await execa('node', ['protocols/cold-bench.mjs', '--sizes', '200', '--repeats', '1', '--seed', '7', '--stop-unless-complete', '--state-dir', join(dir, 'state'), '--runs', runs, '--no-generate'], { cwd: ROOT, reject: false, timeout: HANG_LIMIT_MS, all: true })
       expect(r.exitCode, r.all).toBe(1)
       expect(r.all).toMatch(/the bridged leg's verdict is "[^"]+", not complete/)
       expect(r.all).not.toMatch(/\[1\/1\] {3}decoder-alone leg/)
@@ -151,5 +154,5 @@ describe('the cold-bench protocol, smoke run on the embedded stack', () => {
     finally {
       await rm(dir, { recursive: true, force: true })
     }
-  }, 300_000)
+  })
 })

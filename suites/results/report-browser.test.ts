@@ -144,7 +144,7 @@ describe.skipIf(!existsSync(CHROMIUM) && process.env.CI === undefined)('report.h
     await env('env-f1e2d3').locator('figure.needle svg > g').first().hover()
     expect(await env('env-f1e2d3').locator('figure.needle .readout').textContent()).toBe('512 tokens, depth 0.5: bridged 1 pass · native 1 pass; seeds 401')
     expect(errors).toEqual([])
-  }, 60_000)
+  })
 
   it('puts the summary first: headline ratios, verdict tallies, needle tally, then the rules and the details of each environment', async () => {
     const { page, errors } = await open()
@@ -174,7 +174,7 @@ describe.skipIf(!existsSync(CHROMIUM) && process.env.CI === undefined)('report.h
     expect(boxes).toHaveLength(3 + ENVS.length)
     for (let i = 1; i < boxes.length; i++) expect(boxes[i].top).toBeGreaterThanOrEqual(boxes[i - 1].bottom - 0.5)
     expect(errors).toEqual([])
-  }, 60_000)
+  })
 
   it('every chart labels the ticks of both axes with values and units', async () => {
     const { page } = await open()
@@ -199,7 +199,7 @@ describe.skipIf(!existsSync(CHROMIUM) && process.env.CI === undefined)('report.h
       }).map((t) => t.textContent)
     }))
     expect(outside).toEqual([])
-  }, 60_000)
+  })
 
   it('no table overflows its box: each fits, or scrolls inside its own container; the page never scrolls sideways', async () => {
     for (const width of [WIDTH, 700]) {
@@ -226,7 +226,7 @@ describe.skipIf(!existsSync(CHROMIUM) && process.env.CI === undefined)('report.h
       }
       await page.close()
     }
-  }, 60_000)
+  })
 
   it('the report of the committed records (results/) also puts its summary first and keeps every table in its box', async () => {
     const committed = await mkdtemp(join(tmpdir(), 'pd-report-committed-'))
@@ -251,7 +251,7 @@ describe.skipIf(!existsSync(CHROMIUM) && process.env.CI === undefined)('report.h
     finally {
       await rm(committed, { recursive: true, force: true })
     }
-  }, 60_000)
+  })
 
   it('a full-page screenshot keeps its layout: the main sections in order, each within the viewport width (saved as reports/results-report.png)', async () => {
     const { page } = await open()
@@ -275,5 +275,5 @@ describe.skipIf(!existsSync(CHROMIUM) && process.env.CI === undefined)('report.h
     // As wide as the viewport (nothing sticks out sideways), as tall as the page.
     expect(size.width).toBe(WIDTH)
     expect(size.height).toBe(await page.evaluate(() => document.documentElement.scrollHeight))
-  }, 60_000)
+  })
 })

@@ -34,5 +34,5 @@ describe('PD_API_KEY on the embedded stack', () => {
       expect(v).toMatchObject({ ok: v.blocks.length, unauthenticated: 0, authenticated: true })
     }
     expect(r.stdout + r.stderr).not.toContain('stack-test-key-3d')
-  }, 300_000)
+  })
 })

@@ -4,6 +4,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { isAlive } from '../../src/stack/record.ts'
 import { launch } from '../support/launch.ts'
+import { HANG_LIMIT_MS } from '../support/hang-limit.ts'
 export { tempDir } from '../support/temp-dir.ts'
 
 /** The CLI as `npx pd-bridge` runs it. */
@@ -18,7 +19,7 @@ export interface CliRun {
 }
 
 /** Run `pd-bridge ...args` to the end. */
-export async function runCli (args: string[], env: NodeJS.ProcessEnv = process.env, timeoutMs = 240_000): Promise<CliRun> {
+export async function runCli (args: string[], env: NodeJS.ProcessEnv = process.env, timeoutMs = HANG_LIMIT_MS): Promise<CliRun> {
   const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env })
   let stdout = ''
   let stderr = ''
@@ -52,7 +53,7 @@ export function alive (pid: number): boolean {
 }
 
 /** Poll until `check()` is true or `ms` pass; returns whether it became true. */
-export async function eventually (check: () => boolean | Promise<boolean>, ms = 15_000): Promise<boolean> {
+export async function eventually (check: () => boolean | Promise<boolean>, ms = HANG_LIMIT_MS): Promise<boolean> {
   const end = Date.now() + ms
   while (Date.now() < end) {
     if (await check()) return true

@@ -12,6 +12,7 @@ import { chatBody, runLeg } from '../../src/stack/demo/legs.ts'
 import { buildDemoPrompt } from '../../src/stack/demo/prompt.ts'
 import { Supervisor, withPort, type SupervisorEvent } from '../../src/stack/supervisor.ts'
 import { alive, envWith, eventually, startServe, tempDir, type ServeChild } from './helpers.ts'
+import { HANG_LIMIT_MS } from '../support/hang-limit.ts'
 
 const tmp = tempDir('stack-supervision')
 afterAll(() => tmp.remove())
@@ -61,7 +62,7 @@ describe('restartOnDeath', () => {
     sup.onDeath((_c, m) => deaths.push(m))
     const first = await sup.start({ name: 'once', args: [], argv: server(counterFile('once', 1), 200, 0) })
     const firstPid = sup.livePids()[0]
-    expect(await eventually(() => events.some((e) => e.kind === 'restarted'), 10_000)).toBe(true)
+    expect(await eventually(() => events.some((e) => e.kind === 'restarted'))).toBe(true)
     const restarting = events.find((e) => e.kind === 'restarting')
     expect(restarting).toMatchObject({ name: 'once', pid: firstPid, exit: { code: 0, signal: null }, port: Number(new URL(first.url).port), attempt: 1, limit: 3, delayMs: 100 })
     const restarted = events.find((e) => e.kind === 'restarted')
@@ -73,7 +74,7 @@ describe('restartOnDeath', () => {
     // its ready line (stdout), so it can reach the log after `restarted` (it did once in CI, and the
     // stop then came first): wait for it, then stop.
     const logFile = join(tmp.dir, 'once.log')
-    expect(await eventually(() => readFileSync(logFile, 'utf8').includes('"msg":"run 0"'), 10_000)).toBe(true)
+    expect(await eventually(() => readFileSync(logFile, 'utf8').includes('"msg":"run 0"'))).toBe(true)
     await sup.stopAll()
     const log = readFileSync(logFile, 'utf8')
     expect(log.match(/"event":"spawn"/g)).toHaveLength(2)
@@ -89,7 +90,7 @@ describe('restartOnDeath', () => {
     const deaths: string[] = []
     sup.onDeath((_c, m) => deaths.push(m))
     await sup.start({ name: 'crashy', args: [], argv: server(counterFile('crashy', 100), 100, 3) })
-    expect(await eventually(() => deaths.length === 1, 20_000)).toBe(true)
+    expect(await eventually(() => deaths.length === 1)).toBe(true)
     const restarts = events.filter((e) => e.kind === 'restarting')
     expect(restarts.map((e) => [e.attempt, e.delayMs])).toEqual([[1, 100], [2, 200], [3, 400]])
     expect(events.filter((e) => e.kind === 'restarted')).toHaveLength(3)
@@ -110,7 +111,7 @@ describe('restartOnDeath', () => {
     const script = `const fs = require('node:fs'); if (fs.existsSync(${JSON.stringify(flag)})) { console.error('cannot start again'); process.exit(4) }
       fs.writeFileSync(${JSON.stringify(flag)}, ''); console.log('http://127.0.0.1:9'); setTimeout(() => process.exit(0), 100)`
     await sup.start({ name: 'broken', args: [], argv: [process.execPath, '-e', script] })
-    expect(await eventually(() => deaths.length === 1, 10_000)).toBe(true)
+    expect(await eventually(() => deaths.length === 1)).toBe(true)
     expect(events.filter((e) => e.kind === 'restarting').map((e) => e.attempt)).toEqual([1, 2])
     expect(events.filter((e) => e.kind === 'restarted')).toHaveLength(0)
     expect(deaths[0]).toMatch(/^broken died 3 times within 60 s \(at most 2 restarts are allowed\): giving up, the stack stops\. Its last death: broken exited with code 4 before it was ready; last lines of \S+broken\.log:\n {2}cannot start again$/)
@@ -167,11 +168,11 @@ describe('serve restarts a prefill engine SIGKILLed mid-bridge', () => {
 
   /** The prefill engine's new pid once it has been restarted, and the front door sees it again. */
   async function restartedFrom (pid: number): Promise<number> {
-    expect(await eventually(() => { const p = prefillPid(); return p !== pid && alive(p) }, 60_000)).toBe(true)
+    expect(await eventually(() => { const p = prefillPid(); return p !== pid && alive(p) })).toBe(true)
     expect(await eventually(async () => {
       const h = await (await fetch(`${serve.ready.front}/health`)).json() as Record<string, any>
       return h.links?.prefill?.ok === true && h.links.prefill.url === serve.ready.prefill && h.bridge?.ready === true
-    }, 30_000)).toBe(true)
+    })).toBe(true)
     return prefillPid()
   }
 
@@ -179,7 +180,7 @@ describe('serve restarts a prefill engine SIGKILLed mid-bridge', () => {
     const pid = prefillPid()
     // Stopped first, so the request is surely waiting on it when it is killed.
     process.kill(pid, 'SIGSTOP')
-    const inFlight = runLeg('in-flight', serve.ready.front, body(101), 120_000)
+    const inFlight = runLeg('in-flight', serve.ready.front, body(101), HANG_LIMIT_MS)
     await new Promise((r) => setTimeout(r, 1500))
     process.kill(pid, 'SIGKILL')
     const native = await inFlight
@@ -188,32 +189,32 @@ describe('serve restarts a prefill engine SIGKILLed mid-bridge', () => {
     expect(native.cachedTokens).toBe(0)
 
     const port = new URL(serve.ready.prefill).port
-    expect(await eventually(() => serve.stderr().includes(`pd-bridge serve: prefill-engine (pid ${pid}) was killed by SIGKILL; restarting it on port ${port} in 0.5 s (restart 1 of at most 5 within 60 s)\n`), 20_000)).toBe(true)
+    expect(await eventually(() => serve.stderr().includes(`pd-bridge serve: prefill-engine (pid ${pid}) was killed by SIGKILL; restarting it on port ${port} in 0.5 s (restart 1 of at most 5 within 60 s)\n`))).toBe(true)
     await restartedFrom(pid)
     const log = readFileSync(join(state, 'logs', 'serve.log'), 'utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l))
     expect(log.some((r) => r.msg === 'restarting' && r.event.name === 'prefill-engine' && r.event.attempt === 1 && r.event.port === Number(port))).toBe(true)
     expect(log.some((r) => r.msg === 'restarted' && r.event.name === 'prefill-engine' && r.event.url === serve.ready.prefill)).toBe(true)
     expect(serve.stderr()).not.toContain('stopping every process')
-  }, 240_000)
+  })
 
   it('answers a request whose prefill job the kill cuts natively (200, declined); after the restart a new request bridges complete', async () => {
     const pid = prefillPid()
     const engineLog = join(state, 'logs', 'prefill-engine.log')
     const before = readFileSync(engineLog, 'utf8').length
-    const inFlight = runLeg('mid-bridge', serve.ready.front, body(102), 120_000)
+    const inFlight = runLeg('mid-bridge', serve.ready.front, body(102), HANG_LIMIT_MS)
     // The engine has the job: freeze it there, then kill it.
-    expect(await eventually(() => readFileSync(engineLog, 'utf8').slice(before).includes('"event":"queued"'), 30_000)).toBe(true)
+    expect(await eventually(() => readFileSync(engineLog, 'utf8').slice(before).includes('"event":"queued"'))).toBe(true)
     process.kill(pid, 'SIGSTOP')
     await new Promise((r) => setTimeout(r, 500))
     process.kill(pid, 'SIGKILL')
     const native = await inFlight
     expect(native.verdict).toMatch(/^declined: /)
     expect(native.completionTokens).toBeGreaterThan(0)
-    expect(await eventually(() => serve.stderr().includes(`pd-bridge serve: prefill-engine (pid ${pid}) was killed by SIGKILL; restarting it on port ${new URL(serve.ready.prefill).port} in 1.0 s (restart 2 of at most 5 within 60 s)\n`), 20_000)).toBe(true)
+    expect(await eventually(() => serve.stderr().includes(`pd-bridge serve: prefill-engine (pid ${pid}) was killed by SIGKILL; restarting it on port ${new URL(serve.ready.prefill).port} in 1.0 s (restart 2 of at most 5 within 60 s)\n`))).toBe(true)
     await restartedFrom(pid)
-    const bridged = await runLeg('after', serve.ready.front, body(103), 120_000)
+    const bridged = await runLeg('after', serve.ready.front, body(103), HANG_LIMIT_MS)
     expect(bridged.verdict).toMatch(/^complete/)
-  }, 240_000)
+  })
 
   it('SIGINT still stops the whole stack and exits 0', async () => {
     const pids = (JSON.parse(readFileSync(join(state, 'stack.json'), 'utf8')).processes as Array<{ pid: number }>).map((p) => p.pid)

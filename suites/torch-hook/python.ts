@@ -3,6 +3,7 @@
 // loudly, with the command that installs it.
 import { execFileSync, spawnSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
+import { HANG_LIMIT_MS } from '../support/hang-limit.ts'
 
 /** The interpreter that has Debian's python3-torch. */
 export const TORCH_PYTHON = '/usr/bin/python3'
@@ -12,7 +13,7 @@ export const POOL_CAPTURE = fileURLToPath(new URL('../../src/engines/torch/pool_
 
 /** torch's version under TORCH_PYTHON, or why it cannot be imported. */
 export function torchAvailability (): { ok: true, version: string } | { ok: false, why: string } {
-  const r = spawnSync(TORCH_PYTHON, ['-c', 'import torch, numpy; print(torch.__version__)'], { encoding: 'utf8', timeout: 60_000 })
+  const r = spawnSync(TORCH_PYTHON, ['-c', 'import torch, numpy; print(torch.__version__)'], { encoding: 'utf8', timeout: HANG_LIMIT_MS })
   if (r.error !== undefined) return { ok: false, why: `${TORCH_PYTHON} cannot be run: ${r.error.message}` }
   if (r.status !== 0) return { ok: false, why: `${TORCH_PYTHON} cannot import torch and numpy: ${r.stderr.trim().split('\n').pop() ?? ''}` }
   return { ok: true, version: r.stdout.trim() }
@@ -28,6 +29,6 @@ export interface PoolCaptureResult {
 
 /** Run the torch hook on recorded attention inputs as a child process; args as pool_capture.py takes them. */
 export function runTorchHook (args: string[]): PoolCaptureResult {
-  const out = execFileSync(TORCH_PYTHON, [POOL_CAPTURE, ...args], { encoding: 'utf8', timeout: 600_000, maxBuffer: 16 << 20, stdio: ['ignore', 'pipe', 'pipe'] })
+  const out = execFileSync(TORCH_PYTHON, [POOL_CAPTURE, ...args], { encoding: 'utf8', timeout: HANG_LIMIT_MS, maxBuffer: 16 << 20, stdio: ['ignore', 'pipe', 'pipe'] })
   return JSON.parse(out.trim().split('\n').pop() ?? '') as PoolCaptureResult
 }

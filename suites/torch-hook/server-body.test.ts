@@ -5,6 +5,7 @@
 import { execFileSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
+import { HANG_LIMIT_MS } from '../support/hang-limit.ts'
 
 const TORCH_DIR = fileURLToPath(new URL('../../src/engines/torch', import.meta.url))
 
@@ -40,7 +41,7 @@ asyncio.run(main())
 
 describe('the torch prefill server reads the whole body', () => {
   it('several 64 KiB pieces, one piece, empty, one byte over the limit, exactly the limit', () => {
-    const out = execFileSync('python3', ['-c', SCRIPT, TORCH_DIR], { encoding: 'utf8', timeout: 60_000 })
+    const out = execFileSync('python3', ['-c', SCRIPT, TORCH_DIR], { encoding: 'utf8', timeout: HANG_LIMIT_MS })
     expect(JSON.parse(out)).toEqual([
       { size: 300_000, equal: true },
       { size: 65_536, equal: true },

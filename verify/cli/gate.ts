@@ -11,7 +11,9 @@ import { dirname, join, resolve } from 'node:path'
 import { Command } from 'commander'
 import { PdBridgeError } from '../../src/errors.ts'
 import { loadLaunchParams, renderReport, runGate } from '../gate/index.ts'
+import { embeddedTarget, GATE_EMBEDDED_PRESET, type EmbeddedTarget } from '../gate/embedded.ts'
 import { resolveStateDir } from '../../src/stack/state-dir.ts'
+import { isPresetName, PRESET_NAMES, type PresetName } from '../../src/model/checkpoint/index.ts'
 
 interface GateFlags {
   launch?: string
@@ -37,7 +39,16 @@ interface GateFlags {
   reportDir?: string
   stateDir?: string
   report: boolean
+  embedded?: boolean
+  preset?: string
+  needleTimeoutS?: string
 }
+
+/** Each live needle leg's limit when --needle-timeout-s is not given: a hang, not a slow machine. */
+export const DEFAULT_NEEDLE_TIMEOUT_S = 600
+
+/** The options that name a deployment's files: --embedded finds them itself, so they do not go with it. */
+const PLACE_FLAGS = [['launch', '--launch'], ['prefillConfig', '--prefill-config'], ['sidecar', '--sidecar'], ['decoderConfig', '--decoder-config'], ['config', '--config'], ['store', '--store']] as const
 
 /**
  * Where a gate's report goes when --report-dir is not given: a folder of its own under the state
@@ -88,9 +99,43 @@ async function prefillConfigOf (launchFile: string): Promise<string> {
   return launch.prefillModel
 }
 
+/** The numeric flags, checked. */
+interface GateNumbers {
+  nativeTokens?: number
+  seed?: number
+  needleSeed?: number
+  needleTokens?: number
+  needleTimeoutS: number
+  angleThreshold?: number
+}
+
+function gateNumbers (flags: GateFlags): GateNumbers {
+  return {
+    nativeTokens: positiveInt('--native-tokens', flags.nativeTokens),
+    seed: positiveInt('--seed', flags.seed),
+    needleSeed: nonNegativeInt('--needle-seed', flags.needleSeed),
+    needleTokens: positiveInt('--needle-tokens', flags.needleTokens),
+    needleTimeoutS: positiveInt('--needle-timeout-s', flags.needleTimeoutS) ?? DEFAULT_NEEDLE_TIMEOUT_S,
+    angleThreshold: positiveNumber('--angle-threshold', flags.angleThreshold),
+  }
+}
+
+/** --preset's value: only with --embedded, one of the presets. */
+function embeddedPreset (flags: GateFlags): PresetName {
+  if (flags.preset === undefined) return GATE_EMBEDDED_PRESET
+  if (flags.embedded !== true) throw new PdBridgeError('--preset goes with --embedded (the preset of the stack the gate starts)')
+  if (!isPresetName(flags.preset)) throw new PdBridgeError(`--preset: unknown preset ${JSON.stringify(flags.preset)}, expected one of ${PRESET_NAMES.join(', ')}`)
+  return flags.preset
+}
+
+/** The sentence on the findings of a needle the gate ran on its own. */
+export function selfRunNote (url: string, timeoutS: number): string {
+  return `self-run: no --needle-record or --needle-url was given, so the gate ran one needle document through the deployment's own front door ${url}, each leg bounded at ${timeoutS} s`
+}
+
 /** The gate command. */
 export const gateCommand = new Command('gate')
-  .description('the window-change gate: the four places (launch parameters, prefill config, sidecar, decoder config) must imply bit-identical rope tables; limits sized against the window, the store\'s block geometry and reused seeds are checked; the hook must match the decoder bit for bit above the native window; a needle must be retrieved through the bridge above the native window with a fresh seed (--needle-url or --needle-record). Exit 0 only when everything passes')
+  .description('the window-change gate: the four places (launch parameters, prefill config, sidecar, decoder config) must imply bit-identical rope tables; limits sized against the window, the store\'s block geometry and reused seeds are checked; the hook must match the decoder bit for bit above the native window; a needle must be retrieved through the bridge above the native window with a fresh seed (--needle-url or --needle-record; with --embedded the gate runs one itself). Exit 0 only when everything passes')
   .option('--launch <file>', 'launch parameters: env file (PD_MAX_MODEL_LEN=..., comments allowed) or a JSON object of the same keys; default: launch.env beside --config (the embedded stack writes one)')
   .option('--prefill-config <file>', 'the prefill node\'s config.json (or its checkpoint directory); default: the launch file\'s PD_PREFILL_MODEL')
   .option('--sidecar <dir>', 'the sidecar directory (sidecar.json + weights.safetensors); default: the --config\'s sidecar')
@@ -114,33 +159,70 @@ export const gateCommand = new Command('gate')
   .option('--report-dir <dir>', 'where report.md, report.json and the SVG plots go (default: a new folder under <state dir>/gate-reports/)')
   .option('--state-dir <dir>', 'the state directory of the default report folder (default $PD_STATE_DIR or ~/.cache/pd-bridge)')
   .option('--no-report', 'write no report files')
+  .option('--embedded', 'gate the embedded stack of the state directory: the one `pd-bridge serve` runs from it, or else one the gate starts there (making the checkpoint and sidecar as serve does) and stops after; its config, launch file, sidecar, decoder and store are found there, and without --needle-record or --needle-url the gate runs one needle through its front door')
+  .option('--preset <name>', `with --embedded: the preset of the stack the gate starts when none runs (default ${GATE_EMBEDDED_PRESET}: tiny's geometry with weights that retrieve; tiny's random weights never retrieve a needle)`)
+  .option('--needle-timeout-s <s>', `each leg of a live needle run may take this long before it counts as failed (default ${DEFAULT_NEEDLE_TIMEOUT_S})`)
   .action(async (flags: GateFlags) => {
     const reportDir = !flags.report ? undefined : flags.reportDir ?? defaultGateReportDir(flags.stateDir)
-    const launch = await launchFileOf(flags)
-    const report = await runGate({
-      launch,
-      prefillConfig: flags.prefillConfig ?? await prefillConfigOf(launch),
-      sidecar: flags.sidecar,
-      decoderConfig: flags.decoderConfig,
-      config: flags.config,
-      decoderModel: flags.decoderModel,
-      store: flags.store,
-      modelName: flags.modelName,
-      fix: flags.fix === true,
-      ledger: flags.ledger,
-      documents: flags.document,
-      native: flags.native,
-      nativeTokens: positiveInt('--native-tokens', flags.nativeTokens),
-      seed: positiveInt('--seed', flags.seed),
-      needleUrl: flags.needleUrl,
-      needleNativeUrl: flags.needleNativeUrl,
-      needleSeed: nonNegativeInt('--needle-seed', flags.needleSeed),
-      needleTokens: positiveInt('--needle-tokens', flags.needleTokens),
-      needleRecords: flags.needleRecord,
-      angleThreshold: positiveNumber('--angle-threshold', flags.angleThreshold),
-      reportDir,
-    })
-    // The report names its own folder (`report: <dir>/report.md ...`, just above the verdict).
-    process.stdout.write(renderReport(report))
-    if (!report.verdict.pass) process.exitCode = 1
+    // Every flag is checked before a stack starts: a mistake is one line, exit 2, nothing started.
+    const numbers = gateNumbers(flags)
+    const preset = embeddedPreset(flags)
+    let target: EmbeddedTarget | undefined
+    if (flags.embedded === true) {
+      const given = PLACE_FLAGS.find(([key]) => flags[key] !== undefined)
+      if (given !== undefined) throw new PdBridgeError(`${given[1]} does not go with --embedded: the gate finds the embedded deployment's files in the state directory`)
+      try {
+        target = await embeddedTarget(resolveStateDir(flags.stateDir), preset, (line) => process.stderr.write(`${line}\n`))
+      }
+      catch (e) {
+        // A deployment that does not start fails the gate (exit 1); it is no command-line mistake.
+        if (!(e instanceof PdBridgeError)) throw e
+        process.stderr.write(`pd-bridge gate: the embedded stack did not start: ${e.message}\n`)
+        process.stdout.write(`gate: FAIL (the embedded stack from ${resolveStateDir(flags.stateDir)} did not start)\n`)
+        process.exitCode = 1
+        return
+      }
+    }
+    try {
+      await gateAndPrint(flags, numbers, reportDir, target)
+    }
+    finally {
+      await target?.release()
+    }
   })
+
+/** Run the gate on the flags (or on the embedded target's files) and print its report; exit code 1 when it fails. */
+async function gateAndPrint (flags: GateFlags, numbers: GateNumbers, reportDir: string | undefined, target: EmbeddedTarget | undefined): Promise<void> {
+  const noEvidence = flags.needleUrl === undefined && (flags.needleRecord ?? []).length === 0
+  const selfRun = target !== undefined && noEvidence
+  if (target !== undefined) flags = { ...flags, config: target.config }
+  const launch = await launchFileOf(flags)
+  const report = await runGate({
+    launch,
+    prefillConfig: flags.prefillConfig ?? await prefillConfigOf(launch),
+    sidecar: flags.sidecar,
+    decoderConfig: flags.decoderConfig,
+    config: flags.config,
+    decoderModel: flags.decoderModel,
+    store: flags.store,
+    modelName: flags.modelName,
+    fix: flags.fix === true,
+    ledger: flags.ledger,
+    documents: flags.document,
+    native: flags.native,
+    nativeTokens: numbers.nativeTokens,
+    seed: numbers.seed,
+    needleUrl: selfRun ? target!.frontUrl : flags.needleUrl,
+    needleNativeUrl: flags.needleNativeUrl,
+    needleSeed: numbers.needleSeed,
+    needleTokens: numbers.needleTokens,
+    needleRecords: flags.needleRecord,
+    needleTimeoutMs: numbers.needleTimeoutS * 1000,
+    needleSelfRun: selfRun ? selfRunNote(target!.frontUrl, numbers.needleTimeoutS) : undefined,
+    angleThreshold: numbers.angleThreshold,
+    reportDir,
+  })
+  // The report names its own folder (`report: <dir>/report.md ...`, just above the verdict).
+  process.stdout.write(renderReport(report))
+  if (!report.verdict.pass) process.exitCode = 1
+}

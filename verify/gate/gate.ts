@@ -73,6 +73,8 @@ export interface GateOptions {
   needleRecords?: string[]
   /** Each live needle leg's time limit (default 600 s). */
   needleTimeoutMs?: number
+  /** Set when the gate runs the live needle on its own (no evidence given): a sentence saying so, on its findings. */
+  needleSelfRun?: string
   /** Angle error (radians) whose first crossing is reported; default 0.1. */
   angleThreshold?: number
   /** Where report.md, report.json and the SVG plots go; none are written when absent. */
@@ -311,6 +313,7 @@ export async function runGate (given: GateOptions): Promise<GateReport> {
     records: opts.needleRecords,
     ledger: opts.ledger,
     legTimeoutMs: opts.needleTimeoutMs,
+    selfRun: opts.needleSelfRun,
     recordDir: opts.reportDir === undefined ? undefined : join(resolve(opts.reportDir), 'needle-runs'),
   }, needleSetup(decoder, sidecar, launch, ledgerGeometry, opts.decoderModel))
   findings.push(...needle.findings)

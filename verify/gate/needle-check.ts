@@ -316,6 +316,8 @@ export interface NeedleLawOptions {
   model?: string
   legTimeoutMs?: number
   recordDir?: string
+  /** Set when the gate chose the live run itself (no evidence was given): said on each of its findings. */
+  selfRun?: string
 }
 
 /** What the gate knows to judge with; `why` instead when it cannot know it. */
@@ -382,5 +384,6 @@ export async function checkNeedleLaw (o: NeedleLawOptions, setup: NeedleLawSetup
       : r.status === 'fail' ? 'not a bridged pass above the native window' : 'no evidence for the needle law'
     finding(status, `${head}: ${r.reason}; ${r.native}`, r.source)
   }
+  if (o.selfRun !== undefined) for (const f of findings) if (f.file === o.url) f.message += `; ${o.selfRun}`
   return { findings, runs, written }
 }

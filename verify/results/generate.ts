@@ -11,6 +11,7 @@ import { readLoadRecords } from './load-record.ts'
 import { readMicroRecords } from './micro-record.ts'
 import { readRunRecords } from './record.ts'
 import { chartFiles, needleHeatmapFile, renderHtml, renderMarkdown } from './render.ts'
+import { reportSources } from './sources.ts'
 import { summarize } from './summary.ts'
 import { readWarmRecords } from './warm-record.ts'
 import { readTwoHostRecords } from './two-host-record.ts'
@@ -76,7 +77,9 @@ export async function generateResults (runsDir: string, outDir: string, microDir
   const warm = await readWarmRecords(warmDir)
   const twoHost = await readTwoHostRecords(twoHostDir)
   const envs = summarize(records, micro, needle, faults, load, warm, twoHost)
-  const files = new Map<string, string>([['RESULTS.md', renderMarkdown(envs)], ['report.html', renderHtml(envs)]])
+  // The report names the folders it read, wherever they are (not always the checkout's results/).
+  const from = reportSources({ runs: runsDir, micro: microDir, needle: needleDir, faults: faultsDir, load: loadDir, warm: warmDir, twoHost: twoHostDir })
+  const files = new Map<string, string>([['RESULTS.md', renderMarkdown(envs, from)], ['report.html', renderHtml(envs, from)]])
   for (const env of envs) {
     if (env.sizes.length > 0) {
       const names = chartFiles(env)
