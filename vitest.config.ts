@@ -141,6 +141,7 @@ export const E2E: ProjectList = [
   'suites/stack/settings.test.ts', 'suites/stack/supervision.test.ts',
   'suites/torch-hook/',
   'suites/two-hosts/bridge.test.ts',
+  'suites/two-hosts/delay-relay.test.ts',
 ]
 
 export const PROJECT_LISTS = { unit: UNIT, integration: INTEGRATION, e2e: E2E } as const

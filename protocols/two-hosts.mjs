@@ -36,7 +36,10 @@ link (bytes per token, transfer time against bytes / link rate, the stage table)
 profile, the link faults with a bridge in flight. One record per profile in --runs, then RESULTS.md.
 
 Faults (in this order): ${FAULTS.join(', ')}.
-loss-* and delay-50 need netem in the kernel; without it they are recorded as skipped, with why.
+loss-* and delay-50 use netem when the kernel has it. Without netem, loss-* drop packets with
+nftables (numgen random drop on each host's input from the link; skipped, with why, where nft
+fails) and delay-50 restarts the front door through userspace relays on the decode host that hold
+every chunk 50 ms in each direction (not per packet).
 
   --profiles LIST        link profiles, in order (default 10gbe,1gbe; known: 10gbe, 1gbe)
   --sizes LIST           cold prompt sizes in tokens (default 1024,4096)
@@ -100,7 +103,7 @@ if (unknownFaults.length > 0) fail(`--faults ${unknownFaults.join(',')}: no such
 const regenerate = opts.generate && (argv.out !== undefined || opts.runs === DEFAULT_RUNS)
 
 register()
-const { LINK_PROFILES, leftovers, makeTwoHosts, namespacesUnavailable } = await import('../harness/two-hosts/netns.ts')
+const { LINK_PROFILES, leftovers, lossTablesHere, makeTwoHosts, namespacesUnavailable } = await import('../harness/two-hosts/netns.ts')
 const { startDeployment } = await import('../harness/two-hosts/deployment.ts')
 const { probeLink } = await import('../harness/two-hosts/probe.ts')
 const { chatBody, runLeg, sameAnswer } = await import('../src/stack/demo/legs.ts')
@@ -142,7 +145,8 @@ async function teardown () {
   await deployment?.stop()
   hosts.destroy()
   const left = leftovers(hosts.tag)
-  say(`teardown: ${left.namespaces.length} namespaces and ${left.links.length} interfaces of ${hosts.tag} left`)
+  const tables = lossTablesHere()
+  say(`teardown: ${left.namespaces.length} namespaces and ${left.links.length} interfaces of ${hosts.tag} left; the loss rules died with the namespaces (${tables === null ? 'no nft here to check this namespace' : `${tables.length} loss tables in this machine's own namespace`})`)
 }
 for (const signal of ['SIGINT', 'SIGTERM']) {
   process.once(signal, () => {
@@ -293,7 +297,7 @@ const FAULT_SPECS = {
   'loss-1': lossFault(1),
   'loss-10': lossFault(10),
   'delay-50': {
-    injected: () => '50 ms of delay added to each direction (netem) with a bridge in flight',
+    injected: () => '50 ms of delay added to each direction with a bridge in flight',
     expected: 'the decoder alone\'s answer, bridged complete (slower polls and transfer, no stall)',
     netem: { delayMs: 50, lossPercent: 0 },
   },
@@ -326,7 +330,7 @@ const FAULT_SPECS = {
 
 function lossFault (percent) {
   return {
-    injected: () => `${percent}% random loss added to each direction (netem) with a bridge in flight`,
+    injected: () => `${percent}% random loss added to each direction with a bridge in flight`,
     expected: 'the decoder alone\'s answer: bridged complete (TCP retransmits) or declined and served natively; nothing half-written',
     netem: { delayMs: 0, lossPercent: percent },
   }
@@ -337,15 +341,57 @@ async function fault (name, profile) {
   let injected = typeof spec.injected === 'function' ? spec.injected() : spec.injected
   const base = { name, injected, expected: spec.expected, skipped: null, verdict: '', status: null, answer_equals_native: null, corrupt_blocks_indexed: 0, corrupt_blocks_served: 0, recovery_ms: null, answer_ms: null, correct: false, details: {} }
   let r
+  let mechanism = null
+  let dropped = null
   if (spec.netem !== undefined) {
     const shape = hosts.shape({ ...profile, name: `${profile.name}+${name}`, ...spec.netem })
-    if (!shape.netem) {
-      hosts.shape(profile)
-      say(`${name}: skipped: ${shape.netemMissing}`)
-      return { ...base, skipped: shape.netemMissing ?? 'netem was not applied', verdict: 'not injected' }
+    if (shape.netem) {
+      // The kernel's netem, per packet on each end's egress.
+      mechanism = 'netem'
+      injected = `${injected} (netem, per packet: ${shape.qdiscs.join('; ')})`
+      r = await shaped(profile, async () => await inFlight(async (pending) => { await pending; return Date.now() }))
     }
-    injected = `${injected} (${shape.qdiscs.join('; ')})`
-    r = await shaped(profile, async () => await inFlight(async (pending) => { await pending; return Date.now() }))
+    else if (spec.netem.lossPercent > 0) {
+      // No netem: nftables drops the share of packets each end receives from the link.
+      hosts.shape(profile)
+      const loss = hosts.setLoss(spec.netem.lossPercent)
+      if (!loss.applied) {
+        say(`${name}: skipped: ${shape.netemMissing}; ${loss.missing}`)
+        return { ...base, skipped: `${shape.netemMissing}; and nftables could not add the loss: ${loss.missing}`, verdict: 'not injected' }
+      }
+      mechanism = 'nftables numgen random drop'
+      injected = `${injected} (nftables numgen random drop on each host's input from the link, not netem (${shape.netemMissing}): ${loss.rules.join('; ')})`
+      say(`${name}: ${loss.rules.join('; ')}`)
+      try {
+        r = await inFlight(async (pending) => {
+          await pending
+          dropped = hosts.lossDropped()
+          hosts.clearLoss()
+          return Date.now()
+        })
+      }
+      finally {
+        hosts.clearLoss()
+      }
+    }
+    else {
+      // No netem: the front door reaches the prefill host through userspace relays that hold
+      // every chunk the delay in each direction (harness/two-hosts/delay-relay.mjs).
+      hosts.shape(profile)
+      const delayMs = spec.netem.delayMs
+      const urls = await deployment.restartFront(delayMs)
+      mechanism = 'delay added by a userspace relay (per chunk, each direction), not per packet by netem'
+      injected = `${injected} (${mechanism}; ${shape.netemMissing}): the front door restarted with the prefill engine at ${urls.prefillEngine} and the share at ${urls.share}, relays on the decode host's loopback to ${deployment.linkUrls.prefillEngine} and ${deployment.linkUrls.share} holding each chunk ${delayMs} ms`
+      say(`${name}: front door restarted through the delay relays (${urls.prefillEngine}, ${urls.share})`)
+      try {
+        // Healed once the front door talks straight across the link again.
+        r = await inFlight(async (pending) => { await pending; await deployment.restartFront(0); return Date.now() })
+      }
+      catch (e) {
+        await deployment.restartFront(0).catch(() => {})
+        throw e
+      }
+    }
   }
   else {
     r = await spec.run()
@@ -364,10 +410,13 @@ async function fault (name, profile) {
     corrupt_blocks_served: 0,
     recovery_ms: rec.recoveryMs,
     answer_ms: r.a.ms,
-    details: { store_blocks: store.blocks, half_written: halfWritten, store_temp_files: store.temps, spool_entries: store.spool, cached_tokens: r.a.cachedTokens,
+    details: { ...(mechanism === null ? {} : { mechanism }), ...(dropped === null ? {} : { dropped_packets: dropped }),
+      ...(spec.netem === undefined ? {} : { stages_ms: Object.fromEntries(Object.entries(r.a.bridge?.timings_ms ?? {}).filter(([, v]) => typeof v === 'number')) }),
+      store_blocks: store.blocks, half_written: halfWritten, store_temp_files: store.temps, spool_entries: store.spool, cached_tokens: r.a.cachedTokens,
       recovery_attempts: rec.attempts, recovery_answer_equal: rec.equal, recovery_last: rec.last },
   }
   result.correct = faultCorrect(result) && halfWritten === 0 && rec.recoveryMs !== null && rec.equal === true
+  if (dropped !== null) say(`${name}: the loss rules dropped ${dropped.prefill} packets on the prefill host and ${dropped.decode} on the decode host`)
   say(`${name}: ${result.verdict}; answer ${equal ? 'equals' : 'DIFFERS from'} the decoder alone's; store ${store.blocks} blocks, ${store.corrupt} corrupt, ${halfWritten} half-written; next complete after ${rec.recoveryMs === null ? 'never' : `${(rec.recoveryMs / 1000).toFixed(1)} s`}`)
   if (!result.correct) failures++
   return result

@@ -17,9 +17,12 @@ import { DECODE_ADDRESS, PREFILL_ADDRESS, type TwoHosts } from './netns.ts'
 
 const execFileAsync = promisify(execFile)
 const RELAY = fileURLToPath(new URL('./unix-relay.mjs', import.meta.url))
+const DELAY_RELAY = fileURLToPath(new URL('./delay-relay.mjs', import.meta.url))
 
 /** The ports of the quick start: fixed, since each host has its own network stack. */
 export const TWO_HOST_PORTS = { prefillEngine: 8000, share: 8010, decoder: 8011, front: 8012 } as const
+/** The delay relays' ports on the decode host's loopback (`restartFront` with a delay). */
+export const DELAY_RELAY_PORTS = { prefillEngine: 8100, share: 8110 } as const
 
 /** How the deployment is made. */
 export interface DeploymentOptions {
@@ -68,6 +71,14 @@ export interface Deployment {
   killPrefillHost: () => Promise<void>
   /** Start the prefill host's processes again (same ports, same capture root). */
   startPrefillHost: () => Promise<void>
+  /**
+   * Restart the front door, with the prefill host's URLs pointing at delay relays on the decode
+   * host (`harness/two-hosts/delay-relay.mjs`: every chunk held `delayMs` in each direction) when
+   * `delayMs` > 0, or straight across the link (the quick start's front.json) when 0. Waits for the
+   * front door's ready line; the relays of an earlier delay are stopped. Says what the front door
+   * now talks to.
+   */
+  restartFront: (delayMs: number) => Promise<{ prefillEngine: string, share: string }>
   /** Stop everything this deployment started (front door first); safe to call twice. */
   stop: () => Promise<void>
 }
@@ -174,9 +185,30 @@ export async function startDeployment (o: DeploymentOptions): Promise<Deployment
     })()
     await stopped
   }
+  const maxBridgeTokens = presetConfig(o.preset).maxPositionEmbeddings - 256
+  const frontConfig = (): Record<string, unknown> => twoHostFrontConfig({ modelName, decodeHost, blockSize: o.blockSize, minTokens: o.minTokens, stallMs: o.stallMs, engineStallMs: o.engineStallMs, maxBridgeTokens })
+  const running = (name: string): Array<(typeof supervisor.started)[number]> => supervisor.started.filter((c) => c.spec.name === name && c.exit === undefined)
+  const restartFront = async (delayMs: number): Promise<{ prefillEngine: string, share: string }> => {
+    for (const name of ['front', 'delay-relay-engine', 'delay-relay-share']) for (const c of running(name)) await c.stop(5000)
+    const config = frontConfig()
+    let file = decodeHost.frontConfig
+    if (delayMs > 0) {
+      const relay = async (name: string, port: number, targetPort: number): Promise<string> => (await onDecode(name, [], hosts.onDecodeHost([process.execPath, DELAY_RELAY,
+        '127.0.0.1', String(port), PREFILL_ADDRESS, String(targetPort), String(delayMs)])) as { url: string }).url
+      const [engineUrl, shareUrl] = await Promise.all([
+        relay('delay-relay-engine', DELAY_RELAY_PORTS.prefillEngine, TWO_HOST_PORTS.prefillEngine),
+        relay('delay-relay-share', DELAY_RELAY_PORTS.share, TWO_HOST_PORTS.share),
+      ])
+      config.prefill = { url: engineUrl }
+      config.share = { url: shareUrl }
+      file = join(decodeHost.spool, '..', `front-delay-${delayMs}ms.json`)
+    }
+    await writeFile(file, JSON.stringify(config, null, 2) + '\n')
+    await onDecode('front', ['front', '--config', file])
+    return { prefillEngine: (config.prefill as { url: string }).url, share: (config.share as { url: string }).url }
+  }
   try {
-    const maxBridgeTokens = presetConfig(o.preset).maxPositionEmbeddings - 256
-    await writeFile(decodeHost.frontConfig, JSON.stringify(twoHostFrontConfig({ modelName, decodeHost, blockSize: o.blockSize, minTokens: o.minTokens, stallMs: o.stallMs, engineStallMs: o.engineStallMs, maxBridgeTokens }), null, 2) + '\n')
+    await writeFile(decodeHost.frontConfig, JSON.stringify(frontConfig(), null, 2) + '\n')
     await Promise.all([
       startPrefillHost(),
       onDecode('decoder', decoderArgs(decodeHost.cacheDir, '127.0.0.1', TWO_HOST_PORTS.decoder)),
@@ -200,6 +232,7 @@ export async function startDeployment (o: DeploymentOptions): Promise<Deployment
         }
       },
       startPrefillHost,
+      restartFront,
       stop,
     }
   }

@@ -77,6 +77,49 @@ export function namespacesUnavailable (): string | null {
   return null
 }
 
+/** Loss put on the link by nftables (`setLoss`). */
+export interface AppliedLoss {
+  /** Whether the rules are in both namespaces. */
+  applied: boolean
+  /** Each end's table as `nft list table` prints it, one line. */
+  rules: string[]
+  /** Why the loss is not on the link (no `nft`, nf_tables refused), or null. */
+  missing: string | null
+}
+
+/** The nftables table the loss rules live in, one per namespace. */
+export const LOSS_TABLE = 'pdbridge_loss'
+
+/**
+ * Random loss on each end's input from the link. The input hook, not output: the packet has
+ * crossed the veth (tc counted it as sent) and is lost before the receiving TCP sees it, as on a
+ * lossy wire; a drop in the sender's own output path is reported to its TCP at once.
+ */
+function applyLoss (ends: Array<[string, string]>, percent: number): AppliedLoss {
+  clearLossRules(ends)
+  const rules: string[] = []
+  for (const [ns, dev] of ends) {
+    const nft = (args: string[]): string[] => ['ip', 'netns', 'exec', ns, 'nft', ...args]
+    for (const step of [
+      ['add', 'table', 'inet', LOSS_TABLE],
+      ['add', 'chain', 'inet', LOSS_TABLE, 'input', '{ type filter hook input priority 0 ; policy accept ; }'],
+      ['add', 'rule', 'inet', LOSS_TABLE, 'input', 'iifname', dev, 'numgen', 'random', 'mod', '100', '<', String(percent), 'counter', 'drop'],
+    ]) {
+      const r = attempt(nft(step))
+      if (!r.ok) {
+        clearLossRules(ends)
+        return { applied: false, rules: [], missing: `nft ${step.slice(0, 3).join(' ')} failed: ${r.text.split('\n')[0]}` }
+      }
+    }
+    rules.push(`${ns}: ${attempt(nft(['list', 'table', 'inet', LOSS_TABLE])).text.trim().replace(/\s+/g, ' ')}`)
+  }
+  return { applied: true, rules, missing: null }
+}
+
+function clearLossRules (ends: Array<[string, string]>): void {
+  for (const [ns] of ends) attempt(['ip', 'netns', 'exec', ns, 'nft', 'delete', 'table', 'inet', LOSS_TABLE])
+}
+
 /** Two namespaces joined by a veth pair, the link's state and its teardown. */
 export interface TwoHosts {
   tag: string
@@ -93,6 +136,17 @@ export interface TwoHosts {
   /** Pull the link down on both ends (a cut cable), or bring it back. */
   linkDown: () => void
   linkUp: () => void
+  /**
+   * Drop `percent`% of the packets each host receives from the link, at random (nftables: a table
+   * of its own in each namespace, an input-hook rule `iifname <veth> numgen random mod 100 < N
+   * counter drop`), replacing any loss before. Says what was applied (the rules as `nft` lists them), or why
+   * not. The kernel's own netem is the other way; this one needs only nf_tables.
+   */
+  setLoss: (percent: number) => AppliedLoss
+  /** Packets the loss rules dropped so far on each end (their counters), 0 where none is there. */
+  lossDropped: () => { prefill: number, decode: number }
+  /** Remove the loss rules (the table) from both namespaces; safe when none is there. */
+  clearLoss: () => void
   /** Bytes and packets the prefill end sent and dropped so far (tc's counters of its root qdisc). */
   counters: () => { prefillSentBytes: number, decodeSentBytes: number }
   /** Remove both namespaces (and with them the veth); safe to call twice. */
@@ -118,7 +172,8 @@ export function makeTwoHosts (tag = freshTag()): TwoHosts {
     if (destroyed) return
     destroyed = true
     process.off('exit', destroy)
-    // Deleting a namespace deletes the veth end inside it, and with it the peer.
+    // Deleting a namespace deletes the veth end inside it, and with it the peer, and its nftables
+    // tables (the loss rules live in the namespace's own ruleset).
     for (const ns of [prefillNs, decodeNs]) attempt(['ip', 'netns', 'del', ns])
     attempt(['ip', 'link', 'del', prefillIf])
   }
@@ -150,6 +205,12 @@ export function makeTwoHosts (tag = freshTag()): TwoHosts {
     onPrefillHost: (argv) => ['ip', 'netns', 'exec', prefillNs, ...argv],
     onDecodeHost: (argv) => ['ip', 'netns', 'exec', decodeNs, ...argv],
     shape: (profile) => shapeLink(ends, profile),
+    setLoss: (percent) => applyLoss(ends, percent),
+    lossDropped: () => {
+      const dropped = (ns: string): number => Number(/counter packets (\d+)/.exec(attempt(['ip', 'netns', 'exec', ns, 'nft', 'list', 'table', 'inet', LOSS_TABLE]).text)?.[1] ?? 0)
+      return { prefill: dropped(prefillNs), decode: dropped(decodeNs) }
+    },
+    clearLoss: () => clearLossRules(ends),
     linkDown: () => { for (const [ns, dev] of ends) run(['ip', '-n', ns, 'link', 'set', dev, 'down']) },
     linkUp: () => { for (const [ns, dev] of ends) run(['ip', '-n', ns, 'link', 'set', dev, 'up']) },
     counters: () => ({ prefillSentBytes: sentBytes(prefillNs, prefillIf), decodeSentBytes: sentBytes(decodeNs, decodeIf) }),
@@ -195,4 +256,14 @@ export function leftovers (tag: string): { namespaces: string[], links: string[]
   const namespaces = attempt(['ip', 'netns', 'list']).text.split('\n').map((l) => l.split(' ')[0]).filter((n) => n.includes(tag))
   const links = attempt(['ip', '-o', 'link', 'show']).text.split('\n').map((l) => l.split(':')[1]?.trim().split('@')[0] ?? '').filter((n) => n.includes(tag))
   return { namespaces, links }
+}
+
+/**
+ * This machine's own namespace's loss tables (nothing when no rule ever left the namespaces it was
+ * put in; the namespaces' tables die with them). Null when `nft` is not here to ask.
+ */
+export function lossTablesHere (): string[] | null {
+  const r = attempt(['nft', 'list', 'tables'])
+  if (!r.ok) return null
+  return r.text.split('\n').filter((l) => l.includes(LOSS_TABLE))
 }
