@@ -63,7 +63,7 @@ describe('a body the decoder refuses is refused before any work', () => {
       ['a __proto__ key', () => ({ path: '/v1/completions', body: withMembers(JSON.stringify({ prompt: coldText().text, max_tokens: 4 }), '"__proto__":{"admin":true}') })],
       ['an escaped __proto__ key in a stop list', () => ({ path: '/v1/completions', body: withMembers(JSON.stringify({ prompt: coldText().text }), '"stop":[{"\\u005f_proto__":1}]') })],
       ['constructor.prototype in a message', () => ({ path: '/v1/chat/completions', body: JSON.stringify({ messages: [{ role: 'user', content: coldText().text, constructor: { prototype: { x: 1 } } }] }) })],
-      ['temperature 0.7', () => ({ path: '/v1/completions', body: JSON.stringify({ prompt: coldText().text, temperature: 0.7 }) })],
+      ['temperature 2.5', () => ({ path: '/v1/completions', body: JSON.stringify({ prompt: coldText().text, temperature: 2.5 }) })],
       ['stream_options without stream', () => ({ path: '/v1/completions', body: JSON.stringify({ prompt: coldText().text, stream_options: { include_usage: true } }) })],
       ['max_tokens over the decoder\'s --max-tokens 64', () => ({ path: '/v1/completions', body: JSON.stringify({ prompt: coldText().text, max_tokens: 65 }) })],
       ['a model the decoder does not serve', () => ({ path: '/v1/completions', body: JSON.stringify({ prompt: coldText().text, model: 'another-model' }) })],
@@ -93,7 +93,7 @@ describe('a body the decoder refuses is refused before any work', () => {
 
   it('a short prompt the decoder refuses says refused, not short prompt, with or without the decoder\'s rules in the front door', async () => {
     const short = JSON.stringify({ prompt: 'a few words', max_tokens: 4 })
-    for (const [url, body] of [[front.url, withMembers(short, '"__proto__":{}')], [frontOff.url, withMembers(short, '"temperature":0.7')]] as const) {
+    for (const [url, body] of [[front.url, withMembers(short, '"__proto__":{}')], [frontOff.url, withMembers(short, '"temperature":2.5')]] as const) {
       const direct = await send(stack.decoder.url, '/v1/completions', body)
       const via = await send(url, '/v1/completions', body)
       expect(direct.status).toBe(400)
