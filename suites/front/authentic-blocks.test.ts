@@ -9,6 +9,7 @@ import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import OpenAI from 'openai'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { HANG_LIMIT_MS } from '../support/hang-limit.ts'
 import { blockKeyChain, blockPath, QUARANTINE_DIR, verifyBlockDir } from '../../src/decode/store/index.ts'
 import { deriveBlockKey } from '../../src/config/block-key.ts'
 import { tamperBlock } from '../support/tamper-block.ts'
@@ -25,7 +26,7 @@ beforeAll(async () => {
   const env = { PD_BLOCK_KEY: SECRET, PD_API_KEY: '' }
   stack = await startStack(tmp.dir, art, env)
   front = await startFront(tmp.dir, 'keyed', frontConfig(stack), env)
-}, 180_000)
+})
 
 afterAll(async () => {
   await front?.stop()
@@ -36,7 +37,7 @@ afterAll(async () => {
 const prompt = (): ReturnType<typeof chatPrompt> => chatPrompt(art.tokenizer, 3801, 700)
 
 async function ask (url: string): Promise<{ text: string | null, cached: number | undefined, verdict: string | null }> {
-  const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 120_000 })
+  const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'unused', maxRetries: 0, timeout: HANG_LIMIT_MS })
   const { data, response } = await client.chat.completions.create({ model: stack.modelName, messages: prompt().messages as never, max_tokens: 8, temperature: 0 }).withResponse()
   return { text: data.choices[0].message.content, cached: data.usage?.prompt_tokens_details?.cached_tokens, verdict: response.headers.get('x-pd-bridge') }
 }

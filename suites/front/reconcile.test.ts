@@ -44,7 +44,7 @@ beforeAll(async () => {
   tmp = tempDir('reconcile')
   art = await makeArtifacts(tmp.dir)
   stack = await startStack(tmp.dir, art)
-}, 240_000)
+})
 
 afterAll(async () => {
   await Promise.all(started.map(async (p) => await p.stop().catch(() => null)))
@@ -78,7 +78,7 @@ describe('a front door killed mid-bridge leaves nothing the next one does not re
     await waitFor(async () => b.log().find((l) => l.event === 'interrupted-capture' && l.request_id === folder), 30_000, 'the retirement log line')
     expect(b.log().find((l) => l.event === 'interrupted-capture')?.retention).toBe('deleted')
     await b.stop()
-  }, 240_000)
+  })
 
   it('killed right after the engine accepted the submit (prefill stage): the capture is retired once sealed', async () => {
     const before = (await engineHealth()).accepted_requests
@@ -94,7 +94,7 @@ describe('a front door killed mid-bridge leaves nothing the next one does not re
     expect(visible(spool())).toEqual([])
     await capturesRetired()
     await b.stop()
-  }, 240_000)
+  })
 
   it('killed at the capture stream (temporary spool): the dead front door\'s temporary spool goes', async () => {
     const a = await front('front-e')
@@ -110,7 +110,7 @@ describe('a front door killed mid-bridge leaves nothing the next one does not re
     expect(b.log().find((l) => l.event === 'reconciled')?.temp_spools_removed).toBeGreaterThanOrEqual(1)
     await capturesRetired()
     await b.stop()
-  }, 240_000)
+  })
 })
 
 describe('the prefill engine killed mid-prefill', () => {
@@ -132,5 +132,5 @@ describe('the prefill engine killed mid-prefill', () => {
     expect(marks(spool)).toEqual([])
     expect(storeFiles(stack.cacheDir).other).toEqual([])
     await f.stop()
-  }, 240_000)
+  })
 })

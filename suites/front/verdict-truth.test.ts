@@ -49,7 +49,7 @@ beforeAll(async () => {
   stack = await startStack(tmp.dir, art)
   front = await startFront(tmp.dir, 'front', frontConfig(stack))
   frontOff = await startFront(tmp.dir, 'front-off', frontConfig(stack, { decoder: { requestRules: 'off' } }))
-}, 240_000)
+})
 
 afterAll(async () => {
   await Promise.all([front?.stop(), frontOff?.stop(), stack?.stop()])
@@ -89,7 +89,7 @@ describe('a body the decoder refuses is refused before any work', () => {
     expect(ok.status).toBe(200)
     expect(ok.verdict).toBe('complete')
     expect((await engineHealth()).accepted_requests).toBe(before.accepted_requests + 1)
-  }, 240_000)
+  })
 
   it('a short prompt the decoder refuses says refused, not short prompt, with or without the decoder\'s rules in the front door', async () => {
     const short = JSON.stringify({ prompt: 'a few words', max_tokens: 4 })
@@ -100,7 +100,7 @@ describe('a body the decoder refuses is refused before any work', () => {
       expect({ status: via.status, error: via.json.error }).toEqual({ status: direct.status, error: direct.json.error })
       expect(via.verdict).toBe('declined: request refused (400)')
     }
-  }, 60_000)
+  })
 })
 
 describe('a warm verdict states what the decoder restored, not what the front door saw stored', () => {
@@ -119,5 +119,5 @@ describe('a warm verdict states what the decoder restored, not what the front do
     expect(again.json.pd_bridge.cached_tokens).toBe(cached)
     expect(again.verdict).toBe(`declined: warm prompt (${3 * BLOCK} of ${ids.length} tokens stored; ${ids.length - 3 * BLOCK} not stored < PD_MIN_TAIL ${BLOCK}); the decoder restored ${BLOCK} of the ${ids.length} tokens (cached_tokens), not the ${3 * BLOCK} the front door saw stored`)
     expect(again.json.pd_bridge.verdict).toBe(again.verdict)
-  }, 120_000)
+  })
 })

@@ -24,7 +24,7 @@ beforeAll(async () => {
   art = await makeArtifacts(tmp.dir)
   stack = await startStack(tmp.dir, art)
   front = await startFront(tmp.dir, 'routes', frontConfig(stack, { limits: { maxBodyBytes: FRONT_MAX_BODY } }))
-}, 180_000)
+})
 
 afterAll(async () => {
   await front?.stop()
@@ -162,7 +162,7 @@ describe('every port serves its own routes and nothing else', () => {
         expectRefused(port, target, a)
       }), { numRuns: 120 })
       expect(workDone()).toBe(before)
-    }, 300_000)
+    })
   }
 
   it('the front door forwards the decoder only the normalized spelling of a client route', async () => {

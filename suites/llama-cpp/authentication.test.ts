@@ -62,7 +62,7 @@ beforeAll(async () => {
   } finally {
     await s.dispose()
   }
-}, 180_000)
+})
 
 afterAll(async () => {
   await plainSide?.decoder.close()

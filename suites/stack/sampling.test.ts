@@ -8,6 +8,7 @@
 import { join } from 'node:path'
 import OpenAI from 'openai'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { HANG_LIMIT_MS } from '../support/hang-limit.ts'
 import { loadTokenizer, type Tokenizer } from '../../src/model/tokenizer/index.ts'
 import { buildDemoPrompt } from '../../src/stack/demo/prompt.ts'
 import { startEmbeddedStack, startNativeLeg, type DecoderEngine, type EmbeddedStack, type NativeLeg } from '../../src/stack/embedded.ts'
@@ -19,7 +20,7 @@ afterAll(() => tmp.remove())
 interface Answer { ids: number[], text: string, verdict: string | null, cached: number, seed: number | undefined }
 
 async function ask (url: string, body: Record<string, unknown>): Promise<Answer> {
-  const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 600_000 })
+  const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'unused', maxRetries: 0, timeout: HANG_LIMIT_MS })
   const { data, response } = await client.chat.completions.create({ ...body, return_token_ids: true } as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming).withResponse()
   return {
     ids: (data.choices[0] as unknown as { token_ids: number[] }).token_ids,
@@ -45,11 +46,11 @@ describe.each(['ours', 'llama.cpp'] as DecoderEngine[])('seeded sampling, bridge
     stack = await startEmbeddedStack({ stateDir: join(tmp.dir, 'state'), home: join(tmp.dir, engine), decoderEngine: engine, port: 0 })
     native = await startNativeLeg(stack, 'sampling')
     tokenizer = await loadTokenizer(stack.checkpoint.dir)
-  }, 600_000)
+  })
 
   afterAll(async () => {
     await stack?.stop()
-  }, 120_000)
+  })
 
   it.each(PARAMETER_SETS.map(([what, params], i) => [what, params, 500 + i] as const))('%s: the bridged answer equals the native one, token for token', async (_what, params, promptSeed) => {
     const prompt = buildDemoPrompt(tokenizer, 600, promptSeed)
@@ -65,7 +66,7 @@ describe.each(['ours', 'llama.cpp'] as DecoderEngine[])('seeded sampling, bridge
     expect(bridged.ids.length).toBeGreaterThan(1)
     console.log(`${engine} ${_what}: ${bridged.ids.length} identical tokens ${JSON.stringify(bridged.ids)}`)
     expect(bridged.seed).toBe(params.seed)
-  }, 600_000)
+  })
 
   it('a request without a seed gets the drawn one back through the front door, and it repeats the answer', async () => {
     const prompt = buildDemoPrompt(tokenizer, 600, 900)
@@ -74,5 +75,5 @@ describe.each(['ours', 'llama.cpp'] as DecoderEngine[])('seeded sampling, bridge
     expect(Number.isSafeInteger(first.seed)).toBe(true)
     const alone = await ask(native.url, { ...body, seed: first.seed })
     expect(alone.ids).toEqual(first.ids)
-  }, 600_000)
+  })
 })

@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
+import { HANG_LIMIT_MS } from '../support/hang-limit.ts'
 import { normalizeTarget } from '../../src/http/route-guard.ts'
 
 const TORCH_DIR = fileURLToPath(new URL('../../src/engines/torch', import.meta.url))
@@ -29,7 +30,7 @@ print(json.dumps({'judged': out, 'redacted': redact('cannot read /srv/pd/capture
 
 /** What Python's guard makes of each target: its normalized path or its refusal's status. */
 function python (targets: string[]): { judged: Array<{ path?: string, status?: number }>, redacted: string } {
-  const out = execFileSync('/usr/bin/python3', ['-c', SCRIPT, TORCH_DIR], { input: JSON.stringify({ targets }), encoding: 'utf8', timeout: 60_000 })
+  const out = execFileSync('/usr/bin/python3', ['-c', SCRIPT, TORCH_DIR], { input: JSON.stringify({ targets }), encoding: 'utf8', timeout: HANG_LIMIT_MS })
   return JSON.parse(out) as { judged: Array<{ path?: string, status?: number }>, redacted: string }
 }
 

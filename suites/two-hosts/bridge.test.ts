@@ -40,14 +40,14 @@ describe.skipIf(unavailable !== null)('two hosts over a shaped link', () => {
     deployment = await startDeployment({
       hosts, home: home.dir, preset: 'tiny', seed: 1, blockSize: 256, apiKey, stallMs: 20_000, engineStallMs: 300_000, minTokens: 512,
     })
-  }, 900_000)
+  })
 
   afterAll(async () => {
     await deployment?.stop()
     hosts?.destroy()
     home?.remove()
     delete process.env.PD_API_KEY
-  }, 120_000)
+  })
 
   it('bridges a cold prompt complete across the link, with the decoder alone\'s answer', async () => {
     const tokenizer = await loadTokenizer(deployment.decodeHost.model)
@@ -65,7 +65,7 @@ describe.skipIf(unavailable !== null)('two hosts over a shaped link', () => {
     const fetched = (bridged.bridge?.bytes as { fetched?: number } | undefined)?.fetched ?? 0
     expect(fetched).toBeGreaterThan(0)
     expect(sent).toBeGreaterThanOrEqual(fetched)
-  }, 900_000)
+  })
 
   it('requires the deployment key on the link, and the decoder is not on the link at all', async () => {
     const status = (url: string, key?: string): string => `const r = await fetch(${JSON.stringify(url)}${key === undefined ? '' : `, { headers: { authorization: 'Bearer ${key}' } }`}); console.log(r.status)`
@@ -80,7 +80,7 @@ describe.skipIf(unavailable !== null)('two hosts over a shaped link', () => {
     // The decoder listens on the decode host's loopback: from the prefill host its port is not there.
     const probe = `import { connect } from 'node:net'; const s = connect(${TWO_HOST_PORTS.decoder}, '${DECODE_ADDRESS}'); s.on('connect', () => { console.log('open'); s.destroy() }); s.on('error', (e) => console.log(e.code))`
     expect(await onHost(hosts.onPrefillHost, probe)).toBe('ECONNREFUSED')
-  }, 120_000)
+  })
 
   it('tears down: no namespace, interface or process is left', async () => {
     const pids = deployment.supervisor.started.map((c) => c.pid).filter((p): p is number => p !== undefined)
@@ -98,7 +98,7 @@ describe.skipIf(unavailable !== null)('two hosts over a shaped link', () => {
       }
     })
     expect(alive).toEqual([])
-  }, 120_000)
+  })
 })
 
 describe('the commands of each host refuse to listen beyond loopback without the key', () => {
@@ -122,7 +122,7 @@ describe('the commands of each host refuse to listen beyond loopback without the
     finally {
       dir.remove()
     }
-  }, 120_000)
+  })
 })
 
 describe('protocols/two-hosts.mjs on the command line', () => {
@@ -145,5 +145,5 @@ describe('protocols/two-hosts.mjs on the command line', () => {
       expect(r.code, args.join(' ')).toBe(2)
       expect(r.stderr.trim().split('\n'), args.join(' ')).toEqual([expect.stringContaining(message)])
     }
-  }, 120_000)
+  })
 })
