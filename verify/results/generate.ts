@@ -15,6 +15,7 @@ import { reportSources } from './sources.ts'
 import { summarize } from './summary.ts'
 import { readWarmRecords } from './warm-record.ts'
 import { readTwoHostRecords } from './two-host-record.ts'
+import { readAdversaryRecords } from './adversary-record.ts'
 
 /** What the generator wrote. */
 export interface GenerateResult {
@@ -25,6 +26,7 @@ export interface GenerateResult {
   loadRecords: number
   warmRecords: number
   twoHostRecords: number
+  adversaryRecords: number
   environments: number
   /** Paths written, relative to the output directory. */
   files: string[]
@@ -60,6 +62,11 @@ export function defaultTwoHostDir (runsDir: string): string {
   return join(dirname(resolve(runsDir)), 'two-host')
 }
 
+/** Where adversary protocol records live by default: `adversary/` next to the run records' directory (protocols/adversary.mjs's default). */
+export function defaultAdversaryDir (runsDir: string): string {
+  return join(dirname(resolve(runsDir)), 'adversary')
+}
+
 /**
  * Read every run record under `runsDir`, every micro-benchmark record under `microDir`, every
  * needle run record under `needleDir`, every fault protocol record under `faultsDir`, every
@@ -68,7 +75,7 @@ export function defaultTwoHostDir (runsDir: string): string {
  */
 export async function generateResults (runsDir: string, outDir: string, microDir: string = defaultMicroDir(runsDir), needleDir: string = defaultNeedleDir(runsDir),
   faultsDir: string = defaultFaultsDir(runsDir), loadDir: string = defaultLoadDir(runsDir), warmDir: string = defaultWarmDir(runsDir),
-  twoHostDir: string = defaultTwoHostDir(runsDir)): Promise<GenerateResult> {
+  twoHostDir: string = defaultTwoHostDir(runsDir), adversaryDir: string = defaultAdversaryDir(runsDir)): Promise<GenerateResult> {
   const records = await readRunRecords(runsDir)
   const micro = await readMicroRecords(microDir)
   const needle = await readNeedleRecords(needleDir)
@@ -76,9 +83,10 @@ export async function generateResults (runsDir: string, outDir: string, microDir
   const load = await readLoadRecords(loadDir)
   const warm = await readWarmRecords(warmDir)
   const twoHost = await readTwoHostRecords(twoHostDir)
-  const envs = summarize(records, micro, needle, faults, load, warm, twoHost)
+  const adversary = await readAdversaryRecords(adversaryDir)
+  const envs = summarize(records, micro, needle, faults, load, warm, twoHost, adversary)
   // The report names the folders it read, wherever they are (not always the checkout's results/).
-  const from = reportSources({ runs: runsDir, micro: microDir, needle: needleDir, faults: faultsDir, load: loadDir, warm: warmDir, twoHost: twoHostDir })
+  const from = reportSources({ runs: runsDir, micro: microDir, needle: needleDir, faults: faultsDir, load: loadDir, warm: warmDir, twoHost: twoHostDir, adversary: adversaryDir })
   const files = new Map<string, string>([['RESULTS.md', renderMarkdown(envs, from)], ['report.html', renderHtml(envs, from)]])
   for (const env of envs) {
     if (env.sizes.length > 0) {
@@ -92,7 +100,8 @@ export async function generateResults (runsDir: string, outDir: string, microDir
   await mkdir(outDir, { recursive: true })
   for (const [name, text] of files) await writeFile(join(outDir, name), text)
   return {
-    records: records.length, microRecords: micro.length, needleRecords: needle.length, faultsRecords: faults.length, loadRecords: load.length, warmRecords: warm.length, twoHostRecords: twoHost.length,
+    records: records.length, microRecords: micro.length, needleRecords: needle.length, faultsRecords: faults.length, loadRecords: load.length, warmRecords: warm.length,
+    twoHostRecords: twoHost.length, adversaryRecords: adversary.length,
     environments: envs.length, files: [...files.keys()],
   }
 }

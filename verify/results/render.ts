@@ -14,6 +14,7 @@ import { reportOrder, summaryTables, type SummaryTable } from './summary-tables.
 import { coldTables, environmentTable, NOT_RUN, type Table } from './tables.ts'
 import { warmHeadline, warmTables, WARM_RULE, type WarmSummary } from './warm-section.ts'
 import { twoHostHeadline, twoHostTables, TWO_HOST_RULE, type TwoHostSummary } from './two-host-section.ts'
+import { adversaryRunLine, adversarySectionHeadline, adversaryTables, ADVERSARY_RULE, type AdversarySummary } from './adversary-section.ts'
 
 /** File-name-safe form of an environment id. */
 export function envSlug (id: string): string {
@@ -41,6 +42,7 @@ function sourcesOf (envs: EnvironmentSummary[], from: ReportSources): string[] {
   if (envs.some((e) => e.load !== null)) out.push(`\`${from.load}\` (load protocol runs)`)
   if (envs.some((e) => e.warm !== null)) out.push(`\`${from.warm}\` (warm-extend protocol runs)`)
   if (envs.some((e) => e.twoHost !== null)) out.push(`\`${from.twoHost}\` (two-host protocol runs)`)
+  if (envs.some((e) => e.adversary !== null)) out.push(`\`${from.adversary}\` (adversary protocol runs)`)
   return out
 }
 
@@ -66,7 +68,8 @@ const RULES = [
 /** The counting rules of `envs`: the fault, load and warm-extend rules only when some environment has such runs (older reports stay as they were). */
 function rulesOf (envs: EnvironmentSummary[]): string[] {
   return [...RULES, ...(envs.some((e) => e.faults !== null) ? [FAULTS_RULE] : []), ...(envs.some((e) => e.load !== null) ? [LOAD_RULE] : []),
-    ...(envs.some((e) => e.warm !== null) ? [WARM_RULE] : []), ...(envs.some((e) => e.twoHost !== null) ? [TWO_HOST_RULE] : [])]
+    ...(envs.some((e) => e.warm !== null) ? [WARM_RULE] : []), ...(envs.some((e) => e.twoHost !== null) ? [TWO_HOST_RULE] : []),
+    ...(envs.some((e) => e.adversary !== null) ? [ADVERSARY_RULE] : [])]
 }
 
 /** The heading of each environment's faults section. */
@@ -145,6 +148,25 @@ function twoHostHtmlSection (twoHost: TwoHostSummary): string {
   return parts.join('\n')
 }
 
+/** The heading of each environment's adversary section. */
+const ADVERSARY_HEADING = 'Adversary'
+
+/** The adversary section of RESULTS.md: the newest run's headline, which run it is, its tables. */
+function adversaryMarkdownSection (adversary: AdversarySummary): string[] {
+  const out = [`### ${ADVERSARY_HEADING}`, '', `${adversarySectionHeadline(adversary)}.`, '', adversaryRunLine(adversary), '']
+  for (const t of adversaryTables(adversary)) out.push(mdTable(t, 4), '')
+  return out
+}
+
+/** The adversary section of report.html: the same words and tables. */
+function adversaryHtmlSection (adversary: AdversarySummary): string {
+  const parts = ['<div class="adversary">', `<h3>${ADVERSARY_HEADING}</h3>`, `<p class="adversary-headline">${escapeXml(adversarySectionHeadline(adversary))}.</p>`,
+    `<p>${escapeXml(adversaryRunLine(adversary))}</p>`]
+  for (const t of adversaryTables(adversary)) parts.push(htmlTable(t, 4, 'adversary-table'))
+  parts.push('</div>')
+  return parts.join('\n')
+}
+
 /** The line under an environment's heading that has no cold-prompt runs. */
 const NO_RUNS = 'No cold-prompt runs in this environment.'
 
@@ -195,6 +217,7 @@ export function renderMarkdown (summaries: EnvironmentSummary[], from: ReportSou
     if (env.load !== null) out.push(...loadMarkdownSection(env.load))
     if (env.warm !== null) out.push(...warmMarkdownSection(env.warm))
     if (env.twoHost !== null) out.push(...twoHostMarkdownSection(env.twoHost))
+    if (env.adversary !== null) out.push(...adversaryMarkdownSection(env.adversary))
     if (env.micro.records > 0) {
       out.push('### Micro benchmarks', '', microIntro(env), '')
       for (const t of microTables(env.micro)) out.push(mdTable(t, 4), '')
@@ -293,6 +316,7 @@ export function renderHtml (summaries: EnvironmentSummary[], from: ReportSources
     if (env.load !== null) body.push(loadHtmlSection(env.load))
     if (env.warm !== null) body.push(warmHtmlSection(env.warm))
     if (env.twoHost !== null) body.push(twoHostHtmlSection(env.twoHost))
+    if (env.adversary !== null) body.push(adversaryHtmlSection(env.adversary))
     if (env.micro.records > 0) {
       body.push('<div class="micro">', '<h3>Micro benchmarks</h3>', `<p>${escapeXml(microIntro(env))}</p>`)
       for (const t of microTables(env.micro)) body.push(htmlTable(t, 4, `micro-${t.kind}`))

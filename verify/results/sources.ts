@@ -15,6 +15,7 @@ export interface ReportSources {
   load: string
   warm: string
   twoHost: string
+  adversary: string
 }
 
 /** The checkout's own record folders: what `pd-bridge results` reads with no flags. */
@@ -26,6 +27,7 @@ export const CHECKOUT_SOURCES: ReportSources = {
   load: 'results/load/',
   warm: 'results/warm/',
   twoHost: 'results/two-host/',
+  adversary: 'results/adversary/',
 }
 
 /** A folder as the report names it: relative to the checkout when inside it, else its absolute path; with a trailing slash. */
@@ -47,5 +49,6 @@ export function reportSources (dirs: Record<keyof ReportSources, string>, checko
     load: sourceName(dirs.load, checkout),
     warm: sourceName(dirs.warm, checkout),
     twoHost: sourceName(dirs.twoHost, checkout),
+    adversary: sourceName(dirs.adversary, checkout),
   }
 }

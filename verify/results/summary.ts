@@ -14,6 +14,8 @@ import type { WarmRecord } from './warm-record.ts'
 import { summarizeWarm, type WarmSummary } from './warm-section.ts'
 import type { TwoHostRecord } from './two-host-record.ts'
 import { summarizeTwoHost, type TwoHostSummary } from './two-host-section.ts'
+import type { AdversaryRecord } from './adversary-record.ts'
+import { summarizeAdversary, type AdversarySummary } from './adversary-section.ts'
 
 /** The one verdict that counts a run as bridged. */
 export const BRIDGED_VERDICT = 'complete'
@@ -124,6 +126,8 @@ export interface EnvironmentSummary {
   warm: WarmSummary | null
   /** Its two-host protocol runs; null when no two-host record has its id. */
   twoHost: TwoHostSummary | null
+  /** Its adversary protocol runs; null when no adversary record has its id. */
+  adversary: AdversarySummary | null
 }
 
 function medianOf<T> (items: T[], pick: (item: T) => number | null): number | null {
@@ -182,11 +186,13 @@ function summarizeSize (targetTokens: number, runs: RunRecord[]): SizeSummary {
  * records has no sizes.
  */
 export function summarize (records: RunRecord[], micro: MicroRecord[] = [], needle: NeedleRunRecord[] = [], faults: FaultsRecord[] = [], load: LoadRecord[] = [], warm: WarmRecord[] = [],
-  twoHost: TwoHostRecord[] = []): EnvironmentSummary[] {
-  const byEnv = new Map<string, { runs: RunRecord[], micro: MicroRecord[], needle: NeedleRunRecord[], faults: FaultsRecord[], load: LoadRecord[], warm: WarmRecord[], twoHost: TwoHostRecord[] }>()
+  twoHost: TwoHostRecord[] = [], adversary: AdversaryRecord[] = []): EnvironmentSummary[] {
+  const byEnv = new Map<string, {
+    runs: RunRecord[], micro: MicroRecord[], needle: NeedleRunRecord[], faults: FaultsRecord[], load: LoadRecord[], warm: WarmRecord[], twoHost: TwoHostRecord[], adversary: AdversaryRecord[]
+  }>()
   const group = (id: string) => {
     let g = byEnv.get(id)
-    if (g === undefined) byEnv.set(id, g = { runs: [], micro: [], needle: [], faults: [], load: [], warm: [], twoHost: [] })
+    if (g === undefined) byEnv.set(id, g = { runs: [], micro: [], needle: [], faults: [], load: [], warm: [], twoHost: [], adversary: [] })
     return g
   }
   for (const r of records) group(r.environment.id).runs.push(r)
@@ -196,14 +202,15 @@ export function summarize (records: RunRecord[], micro: MicroRecord[] = [], need
   for (const l of load) group(l.environment.id).load.push(l)
   for (const w of warm) group(w.environment.id).warm.push(w)
   for (const t of twoHost) group(t.environment.id).twoHost.push(t)
+  for (const a of adversary) group(a.environment.id).adversary.push(a)
   return [...byEnv.keys()].sort().map((id) => {
-    const { runs, micro: benches, needle: needles, faults: faultRuns, load: loadRuns, warm: warmRuns, twoHost: twoHostRuns } = byEnv.get(id)!
+    const { runs, micro: benches, needle: needles, faults: faultRuns, load: loadRuns, warm: warmRuns, twoHost: twoHostRuns, adversary: adversaryRuns } = byEnv.get(id)!
     const sizes = [...new Set(runs.map((r) => r.targetTokens))].sort((a, b) => a - b)
     const peak: Record<string, number> = {}
     for (const r of runs) {
       for (const [proc, b] of Object.entries(r.peakMemoryBytes)) peak[proc] = Math.max(peak[proc] ?? 0, b)
     }
-    const all = [...runs, ...benches, ...needles, ...faultRuns, ...loadRuns, ...warmRuns, ...twoHostRuns]
+    const all = [...runs, ...benches, ...needles, ...faultRuns, ...loadRuns, ...warmRuns, ...twoHostRuns, ...adversaryRuns]
     // The latest record's description of the environment (they share the id, so they agree).
     const described = [...all].sort((a, b) => a.startedAt.localeCompare(b.startedAt)).at(-1)!
     return {
@@ -218,6 +225,7 @@ export function summarize (records: RunRecord[], micro: MicroRecord[] = [], need
       load: summarizeLoad(loadRuns),
       warm: summarizeWarm(warmRuns),
       twoHost: summarizeTwoHost(twoHostRuns),
+      adversary: summarizeAdversary(adversaryRuns),
     }
   })
 }
