@@ -47,7 +47,7 @@ describe('the schema', () => {
 describe('the section', () => {
   it('headline: complete prompts with the native answer, faults answered correctly, wrong answers, half-written files, skipped', () => {
     const summary = summarizeTwoHost([fixture])!
-    expect(twoHostHeadline(summary)).toBe('two hosts: 3/3 cold prompts complete with the decoder alone\'s answer; link faults (newest run): 4/4 answered correctly, 0 wrong answers, 0 half-written or corrupt files; ' +
+    expect(twoHostHeadline(summary)).toBe('two hosts: 3/3 cold prompts complete with the decoder alone\'s answer; link faults (newest record of each): 4/4 answered correctly, 0 wrong answers, 0 half-written or corrupt files; ' +
       `3 skipped (loss-1, loss-10, delay-50: ${fixture.faults[2].skipped})`)
     const bad = changed((r) => {
       r.runs[0].answersAgree = false
@@ -72,6 +72,29 @@ describe('the section', () => {
     expect(faults.rows.map((r) => r[0])).toEqual(fixture.faults.map((f) => f.name))
     expect(faults.rows[2][1]).toMatch(/^skipped: /)
     expect(faults.headers.at(-1)).toBe('half-written files')
+  })
+
+  it('the faults: the newest record of each, a later run of some faults hiding neither the others nor an earlier measurement with a skip', () => {
+    const later = changed((r) => {
+      r.runId = `${r.runId}-later`
+      r.startedAt = new Date(Date.parse(r.startedAt) + 3_600_000).toISOString()
+      r.runs = []
+      // The later run injected loss-1 and skipped cut-short.
+      r.faults = [
+        { ...r.faults[2], skipped: null, verdict: 'complete', status: 200, answer_equals_native: true, recovery_ms: 1000, answer_ms: 2000, correct: true, details: { ...r.faults[0].details, mechanism: 'nftables numgen random drop' } },
+        { ...r.faults[0], skipped: 'not this time', verdict: 'not injected', status: null, answer_equals_native: null, recovery_ms: null, answer_ms: null, correct: false },
+      ]
+    })
+    const summary = summarizeTwoHost([later, fixture])!
+    const rows = linkFaultTable(summary)!.rows
+    expect(rows.map((r) => r[0])).toEqual(fixture.faults.map((f) => f.name))
+    const byName = Object.fromEntries(rows.map((r) => [r[0], r]))
+    expect(byName['loss-1'][1]).toBe('complete')
+    expect(byName['loss-1'][8]).toBe('nftables numgen random drop')
+    expect(byName['loss-1'][9]).toContain(later.runId)
+    expect(byName['cut-short'][9]).toContain(fixture.runId)
+    expect(byName['cut-short'][9]).not.toContain('-later')
+    expect(twoHostHeadline(summary)).toContain('link faults (newest record of each): 5/5 answered correctly')
   })
 
   it('RESULTS.md and report.html: the section, the rule and the source with two-host records, none without', async () => {

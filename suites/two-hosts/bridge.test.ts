@@ -1,6 +1,7 @@
 // Two hosts, one link: the two-host quick start (docs/two-hosts.md) run in two network namespaces
 // joined by a veth pair shaped to 10 Gbit/s, a cold prompt bridged `complete` across the link with
-// the decoder alone's answer, the deployment key required on the link, and a teardown that leaves
+// the decoder alone's answer (and with 1% packet loss, bridged or declined with the same answer),
+// the deployment key required on the link, and a teardown that leaves
 // no namespace, interface or process behind. Needs root and network namespaces; where they cannot
 // be made the suite is skipped and says why.
 import { execFile } from 'node:child_process'
@@ -8,7 +9,7 @@ import { randomBytes } from 'node:crypto'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startDeployment, TWO_HOST_PORTS, type Deployment } from '../../harness/two-hosts/deployment.ts'
-import { DECODE_ADDRESS, LINK_PROFILES, PREFILL_ADDRESS, leftovers, makeTwoHosts, namespacesUnavailable, type TwoHosts } from '../../harness/two-hosts/netns.ts'
+import { DECODE_ADDRESS, LINK_PROFILES, LOSS_TABLE, PREFILL_ADDRESS, leftovers, makeTwoHosts, namespacesUnavailable, type TwoHosts } from '../../harness/two-hosts/netns.ts'
 import { loadTokenizer } from '../../src/model/tokenizer/index.ts'
 import { chatBody, runLeg, sameAnswer } from '../../src/stack/demo/legs.ts'
 import { buildDemoPrompt } from '../../src/stack/demo/prompt.ts'
@@ -66,6 +67,29 @@ describe.skipIf(unavailable !== null)('two hosts over a shaped link', () => {
     expect(fetched).toBeGreaterThan(0)
     expect(sent).toBeGreaterThanOrEqual(fetched)
   })
+
+  it('with 1% of the packets lost on the link (nftables), a cold prompt is bridged or declined, never a wrong answer', async () => {
+    const loss = hosts.setLoss(1)
+    try {
+      // Where nf_tables is refused the case says why instead of passing silently.
+      expect(loss.missing).toBeNull()
+      expect(loss.rules.join('\n')).toContain('numgen random mod 100 < 1 counter')
+      const tokenizer = await loadTokenizer(deployment.decodeHost.model)
+      const prompt = buildDemoPrompt(tokenizer, 700, randomBytes(4).readUInt32LE(0))
+      const body = chatBody(deployment.modelName, prompt.messages, 16)
+      const bridged = await runLeg('bridged', deployment.frontUrl, body, 600_000)
+      hosts.clearLoss()
+      const alone = await runLeg('alone', deployment.aloneUrl, body, 600_000)
+      // TCP retransmits what was lost: complete, or declined and served natively; the answer is the same.
+      expect(bridged.verdict).toMatch(/^(complete$|declined: )/)
+      expect(sameAnswer(bridged, alone)).toBe(true)
+    }
+    finally {
+      hosts.clearLoss()
+    }
+    const tables = await onHost(hosts.onDecodeHost, 'import { execFileSync } from \'node:child_process\'; console.log(execFileSync(\'nft\', [\'list\', \'tables\'], { encoding: \'utf8\' }).trim())')
+    expect(tables).not.toContain(LOSS_TABLE)
+  }, 900_000)
 
   it('requires the deployment key on the link, and the decoder is not on the link at all', async () => {
     const status = (url: string, key?: string): string => `const r = await fetch(${JSON.stringify(url)}${key === undefined ? '' : `, { headers: { authorization: 'Bearer ${key}' } }`}); console.log(r.status)`

@@ -34,13 +34,13 @@ export function twoHostHeadline (summary: TwoHostSummary): string {
   const runs = summary.runs.flatMap((r) => r.runs)
   const good = runs.filter((r) => r.verdict === 'complete' && r.answersAgree).length
   const words = [`two hosts: ${good}/${runs.length} cold prompts complete with the decoder alone's answer`]
-  const withFaults = summary.runs.filter((r) => r.faults.length > 0).at(-1)
-  if (withFaults !== undefined) {
-    const injected = withFaults.faults.filter((f) => f.skipped === null)
+  const newest = newestFaults(summary).map((x) => x.fault)
+  if (newest.length > 0) {
+    const injected = newest.filter((f) => f.skipped === null)
     const wrong = injected.filter((f) => f.answer_equals_native === false).length
     const half = injected.reduce((a, f) => a + halfWritten(f.details) + f.corrupt_blocks_indexed, 0)
-    words.push(`link faults (newest run): ${injected.filter((f) => f.correct).length}/${injected.length} answered correctly, ${plural(wrong, 'wrong answer')}, ${plural(half, 'half-written or corrupt file')}`)
-    const skipped = withFaults.faults.filter((f) => f.skipped !== null)
+    words.push(`link faults (newest record of each): ${injected.filter((f) => f.correct).length}/${injected.length} answered correctly, ${plural(wrong, 'wrong answer')}, ${plural(half, 'half-written or corrupt file')}`)
+    const skipped = newest.filter((f) => f.skipped !== null)
     if (skipped.length > 0) words.push(`${skipped.length} skipped (${skipped.map((f) => f.name).join(', ')}: ${skipped[0].skipped})`)
   }
   return words.join('; ')
@@ -98,15 +98,35 @@ export function twoHostStageTable (summary: TwoHostSummary): Table {
   }
 }
 
-/** The newest run with faults: one row each, with the half-written files the store and spool held after it. */
+/**
+ * The link faults, the newest record of each: one row each, with what added the loss or delay (netem, nftables, the
+ * userspace relay; none for the other faults) and the half-written files the store and spool held after it.
+ */
 export function linkFaultTable (summary: TwoHostSummary): Table | null {
-  const r = summary.runs.filter((x) => x.faults.length > 0).at(-1)
-  if (r === undefined) return null
+  const newest = newestFaults(summary)
+  if (newest.length === 0) return null
   return {
-    title: `Two hosts: link faults (${r.runId}, link ${r.link.profile}, stall deadline ${seconds(r.settings.stallMs)})`,
-    headers: [...FAULT_HEADERS, 'half-written files'],
-    rows: r.faults.map((f) => [...faultRow(f), f.skipped === null ? String(halfWritten(f.details)) : NOT_RUN]),
+    title: 'Two hosts: link faults (the newest record of each fault; its run, link and stall deadline in the last columns)',
+    headers: [...FAULT_HEADERS, 'loss or delay by', 'run (link, stall deadline)', 'half-written files'],
+    rows: newest.map(({ fault: f, run: r }) => [...faultRow(f), typeof f.details.mechanism === 'string' ? f.details.mechanism : NOT_RUN,
+      `${r.runId} (${r.link.profile}, ${seconds(r.settings.stallMs)})`, f.skipped === null ? String(halfWritten(f.details)) : NOT_RUN]),
   }
+}
+
+/**
+ * Each fault's newest record, in the order the faults first appear: the newest run that injected
+ * it, or, for a fault never injected, the newest run that skipped it (a run of some faults only
+ * does not hide the others' results, and a later skip does not hide an earlier measurement).
+ */
+export function newestFaults (summary: TwoHostSummary): Array<{ fault: TwoHostRecord['faults'][number], run: TwoHostRecord }> {
+  const byName = new Map<string, { fault: TwoHostRecord['faults'][number], run: TwoHostRecord }>()
+  for (const run of summary.runs) {
+    for (const fault of run.faults) {
+      const seen = byName.get(fault.name)
+      if (seen === undefined || fault.skipped === null || seen.fault.skipped !== null) byName.set(fault.name, { fault, run })
+    }
+  }
+  return [...byName.values()]
 }
 
 /** The section's tables in report order. */
@@ -116,4 +136,4 @@ export function twoHostTables (summary: TwoHostSummary): Table[] {
 }
 
 /** The rule under the report's counting rules. */
-export const TWO_HOST_RULE = 'Two hosts (protocols/two-hosts.mjs, docs/two-hosts.md): the prefill side (prefill-engine, share) and the decode side (decoder, front door) run in two network namespaces joined by one veth link shaped with tc (a token bucket at the profile\'s rate; netem\'s delay and loss only where the kernel has netem, and the link table says when it did not). "Transfer" is the share client\'s download time; "bytes / link rate" is the fetched bytes at the nominal rate, and "of the link rate" their quotient. "On the wire" is what the prefill host\'s end sent during the bridge (tc\'s counter: payload, HTTP, TCP, IP). The bulk TCP probe is one plain TCP transfer across the same link: when it falls short of the rate, the link is CPU-bound on this machine. A link fault is answered correctly only when the answer equals the decoder alone\'s, nothing corrupt or half-written is left in the store or the spool, and a later cold prompt bridges complete again.'
+export const TWO_HOST_RULE = 'Two hosts (protocols/two-hosts.mjs, docs/two-hosts.md): the prefill side (prefill-engine, share) and the decode side (decoder, front door) run in two network namespaces joined by one veth link shaped with tc (a token bucket at the profile\'s rate; netem\'s delay and loss only where the kernel has netem, and the link table says when it did not). Without netem the loss faults drop packets with nftables (numgen random drop on each host\'s input from the link) and the delay fault sends the front door through userspace relays that hold every chunk the delay in each direction (not per packet); the link faults table says which ("loss or delay by"). "Transfer" is the share client\'s download time; "bytes / link rate" is the fetched bytes at the nominal rate, and "of the link rate" their quotient. "On the wire" is what the prefill host\'s end sent during the bridge (tc\'s counter: payload, HTTP, TCP, IP). The bulk TCP probe is one plain TCP transfer across the same link: when it falls short of the rate, the link is CPU-bound on this machine. A link fault is answered correctly only when the answer equals the decoder alone\'s, nothing corrupt or half-written is left in the store or the spool, and a later cold prompt bridges complete again.'
