@@ -115,6 +115,7 @@ export const INTEGRATION: ProjectList = [
   'suites/share/server-http.test.ts', 'suites/share/server-refusals.test.ts',
   'suites/stack/assets.test.ts', 'suites/stack/doctor-store.test.ts',
   'suites/stack/doctor.test.ts', 'suites/stack/supervisor.test.ts',
+  'suites/tokenizer/',
 ]
 
 /** The system as a user drives it: the embedded stack, the CLI and protocol scripts, the browser, python. */
