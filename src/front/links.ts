@@ -47,6 +47,9 @@ export interface DecoderFacts {
   /** max_position_embeddings and limits.max_tokens (the embedded decoder's completion limits). */
   maxPositions?: number
   maxTokens?: number
+  /** Digests of the decoder's tokenizer.json and chat format (front/prompt-agreement.ts). */
+  tokenizerDigest?: string
+  chatTemplateDigest?: string
 }
 
 /** Read the decoder's facts from its /health body. */
@@ -60,6 +63,8 @@ export function decoderFacts (health: Record<string, unknown> | undefined): Deco
     geometryFingerprint: typeof health.geometry_fingerprint === 'string' ? health.geometry_fingerprint : undefined,
     maxPositions: typeof health.max_position_embeddings === 'number' ? health.max_position_embeddings : undefined,
     maxTokens: isRecord(health.limits) && typeof health.limits.max_tokens === 'number' ? health.limits.max_tokens : undefined,
+    tokenizerDigest: typeof health.tokenizer_digest === 'string' ? health.tokenizer_digest : undefined,
+    chatTemplateDigest: typeof health.chat_template_digest === 'string' ? health.chat_template_digest : undefined,
   }
 }
 

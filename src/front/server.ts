@@ -12,12 +12,14 @@ import { join } from 'node:path'
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify'
 import type { Logger } from 'pino'
 import type { FrontConfig } from '../config/index.ts'
-import { bearerMatches, isHealthPath, UNAUTHORIZED_MESSAGE } from '../http/api-key.ts'
+import { authHeaders, bearerMatches, isHealthPath, UNAUTHORIZED_MESSAGE } from '../http/api-key.ts'
+import { PdBridgeError } from '../errors.ts'
 import { FrontApiError, toFrontApiError } from './api-error.ts'
 import { FrontState } from './door-state.ts'
 import { handleGeneration } from './generation.ts'
 import { answerHealth } from './health.ts'
 import { passThrough, PASSTHROUGH_VERDICT } from './passthrough.ts'
+import { mismatchAtStart } from './prompt-agreement.ts'
 import type { BridgeQueue } from './queue.ts'
 import type { PromptTokenizer } from './tokenize.ts'
 import { VERDICT_HEADER } from './verdict.ts'
@@ -93,6 +95,8 @@ function buildApp (state: FrontState): FastifyInstance {
 /** Start the front door; resolves once it listens. */
 export async function startFrontDoor (options: FrontDoorOptions): Promise<FrontDoor> {
   const { config, logger, apiKey } = options
+  const mismatch = await mismatchAtStart(config, authHeaders(apiKey))
+  if (mismatch !== undefined) throw new PdBridgeError(`front door not started: ${mismatch}`)
   const ownSpool = config.share.url !== undefined && config.capture.spoolDir === undefined
   const spoolDir = ownSpool ? await mkdtemp(join(tmpdir(), 'pd-bridge-front-spool-')) : config.capture.spoolDir
   const state = new FrontState(config, logger, apiKey, spoolDir)

@@ -206,6 +206,9 @@ export async function startDecoderServer (opts: DecoderServerOptions): Promise<D
       profile: model.profileName,
       geometry_fingerprint: opts.geometryFingerprint,
       max_position_embeddings: model.config.maxPositionEmbeddings,
+      // What turns a request into ids here; a front door that would compute other ids refuses.
+      tokenizer_digest: model.tokenizer.digest,
+      chat_template_digest: model.tokenizer.chatFormat.digest,
       limits: { max_tokens: opts.maxTokens, max_body_bytes: opts.maxBodyBytes, max_queue: opts.maxQueue },
       queue: queueView(queue.stats),
       cache: opts.prefixCache === undefined ? null : { dir: opts.prefixCache.dir, block_size: opts.prefixCache.blockSize, ...opts.prefixCache.describe() },

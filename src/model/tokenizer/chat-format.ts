@@ -8,8 +8,15 @@ import { Template } from '@huggingface/jinja'
 import { ConfigError, PdBridgeError } from '../../errors.ts'
 import { digestOf } from './digest.ts'
 
-/** One chat message as a client sends it (role, content, and tool_calls, reasoning_content, name, tool_call_id...). */
-export type ChatTurn = { role: string, content?: unknown } & Record<string, unknown>
+/** One chat message as a client sends it; the template reads what it knows of it. */
+export interface ChatTurn {
+  role: string
+  content?: unknown
+  tool_calls?: unknown
+  tool_call_id?: unknown
+  reasoning_content?: unknown
+  name?: unknown
+}
 
 /** How to render: what vLLM's chat request fields map to. */
 export interface ChatRenderOptions {

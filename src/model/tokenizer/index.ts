@@ -2,6 +2,7 @@
 export { Tokenizer, loadTokenizer, type EncodeOptions, type DecodeOptions } from './tokenizer.ts'
 export { digestOf } from './digest.ts'
 export { ChatFormat, loadChatFormat, type ChatTurn, type ChatRenderOptions } from './chat-format.ts'
+export { chatRenderOptions } from './chat-kwargs.ts'
 export { buildTokenizerFiles, vocabLayout, MIN_VOCAB_SIZE, type TokenizerFiles, type VocabLayout } from './build.ts'
 export { CHAT_TEMPLATE, renderChat, type ChatMessage } from './chat.ts'
 export { BOS_TOKEN, EOS_TOKEN, USER_TOKEN, ASSISTANT_TOKEN, PAD_TOKEN, NAMED_SPECIAL_TOKENS, reservedToken } from './specials.ts'

@@ -5,6 +5,9 @@ import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { ConfigError, PdBridgeError } from '../../errors.ts'
 import { AddedMatcher, type AddedToken, type Segment } from './added-tokens.ts'
+import { CHAT_TEMPLATE } from './chat.ts'
+import { ChatFormat, loadChatFormat, type ChatRenderOptions, type ChatTurn } from './chat-format.ts'
+import { BOS_TOKEN, EOS_TOKEN, PAD_TOKEN } from './specials.ts'
 import { tokenBytes, toByteLevel } from './byte-level.ts'
 import { digestOf } from './digest.ts'
 import { parseNormalizer, type Normalize } from './normalizer.ts'
@@ -36,6 +39,8 @@ function isObject (v: unknown): v is Json {
 export class Tokenizer {
   /** sha256 of the tokenizer.json text it was read from: two ends that tokenize alike show the same digest. */
   readonly digest: string
+  /** The checkpoint's chat format (tokenizer_config.json); without one, make-checkpoint's CHAT_TEMPLATE. */
+  chat: ChatFormat | undefined
   private readonly vocab: Map<string, number>
   private readonly tokensById: string[]
   private readonly ranks: Map<string, number>
@@ -152,6 +157,21 @@ export class Tokenizer {
     })
   }
 
+  /** The chat format prompts are rendered with. */
+  get chatFormat (): ChatFormat {
+    return this.chat ?? builtinChat()
+  }
+
+  /** Digest of everything that turns a request into ids: tokenizer.json and the chat format. */
+  get promptDigest (): string {
+    return digestOf(`${this.digest}:${this.chatFormat.digest}`)
+  }
+
+  /** The ids of a chat prompt: rendered by the chat format (generation prompt on), encoded without adding specials. */
+  encodeChat (messages: readonly ChatTurn[], options: ChatRenderOptions = {}): number[] {
+    return this.encode(this.chatFormat.render(messages, options))
+  }
+
   /** Number of ids (the highest id + 1). */
   get vocabSize (): number {
     return this.tokensById.length
@@ -262,7 +282,7 @@ export class Tokenizer {
   }
 }
 
-/** Load `<dir>/tokenizer.json`. */
+/** Load `<dir>/tokenizer.json`, with the chat format of `<dir>/tokenizer_config.json` when it has one. */
 export async function loadTokenizer (dir: string): Promise<Tokenizer> {
   const file = join(dir, 'tokenizer.json')
   let text: string
@@ -279,5 +299,14 @@ export async function loadTokenizer (dir: string): Promise<Tokenizer> {
   catch (err) {
     throw new ConfigError('(root)', `not valid JSON: ${(err as Error).message}`, file)
   }
-  return Tokenizer.fromJson(json, file, digestOf(text))
+  const tokenizer = Tokenizer.fromJson(json, file, digestOf(text))
+  tokenizer.chat = await loadChatFormat(dir)
+  return tokenizer
+}
+
+let builtin: ChatFormat | undefined
+// make-checkpoint's template, for a tokenizer without a tokenizer_config.json beside it.
+function builtinChat (): ChatFormat {
+  builtin ??= new ChatFormat(CHAT_TEMPLATE, { bos_token: BOS_TOKEN, eos_token: EOS_TOKEN, pad_token: PAD_TOKEN })
+  return builtin
 }
