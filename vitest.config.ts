@@ -92,7 +92,7 @@ export const INTEGRATION: ProjectList = [
   'suites/fuzz/sidecar-json.test.ts',
   'suites/kernels/fmath.test.ts', 'suites/kernels/isa-parity.test.ts',
   'suites/kernels/rope-rows.test.ts',
-  'suites/llama-cpp/decoder.test.ts', 'suites/llama-cpp/export-gguf.test.ts',
+  'suites/llama-cpp/decoder.test.ts', 'suites/llama-cpp/deepseek-tokenizer.test.ts', 'suites/llama-cpp/export-gguf.test.ts',
   'suites/llama-cpp/mirror-checkpoint.test.ts', 'suites/llama-cpp/parity.test.ts',
   'suites/llama-cpp/rope-window.test.ts', 'suites/llama-cpp/runner.test.ts',
   'suites/llama-cpp/state.test.ts', 'suites/llama-cpp/target.test.ts',

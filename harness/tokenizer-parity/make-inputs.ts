@@ -53,7 +53,7 @@ function flagsVariant (deepseek: Files): Files {
 /** Every input file, by path under INPUTS_DIR. */
 export function buildInputs (): Files {
   const tiny = buildTokenizerFiles(512, 32768)
-  const deepseek = buildTokenizerFiles(3000, 32768, MARKERS, { structure: 'deepseek-v3', trainingText: TRAINING_TEXT + EXTRA_TRAINING })
+  const deepseek: Files = { ...buildTokenizerFiles(3000, 32768, MARKERS, { structure: 'deepseek-v3', trainingText: TRAINING_TEXT + EXTRA_TRAINING }) }
   deepseek['tokenizer_config.json'] = withTemplate(deepseek['tokenizer_config.json'], DEEPSEEK_STYLE_TEMPLATE)
   const flags = flagsVariant(deepseek)
   const tokenizers: Record<string, Files> = { 'tiny-gpt2': { ...tiny, 'tokenizer_config.json': withTemplate(tiny['tokenizer_config.json'], CHAT_TEMPLATE) }, 'deepseek-v3': deepseek, flags }
