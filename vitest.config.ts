@@ -91,14 +91,14 @@ export const INTEGRATION: ProjectList = [
   'suites/engine/reference-quant.test.ts', 'suites/engine/transformers-bf16.test.ts',
   'suites/engine/transformers-f32.test.ts',
   'suites/front/checks.test.ts', 'suites/front/cli.test.ts', 'suites/front/engine-watch.test.ts',
-  'suites/front/forward.test.ts',
+  'suites/front/forward.test.ts', 'suites/front/prompt-agreement.test.ts',
   'suites/fuzz/bodies.test.ts', 'suites/fuzz/capture-manifest.test.ts',
   'suites/fuzz/front-config.test.ts', 'suites/fuzz/safetensors.test.ts',
   'suites/fuzz/sidecar-json.test.ts',
   'suites/kernels/fmath.test.ts', 'suites/kernels/isa-parity.test.ts',
   'suites/kernels/rope-rows.test.ts',
   'suites/llama-cpp/authentication.test.ts',
-  'suites/llama-cpp/decoder.test.ts', 'suites/llama-cpp/export-gguf.test.ts',
+  'suites/llama-cpp/decoder.test.ts', 'suites/llama-cpp/deepseek-tokenizer.test.ts', 'suites/llama-cpp/export-gguf.test.ts',
   'suites/llama-cpp/mirror-checkpoint.test.ts', 'suites/llama-cpp/parity.test.ts',
   'suites/llama-cpp/rope-window.test.ts', 'suites/llama-cpp/runner.test.ts', 'suites/llama-cpp/sampling.test.ts',
   'suites/llama-cpp/state.test.ts', 'suites/llama-cpp/target.test.ts',
@@ -121,6 +121,7 @@ export const INTEGRATION: ProjectList = [
   'suites/share/server-http.test.ts', 'suites/share/server-refusals.test.ts',
   'suites/stack/assets.test.ts', 'suites/stack/doctor-store.test.ts',
   'suites/stack/doctor.test.ts', 'suites/stack/supervisor.test.ts',
+  'suites/tokenizer/',
 ]
 
 /** The system as a user drives it: the embedded stack, the CLI and protocol scripts, the browser, python. */

@@ -2,6 +2,7 @@
 // /health shows, and the pre-flight of a bridge (its first problem is the declined reason).
 import type { FrontState } from './door-state.ts'
 import { checkLink, decoderFacts, type LinkState } from './links.ts'
+import { promptMismatch } from './prompt-agreement.ts'
 import { missingForBridge, type BridgeSetup } from './setup.ts'
 
 export interface LinkReport {
@@ -44,6 +45,8 @@ export async function linkReport (state: FrontState): Promise<LinkReport> {
     return report
   }
   if (setup.problem !== undefined) report.problems.push(setup.problem)
+  const prompts = promptMismatch(facts, setup.tokenizer, config.decoder.model as string)
+  if (prompts !== undefined) report.problems.push(prompts)
   if (facts.model !== undefined && facts.model !== setup.modelName) report.problems.push(`model mismatch: the decoder serves '${facts.model}', the front door keys blocks under '${setup.modelName}' (decoder.modelName)`)
   if (facts.blockSize !== undefined && facts.blockSize !== setup.blockSize) report.problems.push(`geometry mismatch: the decoder's block size is ${facts.blockSize}, the front door's ${setup.blockSize} (decoder.blockSize, PD_BLOCK_SIZE)`)
   if (facts.geometryFingerprint !== undefined && facts.geometryFingerprint !== setup.target.geometryFingerprint) {

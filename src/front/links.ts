@@ -49,6 +49,9 @@ export interface DecoderFacts {
   maxTokens?: number
   /** limits.max_body_bytes: the largest body the decoder reads. */
   maxBodyBytes?: number
+  /** Digests of the decoder's tokenizer.json and chat format (front/prompt-agreement.ts). */
+  tokenizerDigest?: string
+  chatTemplateDigest?: string
 }
 
 /** Read the decoder's facts from its /health body. */
@@ -64,6 +67,8 @@ export function decoderFacts (health: Record<string, unknown> | undefined): Deco
     maxPositions: typeof limits?.max_positions === 'number' ? limits.max_positions : typeof health.max_position_embeddings === 'number' ? health.max_position_embeddings : undefined,
     maxTokens: typeof limits?.max_tokens === 'number' ? limits.max_tokens : undefined,
     maxBodyBytes: typeof limits?.max_body_bytes === 'number' ? limits.max_body_bytes : undefined,
+    tokenizerDigest: typeof health.tokenizer_digest === 'string' ? health.tokenizer_digest : undefined,
+    chatTemplateDigest: typeof health.chat_template_digest === 'string' ? health.chat_template_digest : undefined,
   }
 }
 

@@ -4,7 +4,7 @@
 // tokenize exactly as the decoder would (an unknown role, an image part) is not refused: it goes
 // to the decoder natively, which knows its own rules.
 import type { ChatMessage, Tokenizer } from '../model/tokenizer/index.ts'
-import { renderChat } from '../model/tokenizer/index.ts'
+import { chatRenderOptions, type ChatRenderOptions } from '../model/tokenizer/index.ts'
 import { invalidRequest } from './api-error.ts'
 
 /** Which endpoint a request came to. */
@@ -12,7 +12,7 @@ export type Endpoint = 'chat' | 'completion'
 
 /** The prompt, as far as the front door can read it. */
 export type PromptSource =
-  | { kind: 'chat', messages: ChatMessage[] }
+  | { kind: 'chat', messages: ChatMessage[], chat?: ChatRenderOptions }
   | { kind: 'text', text: string }
   | { kind: 'tokens', tokens: number[] }
   | { kind: 'opaque', why: string }
@@ -73,7 +73,7 @@ function readMessages (v: unknown): PromptSource {
     else throw invalidRequest(`'${at}.content' must be a string or an array of content parts, got ${typeName(content)}`, `${at}.content`)
     if (role !== undefined && text !== undefined) out.push({ role, content: text })
   })
-  return opaque !== undefined ? { kind: 'opaque', why: opaque } : { kind: 'chat', messages: out }
+  return opaque !== undefined ? { kind: 'opaque', why: opaque } : { kind: 'chat', messages: out, chat: {} }
 }
 
 function isTokenArray (v: unknown[]): v is number[] {
@@ -92,6 +92,14 @@ function readPrompt (v: unknown): PromptSource {
   return { kind: 'opaque', why: `'prompt' is a batch of ${v.length} or holds values that are not token ids` }
 }
 
+// The render options (chat_template_kwargs) go with the messages: the decoder renders with them too.
+function withChatOptions (prompt: PromptSource, body: Record<string, unknown>): PromptSource {
+  if (prompt.kind !== 'chat') return prompt
+  const chat = chatRenderOptions(body)
+  if (typeof chat === 'string') throw invalidRequest(chat, 'chat_template_kwargs')
+  return { ...prompt, chat }
+}
+
 /** Read a parsed body of `endpoint`; a 400 naming the field when a field routing reads has the wrong type. */
 export function readFrontRequest (body: unknown, endpoint: Endpoint): FrontRequest {
   if (!isObject(body)) throw invalidRequest(`the request body must be a JSON object, got ${typeName(body)}`)
@@ -106,7 +114,7 @@ export function readFrontRequest (body: unknown, endpoint: Endpoint): FrontReque
     model: typeof model === 'string' ? model : undefined,
     stream: stream === true,
     includeUsage,
-    prompt: endpoint === 'chat' ? readMessages(body.messages) : readPrompt(body.prompt),
+    prompt: endpoint === 'chat' ? withChatOptions(readMessages(body.messages), body) : readPrompt(body.prompt),
   }
 }
 
@@ -116,7 +124,7 @@ export function readFrontRequest (body: unknown, endpoint: Endpoint): FrontReque
  * an opaque prompt or ids outside the vocabulary (the decoder refuses those itself).
  */
 export function promptTokenIds (prompt: PromptSource, tokenizer: Tokenizer, vocabSize: number): number[] | null {
-  if (prompt.kind === 'chat') return tokenizer.encode(renderChat(prompt.messages, true))
+  if (prompt.kind === 'chat') return tokenizer.encodeChat(prompt.messages, prompt.chat)
   if (prompt.kind === 'text') return tokenizer.encode(prompt.text, { addSpecialTokens: true })
   if (prompt.kind === 'tokens') return prompt.tokens.every((t) => t < vocabSize) ? prompt.tokens : null
   return null

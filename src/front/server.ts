@@ -12,15 +12,17 @@ import type { AddressInfo } from 'node:net'
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify'
 import type { Logger } from 'pino'
 import type { FrontConfig } from '../config/index.ts'
-import { bearerMatches, isHealthPath, UNAUTHORIZED_MESSAGE } from '../http/api-key.ts'
+import { authHeaders, bearerMatches, isHealthPath, UNAUTHORIZED_MESSAGE } from '../http/api-key.ts'
 import { refuseOversizedContinue } from '../http/expect-continue.ts'
 import { FastifyRouteGuard } from '../http/fastify-route-guard.ts'
 import { routeRefusal } from '../http/openai-error.ts'
+import { PdBridgeError } from '../errors.ts'
 import { FrontApiError, toFrontApiError } from './api-error.ts'
 import { FrontState } from './door-state.ts'
 import { handleGeneration } from './generation.ts'
 import { answerHealth } from './health.ts'
 import { FORWARDED_ROUTES, FRONT_ROUTES, passThrough, PASSTHROUGH_VERDICT } from './passthrough.ts'
+import { mismatchAtStart } from './prompt-agreement.ts'
 import type { BridgeQueue } from './queue.ts'
 import { ownSpoolPrefix, reconcileSpools, startReconcile, unlockSpool } from './reconcile.ts'
 import type { PromptTokenizer } from './tokenize.ts'
@@ -109,6 +111,8 @@ function buildApp (state: FrontState): FastifyInstance {
 /** Start the front door; resolves once it listens. */
 export async function startFrontDoor (options: FrontDoorOptions): Promise<FrontDoor> {
   const { config, logger, apiKey } = options
+  const mismatch = await mismatchAtStart(config, authHeaders(apiKey))
+  if (mismatch !== undefined) throw new PdBridgeError(`front door not started: ${mismatch}`)
   const ownSpool = config.share.url !== undefined && config.capture.spoolDir === undefined
   // What a front door that died left behind goes before this one spools anything (reconcile.ts).
   const reconciled = await reconcileSpools(config.capture.spoolDir, ownSpool)

@@ -223,10 +223,13 @@ describe('tokenizer.json loading refuses what it cannot reproduce', () => {
   const good = () => JSON.parse(buildTokenizerFiles(512, 32768)['tokenizer.json'])
   it.each([
     ['model.type', (j: any) => { j.model.type = 'WordPiece' }],
-    ['normalizer', (j: any) => { j.normalizer = { type: 'NFC' } }],
-    ['pre_tokenizer', (j: any) => { j.pre_tokenizer = { type: 'Whitespace' } }],
+    ['normalizer.type', (j: any) => { j.normalizer = { type: 'BertNormalizer' } }],
+    ['pre_tokenizer.type', (j: any) => { j.pre_tokenizer = { type: 'Whitespace' } }],
+    ['pre_tokenizer.pretokenizers[0].behavior', (j: any) => { j.pre_tokenizer = { type: 'Sequence', pretokenizers: [{ type: 'Split', pattern: { Regex: 'a' }, behavior: 'Sideways' }] } }],
+    ['pre_tokenizer.pattern', (j: any) => { j.pre_tokenizer = { type: 'Split', pattern: { Regex: '(?i:ab)' }, behavior: 'Isolated' } }],
     ['model.merges[3]', (j: any) => { j.model.merges[3] = ['Ġ', 'nope'] }],
-    ['added_tokens[0]', (j: any) => { j.added_tokens[0].lstrip = true }],
+    ['model.unk_token', (j: any) => { j.model.unk_token = '<unk>' }],
+    ['added_tokens[0]', (j: any) => { j.added_tokens[0].content = '' }],
   ])('names %s', (field, breakIt) => {
     const j = good()
     breakIt(j)

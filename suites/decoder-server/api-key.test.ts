@@ -3,6 +3,7 @@
 // /health says only its status, and with the key everything answers as before.
 import { join, resolve } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { loadTokenizer } from '../../src/model/tokenizer/index.ts'
 import { makeTiny, startDecoderChild, tempDir, type DecoderChild } from './helpers.ts'
 
 const KEY = 'decoder-test-key-19c2'
@@ -43,6 +44,9 @@ describe('PD_API_KEY on the decoder', () => {
     expect((await call('/health')).body).toEqual({ status: 'ok' })
     const auth = { authorization: `Bearer ${KEY}` }
     expect((await call('/health', { headers: auth })).body).toMatchObject({ status: 'ok', geometry_fingerprint: expect.any(String) })
+    // The digests a front door holds its own tokenizer and chat template against (front/prompt-agreement.ts).
+    const t = await loadTokenizer(model)
+    expect((await call('/health', { headers: auth })).body).toMatchObject({ tokenizer_digest: t.digest, chat_template_digest: t.chatFormat.digest })
     const r = await call('/v1/completions', { method: 'POST', headers: { 'content-type': 'application/json', ...auth }, body: JSON.stringify(completion) })
     expect(r.status).toBe(200)
     expect(r.body.usage.completion_tokens).toBeGreaterThan(0)

@@ -37,12 +37,13 @@ describe('chat bodies that are accepted', () => {
       logit_bias: {},
       ignore_eos: true,
       return_token_ids: true,
+      chat_template_kwargs: { thinking: true },
       some_unknown_field: 1,
     })
     expect(r).toEqual({
       endpoint: 'chat',
       model: 'm',
-      prompt: { kind: 'chat', messages: [{ role: 'system', content: 'be brief' }, { role: 'user', content: 'a\nb' }, { role: 'assistant', content: 'c' }, { role: 'user', content: 'd' }] },
+      prompt: { kind: 'chat', messages: [{ role: 'system', content: 'be brief' }, { role: 'user', content: 'a\nb' }, { role: 'assistant', content: 'c' }, { role: 'user', content: 'd' }], chat: { kwargs: { thinking: true } } },
       maxTokens: 5,
       maxTokensParam: 'max_completion_tokens',
       stop: ['X'],

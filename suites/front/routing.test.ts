@@ -96,7 +96,8 @@ describe('request reader', () => {
 
   it('reads model, stream, include_usage and the prompt of both endpoints', () => {
     expect(readFrontRequest({ model: 'm', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'developer', content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }] }, { role: 'user', content: 'hi' }] }, 'chat'))
-      .toEqual({ endpoint: 'chat', model: 'm', stream: true, includeUsage: true, prompt: { kind: 'chat', messages: [{ role: 'system', content: 'a\nb' }, { role: 'user', content: 'hi' }] } })
+      .toEqual({ endpoint: 'chat', model: 'm', stream: true, includeUsage: true, prompt: { kind: 'chat', messages: [{ role: 'system', content: 'a\nb' }, { role: 'user', content: 'hi' }], chat: {} } })
+    expect(readFrontRequest({ messages: [{ role: 'user', content: 'x' }], chat_template_kwargs: { thinking: true } }, 'chat').prompt).toEqual({ kind: 'chat', messages: [{ role: 'user', content: 'x' }], chat: { kwargs: { thinking: true } } })
     expect(readFrontRequest({ prompt: 'hello' }, 'completion').prompt).toEqual({ kind: 'text', text: 'hello' })
     expect(readFrontRequest({ prompt: [5, 6] }, 'completion').prompt).toEqual({ kind: 'tokens', tokens: [5, 6] })
     expect(readFrontRequest({ prompt: [[5, 6]] }, 'completion').prompt).toEqual({ kind: 'tokens', tokens: [5, 6] })

@@ -1,17 +1,16 @@
 // From a checked request to prompt token ids and a completion budget, refusing (400) anything the
 // model cannot hold; this runs before a request is queued, so a refusal never waits.
-import { renderChat } from '../../model/tokenizer/index.ts'
 import { badRequest } from './api-error.ts'
 import type { DecoderModel } from './model.ts'
 import type { GenerationRequest, PromptInput } from './request.ts'
 
 /**
- * Token ids of a prompt: chat messages through the chat template (bos first, a trailing
- * assistant tag), text encoded with the tokenizer's special tokens (bos first, as
+ * Token ids of a prompt: chat messages through the checkpoint's chat template (with the
+ * request's chat_template_kwargs), text encoded with the tokenizer's special tokens (bos first, as
  * add_special_tokens does), token ids as given (each must be below vocab_size).
  */
 export function promptTokens (model: Pick<DecoderModel, 'tokenizer' | 'config'>, prompt: PromptInput): number[] {
-  if (prompt.kind === 'chat') return model.tokenizer.encode(renderChat(prompt.messages, true))
+  if (prompt.kind === 'chat') return model.tokenizer.encodeChat(prompt.messages, prompt.chat)
   if (prompt.kind === 'text') return model.tokenizer.encode(prompt.text, { addSpecialTokens: true })
   checkTokenIds(prompt.tokens, model.config.vocabSize)
   return prompt.tokens

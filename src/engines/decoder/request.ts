@@ -1,13 +1,13 @@
 // Reading an OpenAI /v1/chat/completions or /v1/completions body into one checked generation
 // request. Every refusal is a 400 naming the field; what the embedded decoder cannot honour
 // (logit_bias, best_of, tools, structured output) is refused, never ignored.
-import type { ChatMessage } from '../../model/tokenizer/index.ts'
+import { chatRenderOptions, type ChatMessage, type ChatRenderOptions } from '../../model/tokenizer/index.ts'
 import { badRequest } from './api-error.ts'
 import { GREEDY, MAX_CHOICES, MAX_COMPLETION_LOGPROBS, MAX_TOP_LOGPROBS, type SamplingOptions } from './sampling/index.ts'
 
 /** What to generate from: chat messages (rendered with the chat template), text, or token ids. */
 export type PromptInput =
-  | { kind: 'chat', messages: ChatMessage[] }
+  | { kind: 'chat', messages: ChatMessage[], chat?: ChatRenderOptions }
   | { kind: 'text', text: string }
   | { kind: 'tokens', tokens: number[] }
 
@@ -225,7 +225,9 @@ export function parseChatRequest (raw: unknown): GenerationRequest {
     if (m.content === undefined || m.content === null) throw badRequest(`'${at}.content' is required`, `${at}.content`)
     return { role, content: readContent(m.content, `${at}.content`) }
   })
-  return { ...common, prompt: { kind: 'chat', messages } }
+  const chat = chatRenderOptions(body)
+  if (typeof chat === 'string') throw badRequest(chat, 'chat_template_kwargs')
+  return { ...common, prompt: { kind: 'chat', messages, chat } }
 }
 
 function readTokenIds (v: unknown[], at: string): number[] {

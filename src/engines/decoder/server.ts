@@ -262,6 +262,9 @@ export async function startDecoderServer (opts: DecoderServerOptions): Promise<D
       profile: model.profileName,
       geometry_fingerprint: opts.geometryFingerprint,
       max_position_embeddings: model.config.maxPositionEmbeddings,
+      // What turns a request into ids here; a front door that would compute other ids refuses.
+      tokenizer_digest: model.tokenizer.digest,
+      chat_template_digest: model.tokenizer.chatFormat.digest,
       // max_positions: what prompt + completion may take here (llama.cpp's context may be smaller than the model's window).
       limits: {
         max_tokens: opts.maxTokens, max_positions: limits.maxPositions, max_body_bytes: opts.maxBodyBytes, max_queue: opts.maxQueue,

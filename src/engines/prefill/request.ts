@@ -2,7 +2,7 @@
 // then turned into token ids: `tokens` as given, `prompt` through the tokenizer with bos, `messages`
 // through the checkpoint's chat template with the generation prompt, as a serving engine would.
 import { isValidRequestId, REQUEST_ID_PATTERN, tokenIdsSha256 } from '../../wire/manifest.ts'
-import { renderChat, type ChatMessage, type Tokenizer } from '../../model/tokenizer/index.ts'
+import { chatRenderOptions, type ChatMessage, type Tokenizer } from '../../model/tokenizer/index.ts'
 import { badRequest } from './api-error.ts'
 
 /** What the engine knows when it checks a request. */
@@ -96,13 +96,12 @@ function checkTokenIds (value: unknown, limits: RequestLimits): Int32Array {
   return ids
 }
 
-function encodeText (text: string, source: 'prompt' | 'messages', limits: RequestLimits): Int32Array {
+function encodeText (text: string | ((t: Tokenizer) => string), source: 'prompt' | 'messages', limits: RequestLimits): Int32Array {
   if (limits.tokenizer === undefined) {
     throw badRequest(`this model has no tokenizer.json, so ${source} cannot be tokenized; send token ids in tokens`, source)
   }
-  const ids = source === 'prompt'
-    ? limits.tokenizer.encode(text, { addSpecialTokens: true })
-    : limits.tokenizer.encode(text)
+  const t = limits.tokenizer
+  const ids = typeof text === 'string' ? t.encode(text, { addSpecialTokens: true }) : t.encode(text(t))
   checkLength(ids.length, `the ${source === 'prompt' ? 'prompt' : 'chat-templated messages'}`, source, limits)
   return Int32Array.from(ids)
 }
@@ -145,7 +144,13 @@ export function parsePrefillRequest (body: unknown, limits: RequestLimits): Pref
     if (body.prompt === '') throw badRequest('prompt is empty; at least one character is needed', 'prompt')
     tokens = encodeText(body.prompt, 'prompt', limits)
   }
-  else tokens = encodeText(renderChat(checkMessages(body.messages), true), 'messages', limits)
+  else {
+    const messages = checkMessages(body.messages)
+    const chat = chatRenderOptions(body)
+    if (typeof chat === 'string') throw badRequest(chat, 'chat_template_kwargs')
+    // The checkpoint's chat format, as the decoder renders the same messages.
+    tokens = encodeText((t) => t.chatFormat.render(messages, chat), 'messages', limits)
+  }
   const tokensSha256 = tokenIdsSha256(tokens)
   if (body.tokens_sha256 !== undefined) {
     // The client's digest of the ids it means: a prompt that arrived (or tokenized) otherwise is refused, not captured.

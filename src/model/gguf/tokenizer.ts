@@ -6,7 +6,7 @@
 import { readFile, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { GgufValue } from '../../formats/gguf/index.ts'
-import type { Tokenizer } from '../tokenizer/index.ts'
+import { structureSections, type Tokenizer } from '../tokenizer/index.ts'
 import type { DeepseekV4Config } from '../config.ts'
 import { GgufExportError } from './deepseek4.ts'
 
@@ -56,6 +56,21 @@ export function preTokenizerName (tokenizerConfig: Record<string, unknown>): 'gp
   return tokenizerConfig.clean_up_tokenization_spaces === true ? 'gpt-2' : 'trillion'
 }
 
+const sameJson = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b)
+
+/**
+ * llama.cpp's name for a tokenizer.json's split: ByteLevel with the GPT-2 regex (preTokenizerName),
+ * or DeepSeek's exact Sequence of three Splits and ByteLevel, which llama.cpp knows as `deepseek-v3`
+ * (the same three patterns, no space clean-up). Anything else has no llama.cpp equivalent.
+ */
+export function ggufPreTokenizer (json: Record<string, unknown>, tokenizerConfig: Record<string, unknown>, file: string): string {
+  const pre = json.pre_tokenizer
+  const emptyNormalizer = json.normalizer == null || sameJson(json.normalizer, { type: 'Sequence', normalizers: [] })
+  if (emptyNormalizer && sameJson(pre, structureSections('deepseek-v3').pre_tokenizer) && tokenizerConfig.clean_up_tokenization_spaces !== true) return 'deepseek-v3'
+  if (json.normalizer == null && isObject(pre) && pre.type === 'ByteLevel' && pre.use_regex !== false && pre.add_prefix_space !== true) return preTokenizerName(tokenizerConfig)
+  throw new GgufExportError(`${file}: pre_tokenizer/normalizer: only ByteLevel with the GPT-2 regex (no prefix space) or DeepSeek's Split sequence have a llama.cpp pre-tokenizer`)
+}
+
 /**
  * The `tokenizer.*` keys for the checkpoint in `dir`, whose tokenizer.json loaded as `tokenizer`.
  * Ids past the tokenizer's last one (a config vocab_size larger than the tokenizer) are written as
@@ -65,10 +80,6 @@ export async function tokenizerMetadata (dir: string, cfg: DeepseekV4Config, tok
   const file = join(dir, 'tokenizer.json')
   const json = await readJson(file)
   if (!isObject(json) || !isObject(json.model)) throw new GgufExportError(`${file}: no model section`)
-  const pre = json.pre_tokenizer
-  if (!isObject(pre) || pre.type !== 'ByteLevel' || pre.add_prefix_space === true) {
-    throw new GgufExportError(`${file}: pre_tokenizer must be ByteLevel without add_prefix_space (llama.cpp's gpt-2 pre-tokenizer adds no space)`)
-  }
   const added = new Map<number, boolean>()
   for (const a of Array.isArray(json.added_tokens) ? json.added_tokens : []) {
     if (isObject(a) && typeof a.id === 'number') added.set(a.id, a.special === true)
@@ -101,7 +112,7 @@ export async function tokenizerMetadata (dir: string, cfg: DeepseekV4Config, tok
   const bosContent = bos === null ? undefined : tokenizer.idToToken(bos)
   const kv: Array<[string, GgufValue]> = [
     ['tokenizer.ggml.model', { type: 'STRING', value: 'gpt2' }],
-    ['tokenizer.ggml.pre', { type: 'STRING', value: preTokenizerName(configObject) }],
+    ['tokenizer.ggml.pre', { type: 'STRING', value: ggufPreTokenizer(json, configObject, file) }],
     ['tokenizer.ggml.tokens', { type: 'ARRAY', itemType: 'STRING', value: tokens }],
     ['tokenizer.ggml.token_type', { type: 'ARRAY', itemType: 'INT32', value: types }],
     ['tokenizer.ggml.merges', { type: 'ARRAY', itemType: 'STRING', value: merges }],

@@ -5,6 +5,7 @@ import { BYTE_TO_CHAR } from './byte-level.ts'
 import { CHAT_TEMPLATE } from './chat.ts'
 import { TRAINING_TEXT } from './corpus.ts'
 import { BOS_TOKEN, EOS_TOKEN, NAMED_SPECIAL_TOKENS, PAD_TOKEN, reservedToken } from './specials.ts'
+import { structureSections, type TokenizerStructure } from './structure.ts'
 import { trainMerges, type Merge } from './train.ts'
 
 /** The smallest vocabulary: the named special tokens plus the 256 byte tokens. */
@@ -34,12 +35,12 @@ export interface VocabLayout {
  * `<｜reserved_N｜>` special tokens (N from 0) up to `vocabSize`. Merges are learned for the room
  * the added texts leave, so the vocabulary size stays `vocabSize`.
  */
-export function vocabLayout (vocabSize: number, added: readonly string[] = []): VocabLayout {
+export function vocabLayout (vocabSize: number, added: readonly string[] = [], trainingText: string = TRAINING_TEXT): VocabLayout {
   if (!Number.isInteger(vocabSize) || vocabSize < MIN_VOCAB_SIZE + added.length) {
     throw new ConfigError('vocab_size', `must be an integer >= ${MIN_VOCAB_SIZE + added.length} (5 special + 256 byte tokens + ${added.length} added), got ${vocabSize}`)
   }
   const tokens = [...NAMED_SPECIAL_TOKENS, ...BYTE_TO_CHAR]
-  const merges = trainMerges(TRAINING_TEXT, vocabSize - tokens.length - added.length)
+  const merges = trainMerges(trainingText, vocabSize - tokens.length - added.length)
   for (const [a, b] of merges) tokens.push(a + b)
   const addedIds: number[] = []
   for (const text of added) {
@@ -57,8 +58,8 @@ export function vocabLayout (vocabSize: number, added: readonly string[] = []): 
   return { tokens, specialIds, addedIds, merges }
 }
 
-function addedToken (id: number, content: string, special: boolean) {
-  return { id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special }
+function addedToken (id: number, content: string, special: boolean, normalized: boolean) {
+  return { id, content, single_word: false, lstrip: false, rstrip: false, normalized, special }
 }
 
 function specialTokenEntry (content: string) {
@@ -72,23 +73,25 @@ function vocabJson (tokens: string[], indent: string): string {
 }
 
 /** The tokenizer.json object (Hugging Face tokenizers format), vocab written separately. */
-function tokenizerJson (layout: VocabLayout): string {
+function tokenizerJson (layout: VocabLayout, structure: TokenizerStructure): string {
+  const sections = structureSections(structure)
   const bosPiece = (typeId: number) => ({ SpecialToken: { id: BOS_TOKEN, type_id: typeId } })
   const body = {
     version: '1.0',
     truncation: null,
     padding: null,
     added_tokens: [...layout.specialIds, ...layout.addedIds].sort((a, b) => a - b)
-      .map((id) => addedToken(id, layout.tokens[id], layout.specialIds.includes(id))),
-    normalizer: null,
-    pre_tokenizer: { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true },
+      // DeepSeek's files mark their added tokens normalized (a no-op under its empty normalizer).
+      .map((id) => addedToken(id, layout.tokens[id], layout.specialIds.includes(id), structure !== 'gpt2')),
+    normalizer: sections.normalizer,
+    pre_tokenizer: sections.pre_tokenizer,
     post_processor: {
       type: 'TemplateProcessing',
       single: [bosPiece(0), { Sequence: { id: 'A', type_id: 0 } }],
       pair: [bosPiece(0), { Sequence: { id: 'A', type_id: 0 } }, bosPiece(1), { Sequence: { id: 'B', type_id: 1 } }],
       special_tokens: { [BOS_TOKEN]: { id: BOS_TOKEN, ids: [0], tokens: [BOS_TOKEN] } },
     },
-    decoder: { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true },
+    decoder: sections.decoder,
     model: {
       type: 'BPE',
       dropout: null,
@@ -111,9 +114,17 @@ function tokenizerJson (layout: VocabLayout): string {
     .replace('"@MERGES@"', () => layout.merges.length ? `[\n${merges}\n    ]` : '[]') + '\n'
 }
 
-/** All three files for a vocabulary of `vocabSize` tokens (with `added` ordinary added tokens) and a context of `modelMaxLength`. */
-export function buildTokenizerFiles (vocabSize: number, modelMaxLength: number, added: readonly string[] = []): TokenizerFiles {
-  const layout = vocabLayout(vocabSize, added)
+/**
+ * All three files for a vocabulary of `vocabSize` tokens (with `added` ordinary added tokens) and a
+ * context of `modelMaxLength`, in the given tokenizer.json structure (the vocabulary and merges do
+ * not depend on it).
+ */
+export function buildTokenizerFiles (
+  vocabSize: number, modelMaxLength: number, added: readonly string[] = [],
+  options: { structure?: TokenizerStructure, trainingText?: string } = {},
+): TokenizerFiles {
+  const structure = options.structure ?? 'gpt2'
+  const layout = vocabLayout(vocabSize, added, options.trainingText)
   const config = {
     add_bos_token: true,
     add_eos_token: false,
@@ -132,7 +143,7 @@ export function buildTokenizerFiles (vocabSize: number, modelMaxLength: number, 
     pad_token: specialTokenEntry(PAD_TOKEN),
   }
   return {
-    'tokenizer.json': tokenizerJson(layout),
+    'tokenizer.json': tokenizerJson(layout, structure),
     'tokenizer_config.json': JSON.stringify(config, null, 2) + '\n',
     'special_tokens_map.json': JSON.stringify(map, null, 2) + '\n',
   }

@@ -1,8 +1,12 @@
 // The synthetic DeepSeek-style tokenizer: building its files, and loading/using them.
 export { Tokenizer, loadTokenizer, type EncodeOptions, type DecodeOptions } from './tokenizer.ts'
+export { digestOf } from './digest.ts'
+export { ChatFormat, loadChatFormat, type ChatTurn, type ChatRenderOptions } from './chat-format.ts'
+export { chatRenderOptions } from './chat-kwargs.ts'
 export { buildTokenizerFiles, vocabLayout, MIN_VOCAB_SIZE, type TokenizerFiles, type VocabLayout } from './build.ts'
 export { CHAT_TEMPLATE, renderChat, type ChatMessage } from './chat.ts'
 export { BOS_TOKEN, EOS_TOKEN, USER_TOKEN, ASSISTANT_TOKEN, PAD_TOKEN, NAMED_SPECIAL_TOKENS, reservedToken } from './specials.ts'
 export { trainMerges, MIN_PAIR_COUNT, type Merge } from './train.ts'
 export { splitPretokens, GPT2_SPLIT } from './pretokenize.ts'
 export { BYTE_TO_CHAR, CHAR_TO_BYTE, toByteLevel } from './byte-level.ts'
+export { structureSections, DEEPSEEK_SPLITS, TOKENIZER_STRUCTURES, type TokenizerStructure } from './structure.ts'

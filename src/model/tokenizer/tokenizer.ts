@@ -1,10 +1,18 @@
-// A byte-level BPE tokenizer that reads Hugging Face tokenizer.json files of the kind
-// make-checkpoint writes, and encodes/decodes exactly as the `tokenizers` library does.
+// A byte-level BPE tokenizer that reads Hugging Face tokenizer.json files of the family DeepSeek's
+// checkpoints and make-checkpoint's belong to, and encodes/decodes exactly as the `tokenizers`
+// library does (docs/tokenizer.md says what is read and how parity is proven).
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { ConfigError, PdBridgeError } from '../../errors.ts'
+import { AddedMatcher, type AddedToken, type Segment } from './added-tokens.ts'
+import { CHAT_TEMPLATE } from './chat.ts'
+import { ChatFormat, loadChatFormat, type ChatRenderOptions, type ChatTurn } from './chat-format.ts'
+import { BOS_TOKEN, EOS_TOKEN, PAD_TOKEN } from './specials.ts'
 import { tokenBytes, toByteLevel } from './byte-level.ts'
-import { splitPretokens } from './pretokenize.ts'
+import { digestOf } from './digest.ts'
+import { parseNormalizer, type Normalize } from './normalizer.ts'
+import { parsePostProcessor, type Template } from './post-processor.ts'
+import { parsePreTokenizer, type PreTokenize } from './pre-tokenizer.ts'
 
 /** Options for Tokenizer.encode. */
 export interface EncodeOptions {
@@ -20,61 +28,78 @@ export interface DecodeOptions {
 
 type Json = Record<string, unknown>
 
+// With the u flag, only an unpaired surrogate is a code point of category Cs.
+const LONE_SURROGATE = /\p{Cs}/gu
+
 function isObject (v: unknown): v is Json {
   return typeof v === 'object' && v !== null && !Array.isArray(v)
 }
 
 /** A loaded tokenizer. Build it with Tokenizer.fromJson or loadTokenizer. */
 export class Tokenizer {
+  /** sha256 of the tokenizer.json text it was read from: two ends that tokenize alike show the same digest. */
+  readonly digest: string
+  /** The checkpoint's chat format (tokenizer_config.json); without one, make-checkpoint's CHAT_TEMPLATE. */
+  chat: ChatFormat | undefined
   private readonly vocab: Map<string, number>
   private readonly tokensById: string[]
   private readonly ranks: Map<string, number>
   private readonly special: Set<number>
-  // Added tokens by first UTF-16 unit, longest first: leftmost-longest matching, as tokenizers does.
-  private readonly addedByFirstUnit: Map<string, Array<{ content: string, id: number }>>
-  private readonly addPrefixSpace: boolean
-  private readonly template: Array<{ id: number } | 'A'>
+  // What decode writes for an added token, and which ids skip_special_tokens drops (see below).
+  private readonly decodedAs: Map<number, string>
+  private readonly skipped: Set<number>
+  private readonly addedById: Map<number, string>
+  private readonly rawAdded: AddedMatcher
+  private readonly normalizedAdded: AddedMatcher
+  private readonly normalize: Normalize | undefined
+  private readonly preTokenize: PreTokenize
+  private readonly byteFallback: boolean
+  private readonly ignoreMerges: boolean
+  private readonly template: Template
   private readonly cache = new Map<string, number[]>()
 
   private constructor (parts: {
-    tokensById: string[], vocab: Map<string, number>, ranks: Map<string, number>,
-    added: Array<{ content: string, id: number, special: boolean }>, addPrefixSpace: boolean,
-    template: Array<{ id: number } | 'A'>,
+    digest: string, tokensById: string[], vocab: Map<string, number>, ranks: Map<string, number>,
+    added: AddedToken[], normalize: Normalize | undefined, preTokenize: PreTokenize,
+    byteFallback: boolean, ignoreMerges: boolean, template: Template,
   }) {
+    this.digest = parts.digest
     this.tokensById = parts.tokensById
     this.vocab = parts.vocab
     this.ranks = parts.ranks
-    this.addPrefixSpace = parts.addPrefixSpace
+    this.normalize = parts.normalize
+    this.preTokenize = parts.preTokenize
+    this.byteFallback = parts.byteFallback
+    this.ignoreMerges = parts.ignoreMerges
     this.template = parts.template
     this.special = new Set(parts.added.filter((a) => a.special).map((a) => a.id))
-    this.addedByFirstUnit = new Map()
-    for (const a of [...parts.added].sort((x, y) => y.content.length - x.content.length)) {
-      const list = this.addedByFirstUnit.get(a.content[0]) ?? []
-      list.push({ content: a.content, id: a.id })
-      this.addedByFirstUnit.set(a.content[0], list)
-    }
+    this.addedById = new Map(parts.added.map((a) => [a.id, a.content]))
+    // Without a normalizer both groups see the same text, but the raw group still goes first.
+    this.rawAdded = new AddedMatcher(parts.added.filter((a) => !a.normalized))
+    // A normalized token is looked for in normalized text by its own normalized content.
+    const norm = parts.normalize ?? ((t: string) => t)
+    this.normalizedAdded = new AddedMatcher(parts.added.filter((a) => a.normalized).map((a) => ({ ...a, content: norm(a.content) })))
+    // The Rust library also decodes a normalized token as its normalized content, and skips a
+    // special one only when that content is still a special token's (measured: flags fixture).
+    this.decodedAs = new Map(parts.added.map((a) => [a.id, a.normalized ? norm(a.content) : a.content]))
+    const specialContents = new Set(parts.added.filter((a) => a.special).map((a) => a.content))
+    this.skipped = new Set(parts.added.filter((a) => a.special && specialContents.has(this.decodedAs.get(a.id) as string)).map((a) => a.id))
   }
 
   /**
    * Build from a parsed tokenizer.json. Accepts: model BPE (merges as pairs or "a b" strings,
-   * no unk token, no dropout), no normalizer, ByteLevel pre-tokenizer with the GPT-2 regex,
-   * ByteLevel decoder, and a TemplateProcessing post-processor (single sequence) or none.
+   * byte_fallback, ignore_merges; no unk token, no dropout), the normalizers of normalizer.ts,
+   * the pre-tokenizers of pre-tokenizer.ts, a ByteLevel decoder, added tokens with any flags,
+   * and a TemplateProcessing/ByteLevel/Sequence post-processor or none.
    */
-  static fromJson (json: unknown, file = 'tokenizer.json'): Tokenizer {
+  static fromJson (json: unknown, file = 'tokenizer.json', digest = digestOf(JSON.stringify(json))): Tokenizer {
     if (!isObject(json)) throw new ConfigError('(root)', 'must be a JSON object', file)
     const model = json.model
     if (!isObject(model) || model.type !== 'BPE') throw new ConfigError('model.type', 'must be "BPE"', file)
     if (model.dropout != null) throw new ConfigError('model.dropout', 'dropout is not supported', file)
+    if (model.unk_token != null) throw new ConfigError('model.unk_token', 'an unknown token is not supported (byte-level vocabularies need none)', file)
     if (model.continuing_subword_prefix != null || model.end_of_word_suffix != null) {
       throw new ConfigError('model', 'subword prefixes/suffixes are not supported', file)
-    }
-    if (model.byte_fallback === true || model.ignore_merges === true) {
-      throw new ConfigError('model', 'byte_fallback and ignore_merges are not supported', file)
-    }
-    if (json.normalizer != null) throw new ConfigError('normalizer', 'must be null', file)
-    const pre = json.pre_tokenizer
-    if (!isObject(pre) || pre.type !== 'ByteLevel' || pre.use_regex === false) {
-      throw new ConfigError('pre_tokenizer', 'must be ByteLevel with use_regex', file)
     }
     const decoder = json.decoder
     if (!isObject(decoder) || decoder.type !== 'ByteLevel') throw new ConfigError('decoder', 'must be ByteLevel', file)
@@ -88,17 +113,19 @@ export class Tokenizer {
       tokensById[id as number] = token
     }
 
-    const added: Array<{ content: string, id: number, special: boolean }> = []
+    const added: AddedToken[] = []
     const addedJson = json.added_tokens ?? []
     if (!Array.isArray(addedJson)) throw new ConfigError('added_tokens', 'must be an array', file)
     for (const [i, a] of addedJson.entries()) {
       if (!isObject(a) || typeof a.content !== 'string' || a.content === '' || !Number.isInteger(a.id)) {
         throw new ConfigError(`added_tokens[${i}]`, 'needs a non-empty content and an integer id', file)
       }
-      if (a.single_word === true || a.lstrip === true || a.rstrip === true || a.normalized === true) {
-        throw new ConfigError(`added_tokens[${i}]`, 'single_word/lstrip/rstrip/normalized added tokens are not supported', file)
-      }
-      added.push({ content: a.content, id: a.id as number, special: a.special === true })
+      added.push({
+        id: a.id as number, content: a.content, special: a.special === true,
+        // tokenizers' default for a missing flag: normalized unless special.
+        normalized: typeof a.normalized === 'boolean' ? a.normalized : a.special !== true,
+        lstrip: a.lstrip === true, rstrip: a.rstrip === true, singleWord: a.single_word === true,
+      })
       tokensById[a.id as number] = a.content
     }
     for (let id = 0; id < tokensById.length; id++) {
@@ -121,10 +148,28 @@ export class Tokenizer {
     }
 
     return new Tokenizer({
-      tokensById, vocab, ranks, added,
-      addPrefixSpace: pre.add_prefix_space === true,
-      template: parseTemplate(json.post_processor, added, file),
+      digest, tokensById, vocab, ranks, added,
+      normalize: parseNormalizer(json.normalizer, file),
+      preTokenize: parsePreTokenizer(json.pre_tokenizer, file),
+      byteFallback: model.byte_fallback === true,
+      ignoreMerges: model.ignore_merges === true,
+      template: parsePostProcessor(json.post_processor, added, file),
     })
+  }
+
+  /** The chat format prompts are rendered with. */
+  get chatFormat (): ChatFormat {
+    return this.chat ?? builtinChat()
+  }
+
+  /** Digest of everything that turns a request into ids: tokenizer.json and the chat format. */
+  get promptDigest (): string {
+    return digestOf(`${this.digest}:${this.chatFormat.digest}`)
+  }
+
+  /** The ids of a chat prompt: rendered by the chat format (generation prompt on), encoded without adding specials. */
+  encodeChat (messages: readonly ChatTurn[], options: ChatRenderOptions = {}): number[] {
+    return this.encode(this.chatFormat.render(messages, options))
   }
 
   /** Number of ids (the highest id + 1). */
@@ -147,22 +192,21 @@ export class Tokenizer {
     return this.special.has(id)
   }
 
-  /** Encode text: added tokens matched verbatim first, then GPT-2 split, byte-level map and BPE. */
+  /**
+   * Encode text: added tokens found first (see added-tokens.ts), the rest normalized,
+   * pre-tokenized, mapped to byte-level characters and merged by BPE. Lone surrogates become
+   * U+FFFD first, as UTF-8 encoding does (the Rust library cannot take them at all).
+   */
   encode (text: string, options: EncodeOptions = {}): number[] {
     const ids: number[] = []
-    let segmentStart = 0
-    for (let i = 0; i < text.length;) {
-      const hit = this.matchAddedAt(text, i)
-      if (hit === undefined) {
-        i++
+    for (const raw of this.rawAdded.split(text.replace(LONE_SURROGATE, '\ufffd'))) {
+      if ('id' in raw) {
+        ids.push(raw.id)
         continue
       }
-      this.encodeOrdinary(text.slice(segmentStart, i), ids)
-      ids.push(hit.id)
-      i += hit.content.length
-      segmentStart = i
+      const normalized = this.normalize === undefined ? raw.text : this.normalize(raw.text)
+      for (const seg of this.normalizedAdded.split(normalized)) this.encodeSegment(seg, ids)
     }
-    this.encodeOrdinary(text.slice(segmentStart), ids)
     if (!options.addSpecialTokens) return ids
     return this.template.flatMap((piece) => piece === 'A' ? ids : [piece.id])
   }
@@ -172,9 +216,9 @@ export class Tokenizer {
     const chunks: Uint8Array[] = []
     let length = 0
     for (const id of ids) {
-      const token = this.tokensById[id]
+      const token = this.decodedAs.get(id) ?? this.tokensById[id]
       if (token === undefined) throw new PdBridgeError(`tokenizer: id ${id} is not in the vocabulary (0..${this.vocabSize - 1})`)
-      if (options.skipSpecialTokens && this.special.has(id)) continue
+      if (options.skipSpecialTokens && this.skipped.has(id)) continue
       const bytes = tokenBytes(token)
       chunks.push(bytes)
       length += bytes.length
@@ -190,22 +234,20 @@ export class Tokenizer {
   }
 
   private findAdded (token: string): number | undefined {
-    return this.addedByFirstUnit.get(token[0])?.find((a) => a.content === token)?.id
+    for (const [id, content] of this.addedById) if (content === token) return id
+    return undefined
   }
 
-  private matchAddedAt (text: string, at: number): { content: string, id: number } | undefined {
-    const candidates = this.addedByFirstUnit.get(text[at])
-    return candidates?.find((a) => text.startsWith(a.content, at))
-  }
-
-  private encodeOrdinary (segment: string, ids: number[]): void {
-    if (segment === '') return
-    const text = this.addPrefixSpace && !segment.startsWith(' ') ? ' ' + segment : segment
-    for (const piece of splitPretokens(text)) {
+  private encodeSegment (seg: Segment, ids: number[]): void {
+    if ('id' in seg) {
+      ids.push(seg.id)
+      return
+    }
+    for (const piece of this.preTokenize(seg.text)) {
       const word = toByteLevel(piece)
       let wordIds = this.cache.get(word)
       if (wordIds === undefined) {
-        wordIds = this.bpe(word)
+        wordIds = this.ignoreMerges && this.vocab.has(word) ? [this.vocab.get(word) as number] : this.bpe(word)
         if (this.cache.size < 100_000) this.cache.set(word, wordIds)
       }
       for (const id of wordIds) ids.push(id)
@@ -229,37 +271,18 @@ export class Tokenizer {
       if (bestAt < 0) break
       symbols.splice(bestAt, 2, symbols[bestAt] + symbols[bestAt + 1])
     }
-    return symbols.map((s) => {
+    return symbols.flatMap((s) => {
       const id = this.vocab.get(s)
-      if (id === undefined) throw new PdBridgeError(`tokenizer: symbol ${JSON.stringify(s)} is not in the vocabulary`)
-      return id
+      if (id !== undefined) return [id]
+      // byte_fallback: a symbol the vocabulary lacks becomes its UTF-8 bytes as <0xHH> tokens.
+      const bytes = this.byteFallback ? [...new TextEncoder().encode(s)].map((b) => this.vocab.get(`<0x${b.toString(16).toUpperCase().padStart(2, '0')}>`)) : []
+      if (bytes.length === 0 || bytes.some((b) => b === undefined)) throw new PdBridgeError(`tokenizer: symbol ${JSON.stringify(s)} is not in the vocabulary`)
+      return bytes as number[]
     })
   }
 }
 
-function parseTemplate (
-  post: unknown, added: Array<{ content: string, id: number }>, file: string,
-): Array<{ id: number } | 'A'> {
-  if (post == null) return ['A']
-  if (!isObject(post) || post.type !== 'TemplateProcessing' || !Array.isArray(post.single)) {
-    throw new ConfigError('post_processor', 'must be null or TemplateProcessing', file)
-  }
-  const specials = isObject(post.special_tokens) ? post.special_tokens : {}
-  return post.single.flatMap((piece: unknown, i: number): Array<{ id: number } | 'A'> => {
-    if (isObject(piece) && isObject(piece.Sequence) && piece.Sequence.id === 'A') return ['A']
-    if (isObject(piece) && isObject(piece.SpecialToken) && typeof piece.SpecialToken.id === 'string') {
-      const entry = specials[piece.SpecialToken.id]
-      if (isObject(entry) && Array.isArray(entry.ids) && entry.ids.every((x) => Number.isInteger(x))) {
-        return (entry.ids as number[]).map((id) => ({ id }))
-      }
-      const a = added.find((t) => t.content === (piece.SpecialToken as Json).id)
-      if (a) return [{ id: a.id }]
-    }
-    throw new ConfigError(`post_processor.single[${i}]`, 'must be Sequence A or a known SpecialToken', file)
-  })
-}
-
-/** Load `<dir>/tokenizer.json`. */
+/** Load `<dir>/tokenizer.json`, with the chat format of `<dir>/tokenizer_config.json` when it has one. */
 export async function loadTokenizer (dir: string): Promise<Tokenizer> {
   const file = join(dir, 'tokenizer.json')
   let text: string
@@ -276,5 +299,14 @@ export async function loadTokenizer (dir: string): Promise<Tokenizer> {
   catch (err) {
     throw new ConfigError('(root)', `not valid JSON: ${(err as Error).message}`, file)
   }
-  return Tokenizer.fromJson(json, file)
+  const tokenizer = Tokenizer.fromJson(json, file, digestOf(text))
+  tokenizer.chat = await loadChatFormat(dir)
+  return tokenizer
+}
+
+let builtin: ChatFormat | undefined
+// make-checkpoint's template, for a tokenizer without a tokenizer_config.json beside it.
+function builtinChat (): ChatFormat {
+  builtin ??= new ChatFormat(CHAT_TEMPLATE, { bos_token: BOS_TOKEN, eos_token: EOS_TOKEN, pad_token: PAD_TOKEN })
+  return builtin
 }

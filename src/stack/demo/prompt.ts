@@ -3,7 +3,7 @@
 // run wrote can be a hit: the README's trap of a reused seed serving stale blocks cannot happen.
 import { randomBytes } from 'node:crypto'
 import { streamFor, type Xoshiro128 } from '../../model/checkpoint/index.ts'
-import { renderChat, type ChatMessage, type Tokenizer } from '../../model/tokenizer/index.ts'
+import type { ChatMessage, Tokenizer } from '../../model/tokenizer/index.ts'
 
 const SUBJECTS = ['the harbour master', 'a ferry captain', 'the baker', 'an old surveyor', 'the lighthouse keeper', 'a clerk at the customs house', 'the schoolteacher', 'two fishermen', 'the mayor', 'a travelling engineer']
 const VERBS = ['counted', 'repaired', 'described', 'measured', 'carried', 'recorded', 'painted', 'questioned', 'weighed', 'followed']
@@ -52,7 +52,7 @@ export function buildDemoPrompt (tokenizer: Tokenizer, targetTokens: number, see
   const rng = streamFor(seed, 'demo-prompt')
   const codeWord = `${pick(rng, CODE_WORDS)}-${rng.nextInt(9000) + 1000}`
   const fact = `The code word is ${codeWord}.`
-  const count = (messages: ChatMessage[]): number => tokenizer.encode(renderChat(messages, true)).length
+  const count = (messages: ChatMessage[]): number => tokenizer.encodeChat(messages).length
   const sentences: string[] = []
   // Grow by whole sentences, estimating from the tokens so far, then settle exactly.
   let total = count(messagesFor(sentences, fact, 0))
@@ -75,5 +75,5 @@ export function buildDemoPrompt (tokenizer: Tokenizer, targetTokens: number, see
   }
   sentences.length = hi
   const messages = withFirst(hi)
-  return { seed, messages, tokens: tokenizer.encode(renderChat(messages, true)), codeWord }
+  return { seed, messages, tokens: tokenizer.encodeChat(messages), codeWord }
 }

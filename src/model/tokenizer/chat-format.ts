@@ -1,0 +1,112 @@
+// The checkpoint's own chat format: tokenizer_config.json's `chat_template`, rendered with a real
+// Jinja engine (@huggingface/jinja) in the context transformers' apply_chat_template gives it:
+// messages, tools, add_generation_prompt, the special-token strings and any extra template kwargs
+// (the engine itself provides raise_exception and strftime_now). Parity with transformers is proven in suites/chat-format.
+import { readFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { Template } from '@huggingface/jinja'
+import { ConfigError, PdBridgeError } from '../../errors.ts'
+import { digestOf } from './digest.ts'
+
+/** One chat message as a client sends it; the template reads what it knows of it. */
+export interface ChatTurn {
+  role: string
+  content?: unknown
+  tool_calls?: unknown
+  tool_call_id?: unknown
+  reasoning_content?: unknown
+  name?: unknown
+}
+
+/** How to render: what vLLM's chat request fields map to. */
+export interface ChatRenderOptions {
+  /** Append the assistant's opening (default true: a prompt for a completion). */
+  addGenerationPrompt?: boolean
+  /** OpenAI-style tool definitions, passed to the template as `tools`. */
+  tools?: readonly unknown[]
+  /** Extra template variables (vLLM's chat_template_kwargs, e.g. {"thinking": true}). */
+  kwargs?: Record<string, unknown>
+}
+
+const SPECIAL_KEYS = ['bos_token', 'eos_token', 'unk_token', 'pad_token'] as const
+
+type Json = Record<string, unknown>
+const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v)
+
+// tokenizer_config.json writes a special token as a string or as an AddedToken object.
+function tokenString (v: unknown): string | undefined {
+  if (typeof v === 'string') return v
+  if (isObject(v) && typeof v.content === 'string') return v.content
+  return undefined
+}
+
+/** A compiled chat template with the special-token strings it is rendered with. */
+export class ChatFormat {
+  /** sha256 of the template and its special tokens: two ends that render alike show the same digest. */
+  readonly digest: string
+  private readonly compiled: Template
+
+  constructor (readonly template: string, readonly specials: Readonly<Record<string, string>>, file = 'tokenizer_config.json') {
+    try {
+      this.compiled = new Template(template)
+    } catch (e) {
+      throw new ConfigError('chat_template', `does not parse as Jinja: ${(e as Error).message}`, file)
+    }
+    this.digest = digestOf(JSON.stringify({ template, specials }))
+  }
+
+  /** Build from a parsed tokenizer_config.json; undefined when it has no chat_template. */
+  static fromConfig (config: unknown, file = 'tokenizer_config.json'): ChatFormat | undefined {
+    if (!isObject(config)) return undefined
+    let template = config.chat_template
+    // A list of named templates: transformers takes the one named "default".
+    if (Array.isArray(template)) {
+      const named = template.find((t) => isObject(t) && t.name === 'default')
+      template = isObject(named) ? named.template : undefined
+    }
+    if (template === undefined || template === null) return undefined
+    if (typeof template !== 'string') throw new ConfigError('chat_template', 'must be a string or a list with a "default" entry', file)
+    const specials: Record<string, string> = {}
+    for (const key of SPECIAL_KEYS) {
+      const s = tokenString(config[key])
+      if (s !== undefined) specials[key] = s
+    }
+    return new ChatFormat(template, specials, file)
+  }
+
+  /** The prompt text for these messages (to be encoded without adding special tokens). */
+  render (messages: readonly ChatTurn[], options: ChatRenderOptions = {}): string {
+    const context: Record<string, unknown> = {
+      ...options.kwargs,
+      ...this.specials,
+      messages,
+      add_generation_prompt: options.addGenerationPrompt ?? true,
+    }
+    if (options.tools !== undefined) context.tools = options.tools
+    try {
+      return this.compiled.render(context)
+    } catch (e) {
+      // raise_exception in the template, or a type error in it: the request cannot be rendered.
+      throw new PdBridgeError(`chat template: ${(e as Error).message}`)
+    }
+  }
+}
+
+/** Read `<dir>/tokenizer_config.json`'s chat format; undefined when the file or its template is absent. */
+export async function loadChatFormat (dir: string): Promise<ChatFormat | undefined> {
+  const file = join(dir, 'tokenizer_config.json')
+  let text: string
+  try {
+    text = await readFile(file, 'utf8')
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined
+    throw new ConfigError('tokenizer_config.json', `cannot read: ${(e as Error).message}`, file)
+  }
+  let json: unknown
+  try {
+    json = JSON.parse(text)
+  } catch (e) {
+    throw new ConfigError('(root)', `not valid JSON: ${(e as Error).message}`, file)
+  }
+  return ChatFormat.fromConfig(json, file)
+}
