@@ -315,7 +315,10 @@ async function peakRss (pid) {
 
 // An approximate tokenizer for remote deployments (4 characters a token): the record keeps the
 // token counts the servers report, so only the prompt's size is approximate.
-const roughTokenizer = { encode: (text) => ({ length: Math.ceil(text.length / 4) }) }
+const roughTokenizer = {
+  encode: (text) => ({ length: Math.ceil(text.length / 4) }),
+  encodeChat: (messages) => ({ length: Math.ceil(messages.map((m) => m.content).join('\n').length / 4) }),
+}
 
 let stack
 let nativeUrl = opts.nativeUrl

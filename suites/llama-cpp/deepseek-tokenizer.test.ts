@@ -23,7 +23,7 @@ beforeAll(async () => {
   await exportGguf({ model: join(scratch, 'tiny'), out: join(scratch, 'tiny.gguf') })
   llama = await LlamaCppModel.load(join(scratch, 'tiny.gguf'))
   ours = await loadTokenizer(join(scratch, 'tiny'))
-}, 120_000)
+})
 afterAll(async () => {
   await llama?.dispose()
   rmSync(scratch, { recursive: true, force: true })

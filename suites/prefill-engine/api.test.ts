@@ -46,7 +46,7 @@ describe('the engine announces itself', () => {
     expect(health.status).toBe(200)
     expect(health.body).toEqual({
       status: 'ok', model: 'tiny', profile: 'prefill', sidecar_fingerprint: sidecar.fingerprint,
-      queue_length: 0, running: null, engine_prefilled_tokens: 0, max_queue: 1, max_tokens: 4096, prefix_caching: false,
+      queue_length: 0, running: null, accepted_requests: 0, engine_prefilled_tokens: 0, max_queue: 1, max_tokens: 4096, prefix_caching: false,
       // The prefill profile is not the decoder's: a carry of the decoder's cache would not continue this engine's own prefill.
       warm_extend: { supported: false, reason: expect.stringMatching(/prefills under profile prefill and the decoder's cache is under decoder/) },
     })

@@ -117,7 +117,7 @@ describe('RESULTS.md and report.html', () => {
     const r = await generateResults(join(dir, 'runs'), out, join(dir, 'micro'), join(dir, 'needle'), join(dir, 'faults'), load)
     expect(r.loadRecords).toBe(2)
     const md = await readFile(join(out, 'RESULTS.md'), 'utf8')
-    expect(md).toContain('and `results/load/` (load protocol runs); do not edit by hand.')
+    expect(md).toContain(`and \`${load}/\` (load protocol runs); do not edit by hand.`)
     expect(md.match(/^## Environment .*/gm)).toEqual(['## Environment env-10ad'])
     expect(md).toContain(`### Load\n\n${loadHeadline(fixture)}.\n`)
     expect(md).toContain('Newest run load-fixture-a (commit abc1234, 2026-01-05T00:00:00.000Z): 16 concurrent clients for 60 s, 20% bridged, 40% warm, 40% native-short;')
@@ -138,7 +138,7 @@ describe('RESULTS.md and report.html', () => {
     const md = await readFile(join(out, 'RESULTS.md'), 'utf8')
     expect(md).not.toContain('### Load')
     expect(md).not.toContain('protocols/load.mjs')
-    expect(md).not.toContain('results/load/')
+    expect(md).not.toContain('(load protocol runs)')
   })
 })
 

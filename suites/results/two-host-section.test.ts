@@ -108,7 +108,7 @@ describe('the section', () => {
     await generateResults(runs, with2, join(dir, 'none'), join(dir, 'none'), join(dir, 'none'), join(dir, 'none'), join(dir, 'none'), twoHost)
     const md = await readFile(join(with2, 'RESULTS.md'), 'utf8')
     expect(md).toContain('### Two hosts over one link')
-    expect(md).toContain('`results/two-host/` (two-host protocol runs)')
+    expect(md).toContain(`\`${twoHost}/\` (two-host protocol runs)`)
     expect(md).toContain('Two hosts (protocols/two-hosts.mjs, docs/two-hosts.md)')
     expect(md).toContain(fixture.environment.id)
     const html = await readFile(join(with2, 'report.html'), 'utf8')

@@ -65,7 +65,7 @@ describe('a decoder that cannot write its store', () => {
     expect(by.decoder.status).toBe('warn')
     expect(by.decoder.detail).toMatch(new RegExp(`^${url} answers /health \\(\\d+ ms\\) with status "degraded": the block store cannot be written \\(EFBIG\\)`))
     expect(by.store.status).toBe('fail')
-    expect(by.store.detail).toMatch(new RegExp(`^${store} is writable here, but the decoder cannot write its store ${store} \\(EFBIG\\): cannot write a 8192-byte probe file .*; prompts are answered, but no block is stored and nothing can be bridged$`))
+    expect(by.store.detail).toMatch(new RegExp(`^${store} is writable here, but the decoder cannot write its store <cacheDir> \\(EFBIG\\): cannot write a 8192-byte probe file .*; prompts are answered, but no block is stored and nothing can be bridged$`))
     // A degraded decoder is still up: versions and geometry are judged from its /health.
     expect(by.versions).toMatchObject({ status: 'pass', detail: expect.stringContaining('decoder serves tiny') })
     expect(r.ok).toBe(false)

@@ -27,6 +27,7 @@ import { LogprobsFormat } from './logprobs.ts'
 import { ChunkMaker, chatCompletion, textCompletion, timingsOf, usageOf, type DecoderExtra, type FinishedChoice, type ResponseHead } from './responses.ts'
 import { isRandom } from './sampling/index.ts'
 import { SseWriter } from './sse.ts'
+import { storeIdentity } from '../../decode/store/index.ts'
 
 /** What the server shows of a prefix cache, whichever engine it belongs to: stats for /health, and a rescan. */
 export interface ServedCacheInfo {
@@ -271,7 +272,8 @@ export async function startDecoderServer (opts: DecoderServerOptions): Promise<D
         max_batch: opts.admission?.slots ?? 1, batch_memory_bytes: opts.admission?.budgetBytes ?? null,
       },
       queue: queueView(queue.stats),
-      cache: opts.prefixCache === undefined ? null : { dir: opts.prefixCache.dir, block_size: opts.prefixCache.blockSize, ...opts.prefixCache.describe() },
+      // dir_id names the store without its path (doctor compares it where dir is redacted).
+      cache: opts.prefixCache === undefined ? null : { dir: opts.prefixCache.dir, dir_id: storeIdentity(opts.prefixCache.dir), block_size: opts.prefixCache.blockSize, ...opts.prefixCache.describe() },
       store,
       ...opts.healthExtra?.(),
     }, redactorFor(request))

@@ -2,7 +2,7 @@
 // embedded stack's state directory. Each link is asked over HTTP for what it says it is, and the
 // answers are compared with each other and with the files (sidecar, store) the config names.
 import { mkdir, stat } from 'node:fs/promises'
-import { join, resolve } from 'node:path'
+import { isAbsolute, join, resolve } from 'node:path'
 import { loadSidecar, type Sidecar } from '../../capture/index.ts'
 import { loadFrontConfig, type FrontConfig } from '../../config/index.ts'
 import { getProfile, profileFingerprint } from '../../model/profiles/index.ts'
@@ -12,6 +12,7 @@ import { checkBlockAuthentication } from './blocks.ts'
 import { Checklist, type DoctorReport } from './checks.ts'
 import { clockSkew, field, probe, type Probe } from './probe.ts'
 import { Geometry } from '../../wire/geometry.ts'
+import { storeIdentity } from '../../decode/store/index.ts'
 
 /** What to check. */
 export interface DoctorOptions {
@@ -189,10 +190,14 @@ export async function runDoctor (options: DoctorOptions): Promise<DoctorReport> 
     const decoderSays = decoderStoreProblem(decoderHealth)
     if (problem !== undefined) list.fail('store', decoderSays === undefined ? problem : `${problem}; ${decoderSays}`)
     else if (decoderSays !== undefined) list.fail('store', `${config.decoder.cacheDir} is writable here, but ${decoderSays}`)
-    else if (typeof served === 'string' && resolve(served) !== resolve(config.decoder.cacheDir)) {
-      list.fail('store', `the config writes blocks to ${resolve(config.decoder.cacheDir)} but the decoder serves from ${resolve(served)}`)
+    else {
+      // Without the key the decoder names no path (`<cacheDir>`): its store's identity stands for it.
+      const servedId = field(decoderHealth, 'cache', 'dir_id')
+      const known = typeof served === 'string' && isAbsolute(served)
+      const other = known ? resolve(served) !== resolve(config.decoder.cacheDir) : typeof servedId === 'string' && servedId !== storeIdentity(config.decoder.cacheDir)
+      if (other) list.fail('store', `the config writes blocks to ${resolve(config.decoder.cacheDir)} but the decoder serves from ${known ? resolve(served) : `another directory (store id ${String(servedId)})`}`)
+      else list.pass('store', `${config.decoder.cacheDir} is writable${known || typeof servedId === 'string' ? ' and is the decoder\'s store' : ''}`)
     }
-    else list.pass('store', `${config.decoder.cacheDir} is writable${typeof served === 'string' ? ' and is the decoder\'s store' : ''}`)
   }
   checkBlockAuthentication(list, decoderHealth)
   if (config.capture.spoolDir !== undefined) {
