@@ -9,7 +9,7 @@
 import { tokenIdsSha256 } from '../wire/manifest.ts'
 import type { FrontConfig } from '../config/index.ts'
 import type { BlockWriterReport } from '../decode/writer/index.ts'
-import type { Retention } from './retention.ts'
+import { deleteFailed, type Retention } from './retention.ts'
 import type { BridgeSetup } from './setup.ts'
 import { dropCarry, sendCarry } from './stages/carry.ts'
 import { captureSource, engineTimings, transferTimings } from './stages/capture-source.ts'
@@ -98,6 +98,7 @@ export async function runBridge (config: FrontConfig, setup: BridgeSetup, job: B
     const { rescan, timings: rescanned } = await rescanDecoder(run)
     Object.assign(timings, rescanned)
     const { retention, timings: retained } = await retainStage(run, report.state)
+    if (deleteFailed(retention)) run.keepInflightMark()
     Object.assign(timings, retained)
 
     const manifest = writer.manifest

@@ -9,6 +9,7 @@ import type { PrefixCacheEvent } from '../decode/prefix-cache/index.ts'
 import { authHeaders } from '../http/api-key.ts'
 import { checkLink, decoderFacts, decoderModels } from './links.ts'
 import { BridgeQueue } from './queue.ts'
+import { clearInflight, retireInterrupted } from './reconcile.ts'
 import { pathRedactor, type Redactor } from './redact.ts'
 import { buildSetup, type BridgeSetup } from './setup.ts'
 import { PromptTokenizer } from './tokenize.ts'
@@ -31,6 +32,8 @@ export class FrontState {
   readonly counts = { requests: 0, bridged: 0, declined: 0 }
   private readonly setups = new Map<string, Promise<BridgeSetup>>()
   private modelIds: { at: number, ids: string[], embedded: boolean } | undefined
+  private readonly stopLater = new AbortController()
+  private readonly later = new Set<Promise<void>>()
 
   constructor (readonly config: FrontConfig, readonly logger: Logger, readonly apiKey: string | undefined, readonly spoolDir: string | undefined,
     /** The deployment's block key: what the writer stamps on every block (absent: blocks are not authenticated). */
@@ -73,6 +76,29 @@ export class FrontState {
       setup.catch(() => this.setups.delete(name))
     }
     return await setup
+  }
+
+  /**
+   * Retire later the capture of bridge `requestId`, whose delete did not reach the engine (killed,
+   * restarting): once the engine answers for it again, as a dead front door's interrupted capture
+   * is (reconcile.ts), and only then its in-flight mark goes. In the background; logged as
+   * `capture-retired`. Stopped by `stopRetiring` (the mark stays for the next front door).
+   */
+  retireLater (requestId: string): void {
+    const p = (async () => {
+      const retention = await retireInterrupted(this.effective, requestId, this.auth, this.stopLater.signal, true)
+      const done = retention === 'deleted' || retention === 'already gone'
+      if (done && this.spoolDir !== undefined) await clearInflight(this.spoolDir, requestId)
+      this.logger.info({ event: 'capture-retired', request_id: requestId, retention }, done ? 'capture retired after its delete failed' : 'capture still to be retired: its in-flight mark stays')
+    })().catch((e: unknown) => { this.logger.error({ err: e, request_id: requestId }, 'retiring a capture failed') })
+    this.later.add(p)
+    void p.finally(() => this.later.delete(p))
+  }
+
+  /** Stop the retirements still waiting (their marks stay for the next front door). */
+  async stopRetiring (): Promise<void> {
+    this.stopLater.abort()
+    await Promise.all(this.later)
   }
 
   /** The decoder's served model ids and whether it is the embedded decoder, cached for 5 s (empty when it cannot be asked). */

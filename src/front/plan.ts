@@ -16,6 +16,7 @@ import type { QueueFull } from './queue.ts'
 import { decideRoute } from './routing.ts'
 import { missingForBridge, type BridgeSetup } from './setup.ts'
 import { declined, VERDICT_HEADER, type BridgedPlan, type Verdict } from './verdict.ts'
+import { deleteFailed } from './retention.ts'
 
 /** A bridged request to confirm, or the declined verdict that stands. */
 export type Planned = { bridged: BridgedPlan } | { verdict: Verdict }
@@ -80,6 +81,7 @@ async function dispatchBridge (state: FrontState, setup: BridgeSetup, job: Bridg
       event: 'bridge', request_id: result.requestId, state: result.state, blocks: result.report.blocks, bridged_tokens: result.bridgedTokens, timings: info.timings_ms, bytes: info.bytes, rescan: info.rescan, capture_retention: result.retention,
       ...(result.startToken > 0 ? { resumed_from: result.startToken } : {}), ...(result.warmDeclined === undefined ? {} : { warm_extend_declined: result.warmDeclined }),
     }, 'bridged')
+    if (deleteFailed(result.retention)) state.retireLater(result.requestId)
     return { bridged: { state: result.state, bridgedTokens: result.bridgedTokens, promptTokens: tokens.length, ...(result.startToken > 0 ? { startToken: result.startToken } : {}) } }
   } catch (e) {
     info.route = 'native'

@@ -5,12 +5,15 @@
 // `.inflight/` from before its submit to its end, so a mark left there names a bridge nobody runs.
 // A configured spool is reconciled only by the front door holding its lock (`.pd-front.lock`, a
 // pid): another live front door on the same folder keeps it. A temporary spool carries its
-// owner's pid in its name; those of dead owners are reconciled and removed.
+// owner's pid in its name; those of dead owners are reconciled and removed. The decoder's store
+// (ours) loses the temporary block files of writers that are gone: a block a dead front door was
+// writing when it died (the decoder's own scan would also take them, but only at its next scan).
 import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Logger } from 'pino'
 import type { FrontConfig } from '../config/index.ts'
+import { listBlockDir } from '../decode/store/block-file.ts'
 import { isValidRequestId } from '../wire/manifest.ts'
 import { callJson, joinUrl } from './http.ts'
 import { retireCapture, type Retention } from './retention.ts'
@@ -100,17 +103,36 @@ export interface FrontReconcileReport {
   tempSpoolsRemoved: number
   /** Bridges that were in flight when their front door died: their captures are retired in the background. */
   interrupted: string[]
+  /** Temporary block files in the decoder's store whose writer (a dead front door or decoder) is gone: removed. */
+  storeTempsRemoved: number
   /** Set when another live front door holds the configured spool: nothing there was touched. */
   spoolHeldBy?: number
 }
 
 /**
- * Reconcile at start: the configured spool (under its lock), or the temporary spools of front
- * doors that are gone. Resolves once the spool is clean; `retire` then runs the interrupted
+ * Remove the temporary block files (`<hash>.safetensors.partial-<pid>-...`) under the store `root`
+ * whose writer's pid is gone: a block write that process never finished (it renames only a
+ * complete, fsynced file). Those of live processes (a decoder writing now) are left alone.
+ */
+export async function sweepStoreTemps (root: string): Promise<number> {
+  let n = 0
+  for (const e of await listBlockDir(root).catch(() => [])) {
+    if (e.kind !== 'temp' || e.pid === process.pid || pidAlive(e.pid)) continue
+    await rm(e.path, { force: true })
+    n++
+  }
+  return n
+}
+
+/**
+ * Reconcile at start: the temporary block files of dead writers in the decoder's store `storeDir`
+ * (ours), and the configured spool (under its lock), or the temporary spools of front doors that
+ * are gone. Resolves once the spool is clean; `retire` then runs the interrupted
  * bridges' captures to their retention in the background.
  */
-export async function reconcileSpools (spoolDir: string | undefined, ownSpool: boolean): Promise<FrontReconcileReport> {
-  const report: FrontReconcileReport = { spoolRemoved: [], spoolBytes: 0, tempSpoolsRemoved: 0, interrupted: [] }
+export async function reconcileSpools (spoolDir: string | undefined, ownSpool: boolean, storeDir?: string): Promise<FrontReconcileReport> {
+  const report: FrontReconcileReport = { spoolRemoved: [], spoolBytes: 0, tempSpoolsRemoved: 0, interrupted: [], storeTempsRemoved: 0 }
+  if (storeDir !== undefined) report.storeTempsRemoved = await sweepStoreTemps(storeDir)
   const add = (s: Swept): void => {
     report.spoolRemoved.push(...s.removed)
     report.spoolBytes += s.bytes
@@ -139,11 +161,12 @@ const SEALED = new Set(['done', 'partial', 'failed'])
 /**
  * An interrupted bridge's capture, once the engine has sealed it (a dead front door's request may
  * still be running there), retired under `capture.retain`: `none` deletes it, `failed` and `all`
- * keep it (an interrupted bridge is a failed one). Never throws; gives up at `signal` or after
- * `captureMs` of waiting.
+ * keep it (an interrupted bridge is a failed one). With `verified`, the capture of a bridge whose
+ * blocks were verified, whose delete was already decided and failed: it is deleted (FrontState.retireLater).
+ * Never throws; gives up at `signal` or after `captureMs` of waiting.
  */
-export async function retireInterrupted (config: FrontConfig, requestId: string, headers: Record<string, string>, signal: AbortSignal): Promise<Retention | 'unsealed'> {
-  const retain = config.capture.retain
+export async function retireInterrupted (config: FrontConfig, requestId: string, headers: Record<string, string>, signal: AbortSignal, verified = false): Promise<Retention | 'unsealed'> {
+  const retain = verified ? 'none' : config.capture.retain
   if (retain !== 'none') return `kept: an interrupted bridge, and capture.retain is ${retain}`
   const prefillUrl = config.prefill.url as string
   const d = config.deadlines
@@ -162,6 +185,7 @@ export async function retireInterrupted (config: FrontConfig, requestId: string,
 export function startReconcile (report: FrontReconcileReport, config: FrontConfig, headers: Record<string, string>, logger: Logger, signal: AbortSignal): Promise<void> {
   logger.info({
     event: 'reconciled', spool_removed: report.spoolRemoved.length, spool_bytes: report.spoolBytes, temp_spools_removed: report.tempSpoolsRemoved,
+    store_temps_removed: report.storeTempsRemoved,
     interrupted: report.interrupted, ...(report.spoolHeldBy === undefined ? {} : { spool_held_by: report.spoolHeldBy }),
   }, report.spoolHeldBy === undefined ? 'start-up reconciliation' : `the spool is held by live front door pid ${report.spoolHeldBy}: left as it is`)
   if (config.prefill.url === undefined) return Promise.resolve()

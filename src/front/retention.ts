@@ -10,6 +10,16 @@ import { callJson, errorMessageOf, joinUrl, LinkError } from './http.ts'
 /** What became of a verified capture, as `pd_bridge.capture.retention` and the log show it. */
 export type Retention = 'deleted' | 'already gone' | `kept: ${string}`
 
+const DELETE_FAILED = 'kept: the delete failed: '
+
+/**
+ * True when `retention` is a delete that never reached the engine (refused, reset, no answer): the
+ * capture is still to be retired, which the front door does later (FrontState.retireLater).
+ */
+export function deleteFailed (retention: Retention): boolean {
+  return retention.startsWith(DELETE_FAILED)
+}
+
 /** Why a verified capture is kept under `retain`, or undefined when it goes. */
 export function keepReason (retain: FrontConfig['capture']['retain'], state: 'done' | 'partial'): string | undefined {
   if (retain === 'all') return 'capture.retain is all'
@@ -38,6 +48,6 @@ export async function retireCapture (o: RetireOptions): Promise<Retention> {
     if (a.status === 404) return 'already gone'
     return `kept: the prefill engine refused the delete (${a.status}): ${errorMessageOf(a.body)}`
   } catch (e) {
-    return `kept: the delete failed: ${e instanceof LinkError ? e.problem : String(e)}`
+    return `${DELETE_FAILED}${e instanceof LinkError ? e.problem : String(e)}`
   }
 }

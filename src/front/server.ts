@@ -115,7 +115,7 @@ export async function startFrontDoor (options: FrontDoorOptions): Promise<FrontD
   if (mismatch !== undefined) throw new PdBridgeError(`front door not started: ${mismatch}`)
   const ownSpool = config.share.url !== undefined && config.capture.spoolDir === undefined
   // What a front door that died left behind goes before this one spools anything (reconcile.ts).
-  const reconciled = await reconcileSpools(config.capture.spoolDir, ownSpool)
+  const reconciled = await reconcileSpools(config.capture.spoolDir, ownSpool, config.decoder.engine === 'ours' ? config.decoder.cacheDir : undefined)
   const spoolDir = ownSpool ? await mkdtemp(ownSpoolPrefix()) : config.capture.spoolDir
   const state = new FrontState(config, logger, apiKey, spoolDir, options.blockKey)
   const stopRetiring = new AbortController()
@@ -133,6 +133,7 @@ export async function startFrontDoor (options: FrontDoorOptions): Promise<FrontD
       state.closing = true
       stopRetiring.abort()
       await app.close()
+      await state.stopRetiring()
       await state.tokenizer.close()
       await retiring
       if (ownSpool && spoolDir !== undefined) await rm(spoolDir, { recursive: true, force: true })

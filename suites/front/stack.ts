@@ -94,8 +94,10 @@ export interface Stack {
   modelName: string
   /** Start the prefill engine again (same port and capture root) after a test stopped it. */
   restartEngine: () => Promise<void>
-  /** Start the share again on the same port. */
-  restartShare: () => Promise<void>
+  /** Start the share again on the same port (stopped with `signal`, SIGTERM by default). */
+  restartShare: (signal?: NodeJS.Signals) => Promise<void>
+  /** Stop the decoder with `signal` (SIGKILL by default) and start it again on the same port and store. */
+  restartDecoder: (signal?: NodeJS.Signals) => Promise<void>
   stop: () => Promise<void>
 }
 
@@ -108,7 +110,7 @@ export async function startStack (dir: string, art: Artifacts, env: Record<strin
   mkdirSync(captureRoot, { recursive: true })
   const engineArgs = ['prefill-engine', '--model', art.model, '--sidecar', art.sidecar, '--capture-root', captureRoot, '--port', String(enginePort), '--max-chunk', '256', '--profile', 'decoder']
   const shareArgs = ['share', '--root', captureRoot, '--port', String(sharePort)]
-  const decoderArgs = (cache: string, log: string): string[] => ['decoder', '--model', art.model, '--cache-dir', cache, '--block-size', String(BLOCK), '--port', '0', '--model-name', modelName, '--max-tokens', '64', '--log', log]
+  const decoderArgs = (cache: string, log: string, port = 0): string[] => ['decoder', '--model', art.model, '--cache-dir', cache, '--block-size', String(BLOCK), '--port', String(port), '--model-name', modelName, '--max-tokens', '64', '--log', log]
   const [engine, share, decoder, reference] = await Promise.all([
     startProc(engineArgs, env),
     startProc(shareArgs, env),
@@ -121,9 +123,14 @@ export async function startStack (dir: string, art: Artifacts, env: Record<strin
       await stack.engine.stop('SIGKILL')
       stack.engine = await startProc(engineArgs, env)
     },
-    restartShare: async () => {
-      await stack.share.stop()
+    restartShare: async (signal = 'SIGTERM') => {
+      await stack.share.stop(signal)
       stack.share = await startProc(shareArgs, env)
+    },
+    restartDecoder: async (signal = 'SIGKILL') => {
+      const port = Number(new URL(stack.decoder.url).port)
+      await stack.decoder.stop(signal)
+      stack.decoder = await startProc(decoderArgs(cacheDir, join(dir, 'decoder.log'), port), env)
     },
     stop: async () => {
       await Promise.all([stack.engine.stop(), stack.share.stop(), stack.decoder.stop(), stack.reference.stop()])

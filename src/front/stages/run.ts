@@ -22,6 +22,7 @@ export class BridgeRun {
   private readonly control = new AbortController()
   private stoppedBy: Cause | undefined
   private accepted = false
+  private keepMark = false
   private readonly timer: NodeJS.Timeout
 
   constructor (readonly config: FrontConfig, readonly auth: Record<string, string>) {
@@ -56,6 +57,15 @@ export class BridgeRun {
     if (root !== undefined) await markInflight(root, this.requestId)
   }
 
+  /**
+   * The capture's delete did not reach the engine: the in-flight mark stays when the bridge ends,
+   * until the capture is retired later (FrontState.retireLater), so a front door that dies first
+   * leaves the next one the record to retire it by.
+   */
+  keepInflightMark (): void {
+    this.keepMark = true
+  }
+
   /** Milliseconds since the bridge started, rounded. */
   elapsed (): number {
     return round(performance.now() - this.t0)
@@ -76,6 +86,6 @@ export class BridgeRun {
     this.watch?.stop()
     if (this.spoolDir !== undefined) await rm(this.spoolDir, { recursive: true, force: true })
     const root = this.config.capture.spoolDir
-    if (root !== undefined) await clearInflight(root, this.requestId)
+    if (root !== undefined && !this.keepMark) await clearInflight(root, this.requestId)
   }
 }
