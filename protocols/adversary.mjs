@@ -576,6 +576,8 @@ async function leftovers () {
     entries = await readdir(paths.captures, { withFileTypes: true })
   } catch { /* none */ }
   for (const e of entries) {
+    // A dot-file is a live process's lock (the engine's root lock), not a capture; after the stop it is gone too (after_stop).
+    if (e.name.startsWith('.')) continue
     const dir = join(paths.captures, e.name)
     let state = 'no manifest'
     try {
@@ -583,7 +585,19 @@ async function leftovers () {
     } catch { /* none */ }
     captures.push({ name: e.name, state, ...(await sizeOf(dir)) })
   }
-  const spool = await sizeOf(paths.spool)
+  // The spool's request folders and the in-flight marks of interrupted bridges; the live front door's lock is not a leftover.
+  let spoolEntries = []
+  try {
+    spoolEntries = await readdir(paths.spool, { withFileTypes: true })
+  } catch { /* none */ }
+  const spool = { files: 0, bytes: 0 }
+  for (const e of spoolEntries) {
+    if (e.name.startsWith('.') && e.name !== '.inflight') continue
+    const p = join(paths.spool, e.name)
+    const got = e.isDirectory() ? await sizeOf(p) : { files: 1, bytes: (await stat(p)).size }
+    spool.files += got.files
+    spool.bytes += got.bytes
+  }
   let temps = 0
   try {
     temps = (await listBlockDir(cacheDir)).filter((e) => e.kind === 'temp').length
@@ -632,7 +646,12 @@ async function crashRestart () {
     serve = await startServe(BIN, runDir, serveEnv)
     frontUrl = serve.ready.front
     await waitAllHealthy()
-    const afterRestart = await leftovers()
+    // Reconciliation retires interrupted captures in the background: give it a bounded while.
+    let afterRestart = await leftovers()
+    for (const end = Date.now() + 60_000; Date.now() < end && (afterRestart.captures_left > 0 || afterRestart.spool_files > 0 || afterRestart.temp_block_files > 0);) {
+      await sleep(500)
+      afterRestart = await leftovers()
+    }
     const again = await ask(frontUrl, p.messages)
     const n = await ask(nativeUrl, p.messages)
     compared++
