@@ -14,6 +14,7 @@ import { join } from 'node:path'
 import type { Logger } from 'pino'
 import type { FrontConfig } from '../config/index.ts'
 import { listBlockDir } from '../decode/store/block-file.ts'
+import { pidAlive } from '../decode/store/store.ts'
 import { isValidRequestId } from '../wire/manifest.ts'
 import { callJson, joinUrl } from './http.ts'
 import { retireCapture, type Retention } from './retention.ts'
@@ -29,15 +30,6 @@ export function ownSpoolPrefix (): string {
   return join(tmpdir(), `${TEMP_SPOOL}${process.pid}-`)
 }
 
-function pidAlive (pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (e) {
-    // EPERM: it exists but is someone else's; never take its folder.
-    return (e as NodeJS.ErrnoException).code === 'EPERM'
-  }
-}
 
 /** Mark bridge `requestId` in flight under `spoolRoot` (before its submit). */
 export async function markInflight (spoolRoot: string, requestId: string): Promise<void> {

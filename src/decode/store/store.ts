@@ -129,7 +129,8 @@ function defaultLog (e: StoreEvent): void {
   else if (e.kind === 'restore-rejected') process.stderr.write(`pd-bridge store: restore rejected: ${e.reason}\n`)
 }
 
-function pidAlive (pid: number): boolean {
+/** Whether a process with this pid exists (EPERM: it exists but is someone else's, so it counts as alive). */
+export function pidAlive (pid: number): boolean {
   try {
     process.kill(pid, 0)
     return true
