@@ -18,7 +18,7 @@ import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { argv } from 'zx'
 import { register } from 'tsx/esm/api'
-import { checkArgv, helpAndExit, usageError } from './flags.mjs'
+import { checkArgv, helpAndExit, integerFlag, usageError } from './flags.mjs'
 import {
   alive, askChat, childEnv, logSize, pidOf, presentKeys, quarantined, sameAsNative, stackRecord, startServe, stopServe, storeState,
   waitInLog, wrongAnswer,
@@ -75,10 +75,7 @@ function fail (message) {
   usageError('adversary', message)
 }
 
-function int (name, text, min) {
-  if (!/^\d+$/.test(String(text)) || Number(text) < min) fail(`--${name} must be an integer >= ${min}, got ${JSON.stringify(text)}`)
-  return Number(text)
-}
+const int = (flag, text, min) => integerFlag('adversary', flag, text, min)
 
 const opts = {
   only: argv.only === undefined ? CASES : String(argv.only).split(',').map((s) => s.trim()).filter((s) => s !== ''),

@@ -21,6 +21,12 @@ export function usageError (name, message) {
   process.exit(2)
 }
 
+/** A whole-number flag of at least `min`, or a usage error naming it (exit 2). */
+export function integerFlag (name, flag, text, min) {
+  if (!/^\d+$/.test(String(text)) || Number(text) < min) usageError(name, `--${flag} must be an integer >= ${min}, got ${JSON.stringify(text)}`)
+  return Number(text)
+}
+
 /**
  * Check zx's `argv` (minimist) against the flags a script knows: `spec` maps each flag name (as
  * typed, without the dashes) to 'string' (takes a value), 'boolean' (a switch) or 'negatable'

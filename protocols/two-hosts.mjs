@@ -19,7 +19,7 @@ import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { argv } from 'zx'
 import { register } from 'tsx/esm/api'
-import { checkArgv, helpAndExit, usageError } from './flags.mjs'
+import { checkArgv, helpAndExit, integerFlag, usageError } from './flags.mjs'
 
 const REPO = resolve(fileURLToPath(new URL('..', import.meta.url)))
 const DEFAULT_RUNS = join(REPO, 'results', 'two-host')
@@ -74,10 +74,7 @@ function fail (message) {
   usageError('two-hosts', message)
 }
 
-function int (name, text, min) {
-  if (!/^\d+$/.test(String(text)) || Number(text) < min) fail(`--${name} must be an integer >= ${min}, got ${JSON.stringify(text)}`)
-  return Number(text)
-}
+const int = (flag, text, min) => integerFlag('two-hosts', flag, text, min)
 
 const list = (text) => String(text).split(',').map((s) => s.trim()).filter((s) => s !== '')
 const blockSize = int('block-size', argv['block-size'] ?? 256, 128)
