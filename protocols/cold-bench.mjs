@@ -40,6 +40,9 @@ then the decoder-alone leg, one record in --runs; then RESULTS.md is regenerated
   --max-tokens N         the answer budget (default 300)
   --preset NAME          embedded stack's checkpoint preset (default tiny)
   --block-size N         embedded stack's decoder block size (default 256)
+  --decoder KIND         embedded stack's decoder: ours (default) or llama.cpp (an f32 GGUF of the
+                         checkpoint on as many threads as ours; with --prefill-engine torch, give
+                         --torch-dtype f32): both legs run it, the bridged one and the one alone
   --state-dir DIR        embedded stack's state directory (default $PD_STATE_DIR or ~/.cache/pd-bridge)
 ${prefillEngineUsage(25)}  --url URL              a deployment's bridged front door instead of the embedded stack
   --native-url URL       that deployment's decoder alone (with --url)
@@ -71,7 +74,7 @@ PD_PROGRESS=off to silence it, docs/progress.md).
 helpAndExit(USAGE)
 checkArgv('cold-bench', argv, {
   sizes: 'string', repeats: 'string', seed: 'string', 'max-tokens': 'string', url: 'string', 'native-url': 'string',
-  runs: 'string', micro: 'string', out: 'string', generate: 'negatable', preset: 'string', 'block-size': 'string',
+  runs: 'string', micro: 'string', out: 'string', generate: 'negatable', preset: 'string', 'block-size': 'string', decoder: 'string',
   'state-dir': 'string', 'leg-timeout-s': 'string', model: 'string', 'stop-unless-complete': 'boolean', 'bridged-only': 'boolean',
   'alone-only': 'boolean', 'pair-apart': 'boolean', legs: 'string', ...PREFILL_ENGINE_FLAGS,
 })
@@ -104,6 +107,7 @@ const opts = {
   generate: argv.generate !== false,
   preset: String(argv.preset ?? 'tiny'),
   blockSize: int('block-size', argv['block-size'] ?? 256, 1),
+  decoder: argv.decoder === undefined ? undefined : String(argv.decoder),
   stateDir: argv['state-dir'] === undefined ? undefined : String(argv['state-dir']),
   legTimeoutMs: int('leg-timeout-s', argv['leg-timeout-s'] ?? 1800, 1) * 1000,
   model: argv.model === undefined ? undefined : String(argv.model),
@@ -123,6 +127,7 @@ if (opts.bridgedOnly && opts.nativeUrl !== undefined) fail('--bridged-only runs 
 if ([opts.bridgedOnly, opts.aloneOnly, opts.pairApart].filter(Boolean).length > 1) fail('--bridged-only, --alone-only and --pair-apart each choose the legs: give one')
 if ((opts.aloneOnly || opts.pairApart) && opts.url !== undefined) fail(`--${opts.aloneOnly ? 'alone-only' : 'pair-apart'} runs on the embedded stack: leave out --url`)
 if (opts.legs !== undefined && !opts.aloneOnly && !opts.pairApart) fail('--legs goes with --alone-only or --pair-apart')
+if (opts.decoder !== undefined && opts.url !== undefined) fail('--decoder chooses the embedded stack\'s decoder: leave it out with --url')
 if (opts.pairApart) {
   const given = ['sizes', 'repeats', 'seed', 'max-tokens'].filter((f) => argv[f] !== undefined)
   if (given.length > 0) fail(`--pair-apart takes each prompt's size, seed and answer budget from its decoder-alone leg: leave out ${given.map((f) => `--${f}`).join(', ')}`)
@@ -131,7 +136,8 @@ if (opts.pairApart) {
 
 // The stack and the generator are TypeScript; tsx lets this protocol import them as they are.
 register()
-const { startEmbeddedStack, startNativeLeg, EMBEDDED_DEFAULTS } = await import('../src/stack/embedded.ts')
+const { startEmbeddedStack, startNativeLeg, decoderLabel, EMBEDDED_DEFAULTS } = await import('../src/stack/embedded.ts')
+const { decoderEngineOption } = await import('../src/cli/commands/serve.ts')
 const { buildDemoPrompt } = await import('../src/stack/demo/prompt.ts')
 const { promptBlockKeys, presentKeys } = await import('../src/stack/demo/blocks.ts')
 const { loadTokenizer } = await import('../src/model/tokenizer/index.ts')
@@ -141,8 +147,10 @@ const { torchPrefillEngine } = await import('../src/stack/torch-prefill.ts')
 // With PD_API_KEY set, every service of the stack requires it (they inherit the environment): the legs send it.
 const { apiKeyFromEnv, authHeaders } = await import('../src/http/api-key.ts')
 let torchPrefill
+let decoderEngine
 try {
   if (opts.torchFlags !== undefined) torchPrefill = torchPrefillEngine(opts.torchFlags)
+  if (opts.decoder !== undefined) decoderEngine = decoderEngineOption(opts.decoder)
 }
 catch (err) {
   fail(err.message)
@@ -340,7 +348,7 @@ try {
     const stateDir = resolveStateDir(opts.stateDir)
     say(`starting the embedded stack (${opts.preset}, blocks of ${opts.blockSize}) in ${stateDir}`)
     stack = await startEmbeddedStack({
-      stateDir, preset: opts.preset, seed: EMBEDDED_DEFAULTS.seed, blockSize: opts.blockSize, port: 0, torchPrefill,
+      stateDir, preset: opts.preset, seed: EMBEDDED_DEFAULTS.seed, blockSize: opts.blockSize, port: 0, torchPrefill, decoderEngine,
       onEvent: (e) => { if (e.kind === 'ready') pids.set(e.name, e.pid) },
       onDeath: (message) => say(`a child died: ${message}`),
     })
@@ -353,9 +361,11 @@ try {
     modelName = stack.modelName
     tokenizer = await loadTokenizer(stack.checkpoint.dir)
     // The micro benchmarks derive the model name from preset and seed; it must be the stack's.
-    if (modelName !== embeddedModelName(opts.preset, EMBEDDED_DEFAULTS.seed)) throw new Error(`the stack serves ${modelName}, but verify/results/environment.ts names it ${embeddedModelName(opts.preset, EMBEDDED_DEFAULTS.seed)}; fix embeddedModelName`)
+    const decoder = decoderLabel(stack)
+    // The micro benchmarks derive our decoder's model name from preset and seed; it must be the stack's.
+    if (decoder === undefined && modelName !== embeddedModelName(opts.preset, EMBEDDED_DEFAULTS.seed)) throw new Error(`the stack serves ${modelName}, but verify/results/environment.ts names it ${embeddedModelName(opts.preset, EMBEDDED_DEFAULTS.seed)}; fix embeddedModelName`)
     env = embeddedEnvironment({ preset: opts.preset, seed: EMBEDDED_DEFAULTS.seed, blockSize: opts.blockSize, prefillProfile: stack.prefillLabel,
-      sidecarFingerprint: stack.sidecar.fingerprint }, undefined, stack.prefillGpu)
+      sidecarFingerprint: stack.sidecar.fingerprint, ...(decoder !== undefined ? { decoder, modelName } : {}) }, undefined, stack.prefillGpu)
     legsDir = opts.legs ?? join(stateDir, 'legs')
   }
 

@@ -20,6 +20,9 @@
 #                    directory's legs/ (it outlives the call on a warm machine)
 #   pair             the bridged legs of the waiting legs (--pair-apart): with alone, a pair whose two
 #                    legs together outlast a call, as two calls on one warm machine and one commit
+#   decoder:KIND     the decoder of the bench, bridged, alone and pair steps after it: ours (the
+#                    default) or llama.cpp (an f32 GGUF on every core; transformers then runs f32, as
+#                    llama.cpp's F32 cache needs f32 captures). llama.cpp needs node-llama-cpp in the carry.
 #
 # PD_TORCH_PYTHON (python3), PD_TORCH_DEVICE (cuda), PD_RUNG_PRESET (flash-attn, for hook and bench)
 # and PD_RUNG_BUDGET_S (560: the steps' total) change the defaults; PD_RUNG_COLD_FLAGS (e.g.
@@ -158,6 +161,9 @@ for step in "${steps[@]}"; do
       timeout "$limit" node protocols/needle.mjs --preset needle --prefill-engine torch --torch-python "$python" --torch-device "$device" \
         --lengths "$arg" --depths 0,0.5,1 --no-generate --state-dir "$state" 2>&1 | grep -v '^{"progress' | tail -25
       ;;
+    decoder)
+      case "$arg" in ours|llama.cpp) rung_decoder=$arg; log "decoder: $arg for the steps after this one" ;; *) log "decoder:$arg: expected ours or llama.cpp"; exit 2 ;; esac
+      ;;
     bench|bridged|alone|pair)
       # bridged: the bridged leg alone (records with native: null), for sizes whose decoder-alone leg outlasts a call;
       # alone then pair: both legs, in two calls (the pair takes sizes, seeds and budget from the waiting legs)
@@ -167,8 +173,10 @@ for step in "${steps[@]}"; do
         alone) legs=(--sizes "$arg" --repeats 1 --max-tokens 32 --alone-only) ;;
         pair) legs=(--pair-apart) ;;
       esac
+      kind=()
+      [ "${rung_decoder:-ours}" = llama.cpp ] && kind=(--decoder llama.cpp --torch-dtype f32)
       timeout "$limit" node protocols/cold-bench.mjs --preset "$preset" --prefill-engine torch --torch-python "$python" --torch-device "$device" \
-        "${legs[@]}" --no-generate --state-dir "$state" ${PD_RUNG_COLD_FLAGS:-} 2>&1 | grep -v '^{"progress'
+        "${kind[@]}" "${legs[@]}" --no-generate --state-dir "$state" ${PD_RUNG_COLD_FLAGS:-} 2>&1 | grep -v '^{"progress'
       [ "$name" = alone ] && find "$state/legs" -maxdepth 1 -name '*.json' -exec cp {} "$out/" \; 2>/dev/null
       ;;
     *) log "unknown step $step"; exit 2 ;;

@@ -2,6 +2,7 @@
 // 127.0.0.1 with port 0, wired through the URLs their ready lines print. Order: the files
 // (checkpoint, sidecar), then prefill engine, share and decoder together (they need nothing from
 // each other), then the front door, whose config names the other three.
+import { cpus } from 'node:os'
 import { mkdir, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { ENV_OVERRIDES } from '../config/index.ts'
@@ -157,7 +158,8 @@ export async function startEmbeddedStack (options: EmbeddedStackOptions): Promis
   const blockSize = options.blockSize ?? EMBEDDED_DEFAULTS.blockSize
   const emit = options.onEvent ?? (() => {})
   const decoderEngine = options.decoderEngine ?? 'ours'
-  if (decoderEngine === 'llama.cpp' && options.torchPrefill !== undefined) throw new StackError('llama.cpp as the decoder needs f32 captures; the transformers prefill engine runs bf16 (use our prefill engine)')
+  // llama.cpp's cache is F32 from an f32 GGUF: its captures must be f32, so transformers must run in f32 too.
+  if (decoderEngine === 'llama.cpp' && options.torchPrefill !== undefined && options.torchPrefill.dtype !== 'f32') throw new StackError(`llama.cpp as the decoder needs f32 captures; the transformers prefill engine would run ${options.torchPrefill.dtype} (give --torch-dtype f32, or use our prefill engine)`)
   const profile = decoderEngine === 'llama.cpp' ? LLAMA_CPP_PROFILE : EMBEDDED_DECODER_PROFILE
   const plain = stackPaths(options.stateDir, preset, seed, profile, blockSize, options.home)
   // For llama.cpp the checkpoint's indexer heads are mirrored: llama.cpp's top-k breaks exact score
@@ -290,13 +292,27 @@ async function allOrFirstFailure<T> (promises: Array<Promise<T>>): Promise<T[]> 
   return await Promise.all(promises)
 }
 
+/** The decoder's CPU threads in the embedded stack: every core, what our kernels use by default (src/kernels setThreads). */
+export function decoderThreads (): number {
+  return Math.min(256, Math.max(1, cpus().length))
+}
+
+/**
+ * How records name the stack's decoder when it is not ours (verify/results/environment.ts
+ * EmbeddedConfig.decoder): its kind, weights, cache type and threads. Undefined for ours.
+ */
+export function decoderLabel (stack: Pick<EmbeddedStack, 'decoderEngine'>): string | undefined {
+  return stack.decoderEngine === 'llama.cpp' ? `llama.cpp (f32 GGUF, F32 cache, ${decoderThreads()} threads)` : undefined
+}
+
 /** What a decoder child of the stack is started with: ours under the profile, or llama.cpp on the GGUF (the checkpoint gives tokenizer and config). */
 function decoderArgs (d: Pick<EmbeddedStack, 'decoderEngine' | 'profile' | 'checkpoint' | 'gguf' | 'blockSize' | 'modelName' | 'maxBodyBytes'>, cacheDir: string): string[] {
   const common = ['--model', d.checkpoint.dir, '--cache-dir', cacheDir, '--block-size', String(d.blockSize), '--port', '0', '--model-name', d.modelName,
     '--max-body-bytes', String(d.maxBodyBytes)]
   if (d.decoderEngine !== 'llama.cpp') return ['decoder', ...common, '--profile', d.profile]
   if (d.gguf === undefined) throw new StackError('the llama.cpp decoder needs its GGUF')
-  return ['decoder', '--engine', 'llama.cpp', '--gguf', d.gguf.path, '--kv-cache-type', 'F32', ...common]
+  // As many threads as ours uses by default (the machine's cores), so the two decoders compare on equal terms.
+  return ['decoder', '--engine', 'llama.cpp', '--gguf', d.gguf.path, '--kv-cache-type', 'F32', '--threads', String(decoderThreads()), ...common]
 }
 
 /**

@@ -40,6 +40,15 @@ describe('the embedded configuration', () => {
     const env = embeddedEnvironment(config, 'c0ffee0')
     expect([env.configFingerprint, env.model, env.commit]).toEqual(['8081639d600a', 'embedded tiny (seed 1, blocks of 256)', 'c0ffee0'])
   })
+
+  it('names a decoder other than ours in the label and the fingerprint, and keeps ours as it was', () => {
+    const config = { preset: 'tiny', seed: 1, blockSize: 256, prefillProfile: 'f32', sidecarFingerprint: 'e'.repeat(64) }
+    const llama = { ...config, decoder: 'llama.cpp (f32 GGUF, F32 cache, 16 threads)', modelName: 'pd-bridge-tiny-seed1-mirrored' }
+    expect(embeddedModelLabel(llama)).toBe('embedded tiny (seed 1, blocks of 256, decoder llama.cpp (f32 GGUF, F32 cache, 16 threads))')
+    expect(embeddedConfigFingerprint(llama)).not.toBe(embeddedConfigFingerprint(config))
+    expect(embeddedConfigFingerprint({ ...llama, decoder: 'llama.cpp (f32 GGUF, F32 cache, 2 threads)' })).not.toBe(embeddedConfigFingerprint(llama))
+    expect(embeddedEnvironment(llama, 'c0ffee0').id).not.toBe(embeddedEnvironment(config, 'c0ffee0').id)
+  })
 })
 
 describe('the commit', () => {

@@ -62,6 +62,13 @@ export interface EmbeddedConfig {
   prefillProfile: string
   /** The decoder's sidecar fingerprint (geometry and weights). */
   sidecarFingerprint: string
+  /**
+   * The decoder when it is not our own, e.g. `llama.cpp (f32 GGUF, F32 cache, 16 threads)`: named in
+   * the label and the fingerprint. Absent for ours, so the environments of earlier records keep their ids.
+   */
+  decoder?: string
+  /** The decoder's model name when it is not embeddedModelName's (llama.cpp's checkpoint is the mirrored one). */
+  modelName?: string
 }
 
 /** The model id the embedded decoder serves (src/stack/embedded.ts names it the same way; cold-bench checks). */
@@ -70,10 +77,11 @@ export function embeddedModelName (preset: string, seed: number): string {
 }
 
 /** The environment's `model` text for the embedded stack. */
-export function embeddedModelLabel (config: Pick<EmbeddedConfig, 'preset' | 'seed' | 'blockSize'> & { prefillProfile?: string }): string {
+export function embeddedModelLabel (config: Pick<EmbeddedConfig, 'preset' | 'seed' | 'blockSize' | 'decoder'> & { prefillProfile?: string }): string {
   // A third-party prefill engine (the CUDA rung's transformers) is named; our own profiles are in the fingerprint.
   const engine = config.prefillProfile?.startsWith('transformers') === true ? `, prefill engine ${config.prefillProfile}` : ''
-  return `embedded ${config.preset} (seed ${config.seed}, blocks of ${config.blockSize}${engine})`
+  const decoder = config.decoder !== undefined ? `, decoder ${config.decoder}` : ''
+  return `embedded ${config.preset} (seed ${config.seed}, blocks of ${config.blockSize}${engine}${decoder})`
 }
 
 /** The machine line of a report section: `CPU, N cores[, prefill on GPU], model M.` */
@@ -89,7 +97,8 @@ export function embeddedConfigFingerprint (config: EmbeddedConfig): string {
     blockSize: config.blockSize,
     prefillProfile: config.prefillProfile,
     sidecar: config.sidecarFingerprint,
-    model: embeddedModelName(config.preset, config.seed),
+    model: config.modelName ?? embeddedModelName(config.preset, config.seed),
+    ...(config.decoder !== undefined ? { decoder: config.decoder } : {}),
   }))
 }
 
