@@ -13,6 +13,10 @@
 #                    on the H200 lender; /tmp did), so a later call on the same warm machine finds
 #                    them: ~150 s saved per call at flash-attn
 #   hook:T           GPU hook vs TypeScript hook on the attention inputs of a T-token transformers forward
+#   downstream:T     transformers' attention inputs vs our decoder's on T seeded tokens, per layer, and
+#                    what they do downstream: the GPU capture bridged into our cache vs our native one
+#                    (arrays, then KL and top-1 agreement of 32 teacher-forced answer steps;
+#                    downstream.ts); reuses hook:T's forward when it ran in this call
 #   needle:L,L,...   the needle protocol through the GPU bridge (preset needle), depths 0, 0.5, 1
 #   bench:S,S,...    cold-bench, bridged vs decoder alone, one fresh seed per size (preset flash-attn)
 #   bridged:S,S,...  cold-bench's bridged leg alone (--bridged-only): sizes whose decoder-alone leg outlasts a call
@@ -156,6 +160,20 @@ for step in "${steps[@]}"; do
       mkdir -p results/torch-hook
       timeout "$(( $(left) - 15 ))" node node_modules/tsx/dist/cli.mjs protocols/cuda-rung/hook-distance.ts --sidecar "$sidecar" --dir "$d" \
         --out "results/torch-hook/$(date -u +%Y-%m-%dT%H-%M-%SZ)-$preset-t$arg.json" | tail -4
+      ;;
+    downstream)
+      a=$(timeout "$limit" node node_modules/tsx/dist/cli.mjs protocols/cuda-rung/assets.ts --state-dir "$state" --preset "$preset") || { log "assets failed"; continue; }
+      model=$(echo "$a" | node -pe 'JSON.parse(require("fs").readFileSync(0)).model')
+      sidecar=$(echo "$a" | node -pe 'JSON.parse(require("fs").readFileSync(0)).sidecar')
+      d=.device-state/hook-$arg
+      if [ ! -f "$d/attn-inputs.safetensors" ]; then
+        rm -rf "$d"
+        timeout "$(( $(left) - 15 ))" "$python" protocols/cuda-rung/hook_inputs.py --model "$model" --sidecar "$sidecar" --out "$d" --tokens "$arg" --device "$device" --dtype bf16 || { log "hook_inputs failed"; continue; }
+      fi
+      mkdir -p results/torch-hook
+      gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+      timeout "$(( $(left) - 15 ))" node node_modules/tsx/dist/cli.mjs protocols/cuda-rung/downstream.ts --model "$model" --sidecar "$sidecar" --dir "$d" \
+        --gpu "${gpu:-none}" --out "results/torch-hook/$(date -u +%Y-%m-%dT%H-%M-%SZ)-$preset-t$arg-downstream.json" | tail -4
       ;;
     needle)
       timeout "$limit" node protocols/needle.mjs --preset needle --prefill-engine torch --torch-python "$python" --torch-device "$device" \
