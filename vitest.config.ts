@@ -58,7 +58,7 @@ export const UNIT: ProjectList = [
   'suites/profiles/hadamard.test.ts', 'suites/profiles/profiles.test.ts',
   'suites/profiles/reference-quant.test.ts',
   'suites/progress/progress.test.ts',
-  'suites/results/environment.test.ts', 'suites/results/generator.test.ts',
+  'suites/results/environment.test.ts', 'suites/results/readme-headline.test.ts', 'suites/results/generator.test.ts',
   'suites/results/micro-record.test.ts', 'suites/results/micro-summary.test.ts', 'suites/results/adversary-section.test.ts',
   'suites/results/needle-section.test.ts', 'suites/results/sources.test.ts', 'suites/results/summary.test.ts',
   'suites/share/manifest.test.ts', 'suites/share/range.test.ts',

@@ -132,10 +132,19 @@ describe('the SVG charts', () => {
   })
 })
 
-describe('the summary comes first', () => {
-  it('RESULTS.md: the summary, then the counting rules, then one section per environment', async () => {
+describe('the headline, one line per route', () => {
+  it('names each environment by what it is and counts only paired complete runs (the declined 4K run is not in 2.7x)', async () => {
     const md = await readFile(join(out, 'RESULTS.md'), 'utf8')
-    expect(md.match(/^##? .*/gm)!.slice(0, 4)).toEqual(['# pd-bridge results', '## Summary', '## How the numbers are counted', '## Environment env-a1b2c3'])
+    const lines = md.split('## Summary')[0].split('\n').filter((l) => l.startsWith('- '))
+    expect(lines).toContain('- our prefill engine on 2 cores -> our decoder on 2 cores (tiny): 2.7x at 4K (alone 16.2 s, bridged 6.0 s; 1 paired run; also 1.9x at 1K)')
+    expect(lines.some((l) => /env-[0-9a-f]/.test(l))).toBe(false)
+  })
+})
+
+describe('the summary comes first', () => {
+  it('RESULTS.md: the headline, the summary, then the counting rules, then one section per environment', async () => {
+    const md = await readFile(join(out, 'RESULTS.md'), 'utf8')
+    expect(md.match(/^##? .*/gm)!.slice(0, 5)).toEqual(['# pd-bridge results', '## Headline', '## Summary', '## How the numbers are counted', '## Environment env-a1b2c3'])
     expect(md.match(/^### .*/gm)!.slice(0, 4)).toEqual([
       '### Headline: decoder alone vs bridged, cold prompts', '### Verdicts of the bridged legs', '### Needle retrieval tally', '### Environments',
     ])
@@ -187,10 +196,10 @@ describe('the summary comes first', () => {
     expect([ratioReading(1.92), ratioReading(0.75), ratioReading(1.004), ratioReading(null)]).toEqual(['bridged faster', 'bridged slower', 'about even', 'no paired run'])
   })
 
-  it('report.html: the summary section, then the rules, then the environments, with the headline table first', async () => {
+  it('report.html: the headline, the summary section, then the rules, then the environments, with the headline table first', async () => {
     const els = parseMarkup(await readFile(join(out, 'report.html'), 'utf8'))
     const order = els.filter((e) => e.name === 'section').map((e) => e.attrs.class === 'environment' ? e.attrs['data-env'] : e.attrs.class)
-    expect(order).toEqual(['summary', 'rules', 'env-a1b2c3', 'env-d4e5f6', 'env-f1e2d3', 'env-c7d8e9'])
+    expect(order).toEqual(['headline', 'summary', 'rules', 'env-a1b2c3', 'env-d4e5f6', 'env-f1e2d3', 'env-c7d8e9'])
     expect(els.find((e) => e.name === 'table')!.attrs.class).toBe('summary-headline')
   })
 })

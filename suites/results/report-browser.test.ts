@@ -75,6 +75,8 @@ describe.skipIf(!existsSync(CHROMIUM) && process.env.CI === undefined)('report.h
 
   async function open (width = WIDTH): Promise<{ page: Page, errors: string[] }> {
     const page = await browser.newPage({ viewport: { width, height: 900 } })
+    // No per-action wall-clock limit (Playwright's default is 30 s): a loaded machine may take longer; the suite's hang limit catches a hang.
+    page.setDefaultTimeout(0)
     const errors: string[] = []
     page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()) })
     page.on('pageerror', (e) => errors.push(e.message))
@@ -148,9 +150,9 @@ describe.skipIf(!existsSync(CHROMIUM) && process.env.CI === undefined)('report.h
 
   it('puts the summary first: headline ratios, verdict tallies, needle tally, then the rules and the details of each environment', async () => {
     const { page, errors } = await open()
-    // In document order: the title, the summary, the rules, then one section per environment.
+    // In document order: the title, the headline, the summary, the rules, then one section per environment.
     const order = await page.locator('body > h1, body > section, body > .details > section').evaluateAll((els) => els.map((e) => e.tagName === 'H1' ? 'title' : e.classList.contains('environment') ? e.getAttribute('data-env') : e.className))
-    expect(order).toEqual(['title', 'summary', 'rules', ...ENVS])
+    expect(order).toEqual(['title', 'headline', 'summary', 'rules', ...ENVS])
     const summary = page.locator('section.summary')
     expect(await summary.locator('h3').allTextContents()).toEqual(['Headline: decoder alone vs bridged, cold prompts', 'Verdicts of the bridged legs', 'Needle retrieval tally', 'Environments'])
     // The first table of the page is the headline, with each environment's paired ratios.
@@ -233,6 +235,7 @@ describe.skipIf(!existsSync(CHROMIUM) && process.env.CI === undefined)('report.h
     try {
       await generateResults(join(ROOT, 'results', 'runs'), committed)
       const page = await browser.newPage({ viewport: { width: WIDTH, height: 900 } })
+      page.setDefaultTimeout(0)
       await page.goto(pathToFileURL(join(committed, 'report.html')).href)
       expect(await page.locator('table').first().getAttribute('class')).toBe('summary-headline')
       const summaryBottom = await page.locator('section.summary').evaluate((e) => e.getBoundingClientRect().bottom)
@@ -255,7 +258,7 @@ describe.skipIf(!existsSync(CHROMIUM) && process.env.CI === undefined)('report.h
 
   it('a full-page screenshot keeps its layout: the main sections in order, each within the viewport width (saved as reports/results-report.png)', async () => {
     const { page } = await open()
-    const sections = await page.locator('section.summary, section.rules, section.environment, figure.chart, div.table-wrap').evaluateAll((els) => els.map((e) => {
+    const sections = await page.locator('section.headline, section.summary, section.rules, section.environment, figure.chart, div.table-wrap').evaluateAll((els) => els.map((e) => {
       const r = e.getBoundingClientRect()
       return { what: e.tagName === 'SECTION' ? e.className : e.tagName, left: r.left, right: r.right, width: r.width, top: r.top + window.scrollY, height: r.height }
     }))
@@ -264,10 +267,10 @@ describe.skipIf(!existsSync(CHROMIUM) && process.env.CI === undefined)('report.h
       expect(s.right, s.what).toBeLessThanOrEqual(WIDTH)
       expect(s.height, s.what).toBeGreaterThan(0)
     }
-    // The summary and every environment section span the page's column; the summary is at the top.
-    const main = sections.filter((s) => s.what === 'summary' || s.what === 'environment')
+    // The headline, the summary and every environment section span the page's column; the headline is at the top, the summary next.
+    const main = sections.filter((s) => s.what === 'headline' || s.what === 'summary' || s.what === 'environment')
     for (const s of main) expect(s.width).toBeGreaterThan(WIDTH * 0.8)
-    expect(main[0].what).toBe('summary')
+    expect(main.slice(0, 2).map((s) => s.what)).toEqual(['headline', 'summary'])
     expect(main[0].top).toBeLessThan(200)
     await mkdir(join(ROOT, 'reports'), { recursive: true })
     await page.screenshot({ path: SCREENSHOT, fullPage: true })

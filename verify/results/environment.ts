@@ -111,3 +111,28 @@ export function embeddedEnvironment (config: EmbeddedConfig, commit: string = gi
 export function remoteEnvironment (url: string, commit: string = gitCommit()): RunEnvironment {
   return describeEnvironment({ configFingerprint: 'remote', model: `remote ${url}`, commit })
 }
+
+/** What an environment is, in words: the prefill engine (and GPU), the decoder and its cores, the model. */
+export interface Route {
+  prefill: string
+  decoder: string
+  model: string
+  /** Whether the prefill ran on a GPU. */
+  gpu: boolean
+}
+
+/**
+ * Read embeddedModelLabel's text back into a route (the two live here together, so they agree).
+ * `prefill engine transformers bf16 on cuda (NVIDIA H200)` reads as `transformers bf16 on NVIDIA H200`;
+ * a label without one is our prefill engine on the machine's cores; likewise the decoder.
+ */
+export function describeRoute (e: RunEnvironment): Route {
+  const label = e.model
+  if (!label.startsWith('embedded ')) return { prefill: 'a deployment reached over HTTP', decoder: 'its decoder', model: label, gpu: e.gpu !== undefined }
+  const model = /^embedded (\S+)/.exec(label)?.[1] ?? label
+  const engine = /prefill engine (.+?)(?:, decoder |\)$)/.exec(label)?.[1]
+  const prefill = engine === undefined ? `our prefill engine on ${e.cores} cores` : engine.replace(/ on cuda(?::\d+)? \((.+)\)$/, ' on $1')
+  const other = /, decoder (.+)\)$/.exec(label)?.[1]
+  const decoder = other === undefined ? `our decoder on ${e.cores} cores` : `${other.replace(/ \(([^)]*?), (\d+) threads\)$/, ' ($1)')} on ${e.cores} cores`
+  return { prefill, decoder, model, gpu: e.gpu !== undefined }
+}

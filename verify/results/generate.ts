@@ -11,8 +11,10 @@ import { readLoadRecords } from './load-record.ts'
 import { readMicroRecords } from './micro-record.ts'
 import { readRunRecords } from './record.ts'
 import { chartFiles, needleHeatmapFile, renderHtml, renderMarkdown } from './render.ts'
+import { headlineMarkdown, headlineOf } from './headline.ts'
+import { updateReadmeHeadline } from './readme-headline.ts'
 import { reportSources } from './sources.ts'
-import { summarize } from './summary.ts'
+import { summarize, type EnvironmentSummary } from './summary.ts'
 import { readWarmRecords } from './warm-record.ts'
 import { readTwoHostRecords } from './two-host-record.ts'
 import { readAdversaryRecords } from './adversary-record.ts'
@@ -76,15 +78,7 @@ export function defaultAdversaryDir (runsDir: string): string {
 export async function generateResults (runsDir: string, outDir: string, microDir: string = defaultMicroDir(runsDir), needleDir: string = defaultNeedleDir(runsDir),
   faultsDir: string = defaultFaultsDir(runsDir), loadDir: string = defaultLoadDir(runsDir), warmDir: string = defaultWarmDir(runsDir),
   twoHostDir: string = defaultTwoHostDir(runsDir), adversaryDir: string = defaultAdversaryDir(runsDir)): Promise<GenerateResult> {
-  const records = await readRunRecords(runsDir)
-  const micro = await readMicroRecords(microDir)
-  const needle = await readNeedleRecords(needleDir)
-  const faults = await readFaultsRecords(faultsDir)
-  const load = await readLoadRecords(loadDir)
-  const warm = await readWarmRecords(warmDir)
-  const twoHost = await readTwoHostRecords(twoHostDir)
-  const adversary = await readAdversaryRecords(adversaryDir)
-  const envs = summarize(records, micro, needle, faults, load, warm, twoHost, adversary)
+  const { envs, counts } = await summarizeRecords(runsDir, microDir, needleDir, faultsDir, loadDir, warmDir, twoHostDir, adversaryDir)
   // The report names the folders it read, wherever they are (not always the checkout's results/).
   const from = reportSources({ runs: runsDir, micro: microDir, needle: needleDir, faults: faultsDir, load: loadDir, warm: warmDir, twoHost: twoHostDir, adversary: adversaryDir })
   const files = new Map<string, string>([['RESULTS.md', renderMarkdown(envs, from)], ['report.html', renderHtml(envs, from)]])
@@ -99,9 +93,28 @@ export async function generateResults (runsDir: string, outDir: string, microDir
   }
   await mkdir(outDir, { recursive: true })
   for (const [name, text] of files) await writeFile(join(outDir, name), text)
+  await updateReadmeHeadline(outDir, headlineMarkdown(headlineOf(envs)))
+  return { ...counts, environments: envs.length, files: [...files.keys()] }
+}
+
+/** Every record under the folders, summarized by environment (what the report is made of), and how many of each kind were read. */
+export async function summarizeRecords (runsDir: string, microDir: string = defaultMicroDir(runsDir), needleDir: string = defaultNeedleDir(runsDir),
+  faultsDir: string = defaultFaultsDir(runsDir), loadDir: string = defaultLoadDir(runsDir), warmDir: string = defaultWarmDir(runsDir),
+  twoHostDir: string = defaultTwoHostDir(runsDir), adversaryDir: string = defaultAdversaryDir(runsDir)): Promise<{ envs: EnvironmentSummary[], counts: Omit<GenerateResult, 'environments' | 'files'> }> {
+  const records = await readRunRecords(runsDir)
+  const micro = await readMicroRecords(microDir)
+  const needle = await readNeedleRecords(needleDir)
+  const faults = await readFaultsRecords(faultsDir)
+  const load = await readLoadRecords(loadDir)
+  const warm = await readWarmRecords(warmDir)
+  const twoHost = await readTwoHostRecords(twoHostDir)
+  const adversary = await readAdversaryRecords(adversaryDir)
+  const envs = summarize(records, micro, needle, faults, load, warm, twoHost, adversary)
   return {
-    records: records.length, microRecords: micro.length, needleRecords: needle.length, faultsRecords: faults.length, loadRecords: load.length, warmRecords: warm.length,
-    twoHostRecords: twoHost.length, adversaryRecords: adversary.length,
-    environments: envs.length, files: [...files.keys()],
+    envs,
+    counts: {
+      records: records.length, microRecords: micro.length, needleRecords: needle.length, faultsRecords: faults.length, loadRecords: load.length, warmRecords: warm.length,
+      twoHostRecords: twoHost.length, adversaryRecords: adversary.length,
+    },
   }
 }

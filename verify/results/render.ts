@@ -2,6 +2,7 @@
 // bytes (no generation time), so the golden test and git diffs show only real changes.
 import { needleHeatmapSvg, needleTable, type NeedleGrid } from '../needle/heatmap.ts'
 import { machineLine } from './environment.ts'
+import { headlineHtml, headlineMarkdown, headlineOf } from './headline.ts'
 import { escapeXml, stageChart, timeChart, timeChartNote } from './charts.ts'
 import { costChartNote, costPerTokenChart, hasCostChart } from './cost-chart.ts'
 import { faultHeadline, faultRunLine, faultTables, FAULTS_RULE, type FaultsSummary } from './faults-section.ts'
@@ -54,6 +55,8 @@ function generatedLine (envs: EnvironmentSummary[], from: ReportSources): string
 
 /** The summary's heading, and the heading of the rules that follow it. */
 const SUMMARY_HEADING = 'Summary'
+const HEADLINE_HEADING = 'Headline'
+
 const RULES_HEADING = 'How the numbers are counted'
 
 const RULES = [
@@ -196,7 +199,7 @@ function mdTable (t: Table, level = 3): string {
 /** RESULTS.md: the summary, the counting rules, then one section per environment (report order). */
 export function renderMarkdown (summaries: EnvironmentSummary[], from: ReportSources = CHECKOUT_SOURCES): string {
   const envs = reportOrder(summaries)
-  const out = [`# ${TITLE}`, '', generatedLine(envs, from), '', `## ${SUMMARY_HEADING}`, '']
+  const out = [`# ${TITLE}`, '', generatedLine(envs, from), '', `## ${HEADLINE_HEADING}`, '', ...headlineMarkdown(headlineOf(envs)), `## ${SUMMARY_HEADING}`, '']
   for (const t of summaryTables(envs)) {
     if (t.rows.length === 0) out.push(`### ${t.title}`, '', t.empty, '')
     else out.push(mdTable(t), '', ...(t.note === '' ? [] : [t.note, '']))
@@ -294,7 +297,7 @@ function summaryHtml (tables: SummaryTable[]): string {
 /** report.html: self-contained (inline CSS, SVG and script), the same tables in the same order as RESULTS.md. */
 export function renderHtml (summaries: EnvironmentSummary[], from: ReportSources = CHECKOUT_SOURCES): string {
   const envs = reportOrder(summaries)
-  const body: string[] = [`<h1>${TITLE}</h1>`, `<p class="generated">${escapeXml(generatedLine(envs, from).replace(/`/g, ''))}</p>`, summaryHtml(summaryTables(envs))]
+  const body: string[] = [`<h1>${TITLE}</h1>`, `<p class="generated">${escapeXml(generatedLine(envs, from).replace(/`/g, ''))}</p>`, headlineHtml(headlineOf(envs), HEADLINE_HEADING), summaryHtml(summaryTables(envs))]
   body.push('<section class="rules">', `<h2>${RULES_HEADING}</h2>`, `<ul>${rulesOf(envs).map((r) => `<li>${escapeXml(r.replace(/`/g, ''))}</li>`).join('')}</ul>`, '</section>')
   body.push('<div class="details">')
   for (const env of envs) {
