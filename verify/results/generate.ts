@@ -8,6 +8,7 @@ import { stageChart, timeChart } from './charts.ts'
 import { costPerTokenChart } from './cost-chart.ts'
 import { readFaultsRecords } from './fault-record.ts'
 import { readLoadRecords } from './load-record.ts'
+import { readLoadLevelsRecords } from './load-levels-record.ts'
 import { readMicroRecords } from './micro-record.ts'
 import { readRunRecords } from './record.ts'
 import { chartFiles, needleHeatmapFile, renderHtml, renderMarkdown } from './render.ts'
@@ -24,6 +25,8 @@ export interface GenerateResult {
   needleRecords: number
   faultsRecords: number
   loadRecords: number
+  /** Load-levels records (protocols/load.mjs's concurrency levels, `levels/` under the load directory). */
+  loadLevelsRecords: number
   warmRecords: number
   twoHostRecords: number
   adversaryRecords: number
@@ -81,10 +84,11 @@ export async function generateResults (runsDir: string, outDir: string, microDir
   const needle = await readNeedleRecords(needleDir)
   const faults = await readFaultsRecords(faultsDir)
   const load = await readLoadRecords(loadDir)
+  const loadLevels = await readLoadLevelsRecords(join(loadDir, 'levels'))
   const warm = await readWarmRecords(warmDir)
   const twoHost = await readTwoHostRecords(twoHostDir)
   const adversary = await readAdversaryRecords(adversaryDir)
-  const envs = summarize(records, micro, needle, faults, load, warm, twoHost, adversary)
+  const envs = summarize(records, micro, needle, faults, load, warm, twoHost, adversary, loadLevels)
   // The report names the folders it read, wherever they are (not always the checkout's results/).
   const from = reportSources({ runs: runsDir, micro: microDir, needle: needleDir, faults: faultsDir, load: loadDir, warm: warmDir, twoHost: twoHostDir, adversary: adversaryDir })
   const files = new Map<string, string>([['RESULTS.md', renderMarkdown(envs, from)], ['report.html', renderHtml(envs, from)]])
@@ -100,7 +104,7 @@ export async function generateResults (runsDir: string, outDir: string, microDir
   await mkdir(outDir, { recursive: true })
   for (const [name, text] of files) await writeFile(join(outDir, name), text)
   return {
-    records: records.length, microRecords: micro.length, needleRecords: needle.length, faultsRecords: faults.length, loadRecords: load.length, warmRecords: warm.length,
+    records: records.length, microRecords: micro.length, needleRecords: needle.length, faultsRecords: faults.length, loadRecords: load.length, loadLevelsRecords: loadLevels.length, warmRecords: warm.length,
     twoHostRecords: twoHost.length, adversaryRecords: adversary.length,
     environments: envs.length, files: [...files.keys()],
   }

@@ -6,6 +6,7 @@ import { escapeXml, stageChart, timeChart, timeChartNote } from './charts.ts'
 import { costChartNote, costPerTokenChart, hasCostChart } from './cost-chart.ts'
 import { faultHeadline, faultRunLine, faultTables, FAULTS_RULE, type FaultsSummary } from './faults-section.ts'
 import { loadHeadline, loadRunLine, loadTables, LOAD_RULE, type LoadSummary } from './load-section.ts'
+import { loadLevelsBlocks, loadLevelsRunsTable, LOAD_LEVELS_RULE, type LoadLevelsSummary } from './load-levels-section.ts'
 import { microTables } from './micro-tables.ts'
 import { needleGridTable, needleTallyLine, needleTallyWords } from './needle-section.ts'
 import { CHECKOUT_SOURCES, type ReportSources } from './sources.ts'
@@ -39,7 +40,7 @@ const TITLE = 'pd-bridge results'
 function sourcesOf (envs: EnvironmentSummary[], from: ReportSources): string[] {
   const out = [`\`${from.runs}\` (cold-prompt runs)`, `\`${from.micro}\` (micro benchmarks)`, `\`${from.needle}\` (needle runs)`]
   if (envs.some((e) => e.faults !== null)) out.push(`\`${from.faults}\` (fault protocol runs)`)
-  if (envs.some((e) => e.load !== null)) out.push(`\`${from.load}\` (load protocol runs)`)
+  if (envs.some((e) => e.load !== null || e.loadLevels !== null)) out.push(`\`${from.load}\` (load protocol runs)`)
   if (envs.some((e) => e.warm !== null)) out.push(`\`${from.warm}\` (warm-extend protocol runs)`)
   if (envs.some((e) => e.twoHost !== null)) out.push(`\`${from.twoHost}\` (two-host protocol runs)`)
   if (envs.some((e) => e.adversary !== null)) out.push(`\`${from.adversary}\` (adversary protocol runs)`)
@@ -67,7 +68,7 @@ const RULES = [
 
 /** The counting rules of `envs`: the fault, load and warm-extend rules only when some environment has such runs (older reports stay as they were). */
 function rulesOf (envs: EnvironmentSummary[]): string[] {
-  return [...RULES, ...(envs.some((e) => e.faults !== null) ? [FAULTS_RULE] : []), ...(envs.some((e) => e.load !== null) ? [LOAD_RULE] : []),
+  return [...RULES, ...(envs.some((e) => e.faults !== null) ? [FAULTS_RULE] : []), ...(envs.some((e) => e.load !== null) ? [LOAD_RULE] : []), ...(envs.some((e) => e.loadLevels !== null) ? [LOAD_LEVELS_RULE] : []),
     ...(envs.some((e) => e.warm !== null) ? [WARM_RULE] : []), ...(envs.some((e) => e.twoHost !== null) ? [TWO_HOST_RULE] : []),
     ...(envs.some((e) => e.adversary !== null) ? [ADVERSARY_RULE] : [])]
 }
@@ -108,6 +109,32 @@ function loadHtmlSection (load: LoadSummary): string {
   const newest = load.runs[load.runs.length - 1]
   const parts = ['<div class="load">', `<h3>${LOAD_HEADING}</h3>`, `<p class="load-headline">${escapeXml(loadHeadline(newest))}.</p>`, `<p>${escapeXml(loadRunLine(load))}</p>`]
   for (const t of loadTables(load)) parts.push(htmlTable(t, 4, 'load-table'))
+  parts.push('</div>')
+  return parts.join('\n')
+}
+
+/** The heading of each environment's load-levels section. */
+const LOAD_LEVELS_HEADING = 'Load: concurrency levels'
+
+/** The load-levels section of RESULTS.md: per decoder kind the newest run's headline, what it sent, its tables; every run when there are several. */
+function loadLevelsMarkdownSection (levels: LoadLevelsSummary): string[] {
+  const out = [`### ${LOAD_LEVELS_HEADING}`, '']
+  for (const b of loadLevelsBlocks(levels)) {
+    out.push(`${b.headline}.`, '', b.line, '')
+    for (const t of b.tables) out.push(mdTable(t, 4), '')
+  }
+  if (levels.runs.length > 1) out.push(mdTable(loadLevelsRunsTable(levels), 4), '')
+  return out
+}
+
+/** The load-levels section of report.html: the same words and tables. */
+function loadLevelsHtmlSection (levels: LoadLevelsSummary): string {
+  const parts = ['<div class="load-levels">', `<h3>${LOAD_LEVELS_HEADING}</h3>`]
+  for (const b of loadLevelsBlocks(levels)) {
+    parts.push(`<p class="load-headline">${escapeXml(b.headline)}.</p>`, `<p>${escapeXml(b.line)}</p>`)
+    for (const t of b.tables) parts.push(htmlTable(t, 4, 'load-table'))
+  }
+  if (levels.runs.length > 1) parts.push(htmlTable(loadLevelsRunsTable(levels), 4, 'load-table'))
   parts.push('</div>')
   return parts.join('\n')
 }
@@ -215,6 +242,7 @@ export function renderMarkdown (summaries: EnvironmentSummary[], from: ReportSou
     if (env.needle !== null) out.push(needleMarkdownSection(env.needle, needleHeatmapFile(env)), '')
     if (env.faults !== null) out.push(...faultsMarkdownSection(env.faults))
     if (env.load !== null) out.push(...loadMarkdownSection(env.load))
+    if (env.loadLevels !== null) out.push(...loadLevelsMarkdownSection(env.loadLevels))
     if (env.warm !== null) out.push(...warmMarkdownSection(env.warm))
     if (env.twoHost !== null) out.push(...twoHostMarkdownSection(env.twoHost))
     if (env.adversary !== null) out.push(...adversaryMarkdownSection(env.adversary))
@@ -314,6 +342,7 @@ export function renderHtml (summaries: EnvironmentSummary[], from: ReportSources
     if (env.needle !== null) body.push(needleHtmlSection(env.needle))
     if (env.faults !== null) body.push(faultsHtmlSection(env.faults))
     if (env.load !== null) body.push(loadHtmlSection(env.load))
+    if (env.loadLevels !== null) body.push(loadLevelsHtmlSection(env.loadLevels))
     if (env.warm !== null) body.push(warmHtmlSection(env.warm))
     if (env.twoHost !== null) body.push(twoHostHtmlSection(env.twoHost))
     if (env.adversary !== null) body.push(adversaryHtmlSection(env.adversary))
