@@ -29,7 +29,7 @@ const PRESET = 'tiny'
 const SEED = 1
 const BLOCK = 256
 const ROUTES = ['bridged', 'warm', 'native-short']
-// The decoder kinds the embedded stack can run (src/stack/embedded.ts, DecoderEngine); the flag's check only.
+// The decoder kinds the embedded stack can run (src/stack/embedded.ts, DecoderEngine); STORES below reads each one's store.
 const DECODER_KINDS = ['ours', 'llama.cpp']
 
 const USAGE = `Usage: npx zx protocols/load.mjs [options]   (node runs it as well)
@@ -53,9 +53,9 @@ verdicts, latency and TTFT percentiles, errors and 429s, peak RSS. One record in
 Concurrency levels:
   --levels L             concurrent clients per level, comma-separated (default 1,2,4,8,16)
   --decoders K           decoder kinds, comma-separated: ${DECODER_KINDS.join(', ')} (default both)
-  --requests-per-client N  requests each client sends one after another at a level (default 2)
-  --long-tokens N        size of the latency probe's long prompt (default 4096)
-  --latency-samples N    short prompts per leg of the latency probe; 0 skips it (default 8)
+  --requests-per-client N  requests each client sends one after another at a level (default 1)
+  --long-tokens N        size of the latency probe's long prompt (default 2048)
+  --latency-samples N    short prompts per leg of the latency probe; 0 skips it (default 4)
   --temperature T        sampling temperature of every request (default 0.8; 0 is greedy)
   --top-p P              nucleus share (default 0.95); each request has its own seed from --seed
 The timed mix:
@@ -170,9 +170,9 @@ const levelOpts = {
     if (!DECODER_KINDS.includes(x)) fail(`--decoders: unknown decoder kind ${JSON.stringify(x)} (expected ${DECODER_KINDS.join(' or ')})`)
     return x
   }),
-  requestsPerClient: int('requests-per-client', argv['requests-per-client'] ?? 2, 1, 1000),
-  longTokens: int('long-tokens', argv['long-tokens'] ?? 4096, 2 * BLOCK + 1, 30_000),
-  latencySamples: int('latency-samples', argv['latency-samples'] ?? 8, 0, 1000),
+  requestsPerClient: int('requests-per-client', argv['requests-per-client'] ?? 1, 1, 1000),
+  longTokens: int('long-tokens', argv['long-tokens'] ?? 2048, 2 * BLOCK + 1, 30_000),
+  latencySamples: int('latency-samples', argv['latency-samples'] ?? 4, 0, 1000),
   temperature: numberIn('temperature', argv.temperature ?? 0.8, 0, 2),
   topP: numberIn('top-p', argv['top-p'] ?? 0.95, 0, 1, true),
 }
@@ -185,6 +185,15 @@ const { startEmbeddedStack, startNativeLeg } = await import('../src/stack/embedd
 const { resolveStateDir } = await import('../src/stack/state-dir.ts')
 const { buildDemoPrompt } = await import('../src/stack/demo/prompt.ts')
 const { promptBlockKeys, presentKeys } = await import('../src/stack/demo/blocks.ts')
+const { presentStates } = await import('../src/stack/demo/states.ts')
+// Per kind: which of a prompt's block keys its store has anything for, and whether it holds the whole
+// bridged prefix (ours: every block file; llama.cpp: the one state file at the prefix's last boundary).
+const STORES = {
+  ours: { present: presentKeys, holds: async (dir, keys) => (await presentKeys(dir, keys)).length === keys.length },
+  'llama.cpp': { present: presentStates, holds: async (dir, keys) => keys.length > 0 && (await presentStates(dir, keys.slice(-1))).length === 1 },
+}
+/** The running decoder's store (the timed mix runs our decoder). */
+let store = STORES.ours
 const { loadTokenizer } = await import('../src/model/tokenizer/index.ts')
 const { embeddedEnvironment, embeddedModelName } = await import('../verify/results/environment.ts')
 const { LOAD_RECORD_SCHEMA, loadTotals, parseLoadRecord, isLoadError } = await import('../verify/results/load-record.ts')
@@ -336,7 +345,7 @@ async function coldPrompt (tokens = opts.coldTokens) {
   for (;;) {
     const p = buildDemoPrompt(tokenizer, tokens, promptSeed())
     const keys = promptBlockKeys(modelName, p.tokens, BLOCK)
-    if ((await presentKeys(cacheDir, keys)).length === 0) return { ...p, keys }
+    if ((await store.present(cacheDir, keys)).length === 0) return { ...p, keys }
   }
 }
 
@@ -347,7 +356,7 @@ function shortPrompt () {
 /** After a cold prompt's 2xx answer: into the warm pool once every one of its full blocks is stored. */
 async function remember (prompt) {
   const usable = Math.floor((prompt.tokens.length - 1) / BLOCK)
-  if ((await presentKeys(cacheDir, prompt.keys.slice(0, usable))).length === usable) warmPool.push(prompt)
+  if (await store.holds(cacheDir, prompt.keys.slice(0, usable))) warmPool.push(prompt)
 }
 
 async function sendOne (route, draw) {
@@ -529,6 +538,7 @@ async function runKind (kind) {
   let record
   warmPool.length = 0
   errorLog.length = 0
+  store = STORES[kind]
   const stopAll = async () => { await stack?.stop().catch(() => {}) }
   const onSigint = () => { void stopAll().finally(() => process.exit(130)) }
   process.once('SIGINT', onSigint)

@@ -9,6 +9,7 @@ import { costPerTokenChart } from './cost-chart.ts'
 import { readFaultsRecords } from './fault-record.ts'
 import { readLoadRecords } from './load-record.ts'
 import { readLoadLevelsRecords } from './load-levels-record.ts'
+import { readBatchRecords } from './batch-record.ts'
 import { readMicroRecords } from './micro-record.ts'
 import { readRunRecords } from './record.ts'
 import { chartFiles, needleHeatmapFile, renderHtml, renderMarkdown } from './render.ts'
@@ -27,6 +28,8 @@ export interface GenerateResult {
   loadRecords: number
   /** Load-levels records (protocols/load.mjs's concurrency levels, `levels/` under the load directory). */
   loadLevelsRecords: number
+  /** Batched-decode records (protocols/batch-decode.mjs). */
+  batchRecords: number
   warmRecords: number
   twoHostRecords: number
   adversaryRecords: number
@@ -65,6 +68,11 @@ export function defaultTwoHostDir (runsDir: string): string {
   return join(dirname(resolve(runsDir)), 'two-host')
 }
 
+/** Where batched-decode protocol records live by default: `batch/` next to the run records' directory (protocols/batch-decode.mjs's default). */
+export function defaultBatchDir (runsDir: string): string {
+  return join(dirname(resolve(runsDir)), 'batch')
+}
+
 /** Where adversary protocol records live by default: `adversary/` next to the run records' directory (protocols/adversary.mjs's default). */
 export function defaultAdversaryDir (runsDir: string): string {
   return join(dirname(resolve(runsDir)), 'adversary')
@@ -78,7 +86,7 @@ export function defaultAdversaryDir (runsDir: string): string {
  */
 export async function generateResults (runsDir: string, outDir: string, microDir: string = defaultMicroDir(runsDir), needleDir: string = defaultNeedleDir(runsDir),
   faultsDir: string = defaultFaultsDir(runsDir), loadDir: string = defaultLoadDir(runsDir), warmDir: string = defaultWarmDir(runsDir),
-  twoHostDir: string = defaultTwoHostDir(runsDir), adversaryDir: string = defaultAdversaryDir(runsDir)): Promise<GenerateResult> {
+  twoHostDir: string = defaultTwoHostDir(runsDir), adversaryDir: string = defaultAdversaryDir(runsDir), batchDir: string = defaultBatchDir(runsDir)): Promise<GenerateResult> {
   const records = await readRunRecords(runsDir)
   const micro = await readMicroRecords(microDir)
   const needle = await readNeedleRecords(needleDir)
@@ -88,10 +96,11 @@ export async function generateResults (runsDir: string, outDir: string, microDir
   const warm = await readWarmRecords(warmDir)
   const twoHost = await readTwoHostRecords(twoHostDir)
   const adversary = await readAdversaryRecords(adversaryDir)
+  const batch = await readBatchRecords(batchDir)
   const envs = summarize(records, micro, needle, faults, load, warm, twoHost, adversary, loadLevels)
   // The report names the folders it read, wherever they are (not always the checkout's results/).
-  const from = reportSources({ runs: runsDir, micro: microDir, needle: needleDir, faults: faultsDir, load: loadDir, warm: warmDir, twoHost: twoHostDir, adversary: adversaryDir })
-  const files = new Map<string, string>([['RESULTS.md', renderMarkdown(envs, from)], ['report.html', renderHtml(envs, from)]])
+  const from = reportSources({ runs: runsDir, micro: microDir, needle: needleDir, faults: faultsDir, load: loadDir, warm: warmDir, twoHost: twoHostDir, adversary: adversaryDir, batch: batchDir })
+  const files = new Map<string, string>([['RESULTS.md', renderMarkdown(envs, from, batch)], ['report.html', renderHtml(envs, from, batch)]])
   for (const env of envs) {
     if (env.sizes.length > 0) {
       const names = chartFiles(env)
@@ -105,7 +114,7 @@ export async function generateResults (runsDir: string, outDir: string, microDir
   for (const [name, text] of files) await writeFile(join(outDir, name), text)
   return {
     records: records.length, microRecords: micro.length, needleRecords: needle.length, faultsRecords: faults.length, loadRecords: load.length, loadLevelsRecords: loadLevels.length, warmRecords: warm.length,
-    twoHostRecords: twoHost.length, adversaryRecords: adversary.length,
+    twoHostRecords: twoHost.length, adversaryRecords: adversary.length, batchRecords: batch.length,
     environments: envs.length, files: [...files.keys()],
   }
 }
