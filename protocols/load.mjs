@@ -1,17 +1,23 @@
 #!/usr/bin/env node
-// The load protocol (docs/BENCHMARK-PROTOCOL.md, "Load"). Starts the embedded stack (tiny preset,
-// blocks of 256, everything on 127.0.0.1) with a home of its own under <state>/runs/ (its own block
-// store, captures, logs; the checkpoint and sidecar of the state directory are made once and
-// reused), then lets --clients concurrent clients send requests through the front door for
-// --duration-s seconds, one after another each: fresh cold prompts long enough to be bridged, warm
+// The load protocol (docs/BENCHMARK-PROTOCOL.md, "Load" and "Load: concurrency levels"). Starts the
+// embedded stack (tiny preset, blocks of 256, everything on 127.0.0.1) with a home of its own under
+// <state>/runs/ (its own block store, captures, logs; the checkpoint and sidecar of the state
+// directory are made once and reused) and sends fresh cold prompts long enough to be bridged, warm
 // repeats of earlier prompts (their blocks already in the decoder's store) and short prompts that go
-// native, half of them streamed (fetch, SSE) and half whole (the official openai client). Per route
-// it records the requests, the verdicts the front door returned (X-PD-Bridge / pd_bridge), latency
-// and time-to-first-token percentiles, errors (any answer neither 2xx nor 429, or none: must be 0)
-// and 429s (with Retry-After seen); and the peak RSS of every process. One record under
-// results/load/, then RESULTS.md is regenerated (pd-bridge results).
+// native through the front door. Two modes:
+// - concurrency levels (default): per decoder kind (ours, llama.cpp), 1, 2, 4, 8, 16 clients at once,
+//   streamed seeded requests by the official openai client, every answer compared token for token
+//   with the same request sent alone to a second decoder of the kind (its solo run); per level decode
+//   tokens/s, TTFT and end-to-end percentiles, errors, verdicts, peak RSS per process, load average;
+//   then TTFT of short prompts idle and under a long bridge. One record per kind under
+//   results/load/levels/.
+// - the timed mix (--clients / --duration-s): clients send one request after another for a while,
+//   greedy, half streamed (fetch, SSE) and half whole (the openai client); per route requests,
+//   verdicts, latency and TTFT percentiles, errors and 429s, peak RSS. One record under results/load/.
+// Then RESULTS.md is regenerated (pd-bridge results).
 //
-//   npx zx protocols/load.mjs [--clients 16] [--duration-s 60] [--mix 1,2,2] [--seed N]
+//   npx zx protocols/load.mjs [--levels 1,2,4,8,16] [--decoders ours,llama.cpp] [--seed N]
+//   npx zx protocols/load.mjs --clients 16 --duration-s 60 [--mix 1,2,2] [--seed N]
 //   npx zx protocols/load.mjs --help
 import { randomBytes } from 'node:crypto'
 import { cpus, loadavg, totalmem } from 'node:os'
