@@ -1,19 +1,26 @@
 #!/usr/bin/env node
-// The load protocol (docs/BENCHMARK-PROTOCOL.md, "Load"). Starts the embedded stack (tiny preset,
-// blocks of 256, everything on 127.0.0.1) with a home of its own under <state>/runs/ (its own block
-// store, captures, logs; the checkpoint and sidecar of the state directory are made once and
-// reused), then lets --clients concurrent clients send requests through the front door for
-// --duration-s seconds, one after another each: fresh cold prompts long enough to be bridged, warm
+// The load protocol (docs/BENCHMARK-PROTOCOL.md, "Load" and "Load: concurrency levels"). Starts the
+// embedded stack (tiny preset, blocks of 256, everything on 127.0.0.1) with a home of its own under
+// <state>/runs/ (its own block store, captures, logs; the checkpoint and sidecar of the state
+// directory are made once and reused) and sends fresh cold prompts long enough to be bridged, warm
 // repeats of earlier prompts (their blocks already in the decoder's store) and short prompts that go
-// native, half of them streamed (fetch, SSE) and half whole (the official openai client). Per route
-// it records the requests, the verdicts the front door returned (X-PD-Bridge / pd_bridge), latency
-// and time-to-first-token percentiles, errors (any answer neither 2xx nor 429, or none: must be 0)
-// and 429s (with Retry-After seen); and the peak RSS of every process. One record under
-// results/load/, then RESULTS.md is regenerated (pd-bridge results).
+// native through the front door. Two modes:
+// - concurrency levels (default): per decoder kind (ours, llama.cpp), 1, 2, 4, 8, 16 clients at once,
+//   streamed seeded requests by the official openai client, every answer compared token for token
+//   with the same request sent alone to a second decoder of the kind (its solo run); per level decode
+//   tokens/s, TTFT and end-to-end percentiles, errors, verdicts, peak RSS per process, load average;
+//   then TTFT of short prompts idle and under a long bridge. One record per kind under
+//   results/load/levels/.
+// - the timed mix (--clients / --duration-s): clients send one request after another for a while,
+//   greedy, half streamed (fetch, SSE) and half whole (the openai client); per route requests,
+//   verdicts, latency and TTFT percentiles, errors and 429s, peak RSS. One record under results/load/.
+// Then RESULTS.md is regenerated (pd-bridge results).
 //
-//   npx zx protocols/load.mjs [--clients 16] [--duration-s 60] [--mix 1,2,2] [--seed N]
+//   npx zx protocols/load.mjs [--levels 1,2,4,8,16] [--decoders ours,llama.cpp] [--seed N]
+//   npx zx protocols/load.mjs --clients 16 --duration-s 60 [--mix 1,2,2] [--seed N]
 //   npx zx protocols/load.mjs --help
 import { randomBytes } from 'node:crypto'
+import { cpus, loadavg, totalmem } from 'node:os'
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -28,47 +35,69 @@ const PRESET = 'tiny'
 const SEED = 1
 const BLOCK = 256
 const ROUTES = ['bridged', 'warm', 'native-short']
+// The decoder kinds the embedded stack can run (src/stack/embedded.ts, DecoderEngine); STORES below reads each one's store.
+const DECODER_KINDS = ['ours', 'llama.cpp']
 
 const USAGE = `Usage: npx zx protocols/load.mjs [options]   (node runs it as well)
 
 The load protocol (docs/BENCHMARK-PROTOCOL.md, "Load"): starts the embedded stack (preset ${PRESET},
-blocks of ${BLOCK}, loopback only) in a home of its own, then --clients concurrent clients send a mix
-of requests through the front door for --duration-s seconds: fresh cold prompts long enough to be
-bridged (route bridged), repeats of earlier prompts whose blocks are in the decoder's store (warm)
-and short prompts that go native (native-short), streamed (fetch) and whole (the openai client).
-Per route: requests, the front door's verdicts, p50/p90/p99 latency and time to first token,
-errors (any answer neither 2xx nor 429, or none) and 429s; the peak RSS of every process. One
-record in --runs, then RESULTS.md is regenerated.
+blocks of ${BLOCK}, loopback only) in a home of its own and sends a mix of requests through the front
+door: fresh cold prompts long enough to be bridged (route bridged), repeats of earlier prompts whose
+blocks are in the decoder's store (warm) and short prompts that go native (native-short).
 
+Two modes. Concurrency levels (the default): for each decoder kind in --decoders, each level of
+--levels runs that many concurrent clients (the official openai client, streamed, seeded sampling),
+each sending --requests-per-client requests; every answer is compared token for token with the same
+request sent alone to a second decoder of the kind with its own store (its solo run). Per level:
+aggregate and decode tokens/s, TTFT and end-to-end percentiles, errors, verdicts, peak RSS per
+process, the load average. Then the latency probe: TTFT of short prompts on the idle stack and while
+a long prompt is bridged. One record per decoder kind in --runs/levels.
+The timed mix (--clients or --duration-s given): --clients concurrent clients for --duration-s
+seconds, greedy, half streamed (fetch) and half whole (the openai client); per route requests,
+verdicts, latency and TTFT percentiles, errors and 429s, peak RSS. One record in --runs.
+
+Concurrency levels:
+  --levels L             concurrent clients per level, comma-separated (default 1,2,4,8,16)
+  --decoders K           decoder kinds, comma-separated: ${DECODER_KINDS.join(', ')} (default both)
+  --requests-per-client N  requests each client sends one after another at a level (default 1)
+  --long-tokens N        size of the latency probe's long prompt (default 2048)
+  --latency-samples N    short prompts per leg of the latency probe; 0 skips it (default 4)
+  --temperature T        sampling temperature of every request (default 0.8; 0 is greedy)
+  --top-p P              nucleus share (default 0.95); each request has its own seed from --seed
+The timed mix:
   --clients N            concurrent clients (default 16)
   --duration-s N         seconds clients start new requests; those in flight then finish (default 60)
-  --mix B,W,S            weights of bridged, warm and native-short requests (default 1,2,2)
   --stream-share F       share of requests sent as streams, 0 to 1 (default 0.5)
+  --when-full MODE       the front door's queue.whenFull: native (default) or reject (429 + Retry-After)
+Both:
+  --mix B,W,S            weights of bridged, warm and native-short requests (default 1,2,2)
   --cold-tokens N        size of each fresh cold prompt (default 700: two full blocks and a tail)
   --short-tokens N       size of each short prompt (default 200; must stay under the front door's
                          minimum of ${2 * BLOCK} tokens, so it goes native)
-  --max-tokens N         the answer budget of every request, greedy (default 16)
+  --max-tokens N         the answer budget of every request (default 16)
   --request-timeout-s N  the client's limit on one request (default 300); past it, an error
-  --when-full MODE       the front door's queue.whenFull: native (default) or reject (429 + Retry-After)
-  --seed N               the invocation seed: prompt seeds and the mix draw (default: random)
+  --seed N               the invocation seed: prompt seeds, sampling seeds and the mix draw (default: random)
   --state-dir DIR        where the checkpoint and sidecar are made or reused, and the run's own
                          home goes (runs/load-<id>/; default $PD_STATE_DIR or ~/.cache/pd-bridge)
   --keep-state           keep the run's home (logs, store) even when there was no error
-  --runs DIR             where the record goes (default results/load in this checkout)
+  --runs DIR             where the record goes (default results/load in this checkout; levels
+                         records in its levels/ folder)
   --out DIR              where RESULTS.md and report.html go (default results/ in this checkout,
                          regenerated only when --runs is the default; with another --runs, give --out)
   --no-generate          do not regenerate the report
   -h, --help             this text (nothing is started or written)
 
-Exit 0 only when no request was an error. Progress goes to stderr: one line per step, and over the
-timed window a live line on a terminal (JSON lines elsewhere; PD_PROGRESS=off to silence it,
-docs/progress.md). A smoke run: --clients 2 --duration-s 3.
+Exit 0 only when no request was an error and (levels) no answer differed from its solo run. Progress
+goes to stderr: one line per step, and over the timed window a live line on a terminal (JSON lines
+elsewhere; PD_PROGRESS=off to silence it, docs/progress.md). Smoke runs: --levels 1,2
+--decoders ours --requests-per-client 1 --latency-samples 2; --clients 2 --duration-s 3.
 `
 helpAndExit(USAGE)
 checkArgv('load', argv, {
   clients: 'string', 'duration-s': 'string', mix: 'string', 'stream-share': 'string', 'cold-tokens': 'string', 'short-tokens': 'string',
   'max-tokens': 'string', 'request-timeout-s': 'string', 'when-full': 'string', seed: 'string', 'state-dir': 'string', 'keep-state': 'boolean',
   runs: 'string', out: 'string', generate: 'negatable',
+  levels: 'string', decoders: 'string', 'requests-per-client': 'string', 'long-tokens': 'string', 'latency-samples': 'string', temperature: 'string', 'top-p': 'string',
 })
 
 function fail (message) {
@@ -117,19 +146,66 @@ const opts = {
   generate: argv.generate !== false,
 }
 if (opts.whenFull !== 'native' && opts.whenFull !== 'reject') fail(`--when-full ${opts.whenFull}: expected native or reject`)
+
+// The mode: the timed mix when one of its own flags is given, else the concurrency levels; the other mode's flags are refused.
+const TIMED_FLAGS = ['clients', 'duration-s', 'stream-share', 'when-full']
+const LEVEL_FLAGS = ['levels', 'decoders', 'requests-per-client', 'long-tokens', 'latency-samples', 'temperature', 'top-p']
+const timedMode = TIMED_FLAGS.some((f) => argv[f] !== undefined)
+if (timedMode) {
+  const other = LEVEL_FLAGS.find((f) => argv[f] !== undefined)
+  if (other !== undefined) fail(`--${other} is a flag of the concurrency levels; --${TIMED_FLAGS.find((f) => argv[f] !== undefined)} selects the timed mix (see --help)`)
+}
+
+function listOf (name, text, parse) {
+  const parts = String(text).split(',').map((x) => x.trim())
+  if (parts.length === 0 || parts.some((x) => x === '')) fail(`--${name} must be a comma-separated list, got ${JSON.stringify(String(text))}`)
+  const values = parts.map(parse)
+  if (new Set(values).size !== values.length) fail(`--${name} names a value twice: ${JSON.stringify(String(text))}`)
+  return values
+}
+
+function numberIn (name, text, min, max, minOpen = false) {
+  const x = Number(text)
+  if (!/^\d*\.?\d+$/.test(String(text)) || !(minOpen ? x > min : x >= min) || !(x <= max)) fail(`--${name} must be a number ${minOpen ? 'above' : 'from'} ${min}${minOpen ? ' up' : ''} to ${max}, got ${JSON.stringify(String(text))}`)
+  return x
+}
+
+const levelOpts = {
+  levels: listOf('levels', argv.levels ?? '1,2,4,8,16', (x) => int('levels', x, 1, 256)),
+  decoders: listOf('decoders', argv.decoders ?? DECODER_KINDS.join(','), (x) => {
+    if (!DECODER_KINDS.includes(x)) fail(`--decoders: unknown decoder kind ${JSON.stringify(x)} (expected ${DECODER_KINDS.join(' or ')})`)
+    return x
+  }),
+  requestsPerClient: int('requests-per-client', argv['requests-per-client'] ?? 1, 1, 1000),
+  longTokens: int('long-tokens', argv['long-tokens'] ?? 2048, 2 * BLOCK + 1, 30_000),
+  latencySamples: int('latency-samples', argv['latency-samples'] ?? 4, 0, 1000),
+  temperature: numberIn('temperature', argv.temperature ?? 0.8, 0, 2),
+  topP: numberIn('top-p', argv['top-p'] ?? 0.95, 0, 1, true),
+}
 const regenerate = opts.generate && (argv.out !== undefined || opts.runs === DEFAULT_RUNS)
 
 // The stack, the prompt builder and the record are TypeScript; tsx lets this protocol import them as they are.
 register()
 const { default: OpenAI } = await import('openai')
-const { startEmbeddedStack } = await import('../src/stack/embedded.ts')
+const { startEmbeddedStack, startNativeLeg } = await import('../src/stack/embedded.ts')
 const { resolveStateDir } = await import('../src/stack/state-dir.ts')
 const { buildDemoPrompt } = await import('../src/stack/demo/prompt.ts')
 const { promptBlockKeys, presentKeys } = await import('../src/stack/demo/blocks.ts')
+const { presentStates } = await import('../src/stack/demo/states.ts')
+// Per kind: which of a prompt's block keys its store has anything for, and whether it holds the whole
+// bridged prefix (ours: every block file; llama.cpp: the one state file at the prefix's last boundary).
+const STORES = {
+  ours: { present: presentKeys, holds: async (dir, keys) => (await presentKeys(dir, keys)).length === keys.length },
+  'llama.cpp': { present: presentStates, holds: async (dir, keys) => keys.length > 0 && (await presentStates(dir, keys.slice(-1))).length === 1 },
+}
+/** The running decoder's store (the timed mix runs our decoder). */
+let store = STORES.ours
 const { loadTokenizer } = await import('../src/model/tokenizer/index.ts')
 const { embeddedEnvironment, embeddedModelName } = await import('../verify/results/environment.ts')
 const { LOAD_RECORD_SCHEMA, loadTotals, parseLoadRecord, isLoadError } = await import('../verify/results/load-record.ts')
 const { loadHeadline } = await import('../verify/results/load-section.ts')
+const { LOAD_LEVELS_RECORD_SCHEMA, parseLoadLevelsRecord, summarizeLevel, summarizeLatency, loadLevelsVerdict } = await import('../verify/results/load-levels-record.ts')
+const { loadLevelsHeadline } = await import('../verify/results/load-levels-section.ts')
 const { generateResults } = await import('../verify/results/generate.ts')
 const { resolveProgressMode, startProgress } = await import('../src/progress/index.ts')
 try {
@@ -271,11 +347,11 @@ function promptSeed () {
 }
 
 /** A fresh cold prompt whose blocks are none of them in the store (checked, as cold-bench does). */
-async function coldPrompt () {
+async function coldPrompt (tokens = opts.coldTokens) {
   for (;;) {
-    const p = buildDemoPrompt(tokenizer, opts.coldTokens, promptSeed())
+    const p = buildDemoPrompt(tokenizer, tokens, promptSeed())
     const keys = promptBlockKeys(modelName, p.tokens, BLOCK)
-    if ((await presentKeys(cacheDir, keys)).length === 0) return { ...p, keys }
+    if ((await store.present(cacheDir, keys)).length === 0) return { ...p, keys }
   }
 }
 
@@ -286,7 +362,7 @@ function shortPrompt () {
 /** After a cold prompt's 2xx answer: into the warm pool once every one of its full blocks is stored. */
 async function remember (prompt) {
   const usable = Math.floor((prompt.tokens.length - 1) / BLOCK)
-  if ((await presentKeys(cacheDir, prompt.keys.slice(0, usable))).length === usable) warmPool.push(prompt)
+  if (await store.holds(cacheDir, prompt.keys.slice(0, usable))) warmPool.push(prompt)
 }
 
 async function sendOne (route, draw) {
@@ -309,6 +385,273 @@ function pickRoute (draw) {
 
 function ms (x) {
   return `${(x / 1000).toFixed(2)} s`
+}
+
+// ---------------------------------------------------------------------------------------------
+// The concurrency levels. Every request is streamed by the official openai client with seeded
+// sampling and return_token_ids; its solo run is the same body sent alone, whole, to a second
+// decoder of the kind with its own store (startNativeLeg): the project's claim is that an answer is
+// a pure function of (prompt, parameters, seed), whatever the cache held and whatever ran beside it.
+
+let soloClient
+/** The errors of a kind's run (no answer, or neither 2xx nor 429), with the level they happened at (0: the latency probe). */
+const errorLog = []
+function logErrors (clients, samples) {
+  for (const s of samples) if (isLoadError(s.status)) errorLog.push({ clients, route: s.route, status: s.status, message: (s.message ?? '').slice(0, 300) })
+}
+/** Seed of the n-th sampled request: each its own, from the invocation seed. */
+let requestCount = 0
+function requestSeed () {
+  requestCount++
+  return (Math.imul(opts.seed ^ 0x5bd1e995, 0x01000193) + requestCount * 0x9e3779b1) >>> 0
+}
+
+function seededBody (prompt, seed, maxTokens = opts.maxTokens) {
+  return { model: modelName, messages: prompt.messages, max_tokens: maxTokens, temperature: levelOpts.temperature, top_p: levelOpts.topP, seed, return_token_ids: true }
+}
+
+/** One streamed request through the front door; never throws (what happened is in the sample). */
+async function sendSeeded (route, prompt, maxTokens = opts.maxTokens) {
+  const body = seededBody(prompt, requestSeed(), maxTokens)
+  const start = performance.now()
+  const s = { route, status: null, start, first: null, end: start, completionTokens: 0, verdict: null, sameAsSolo: null, message: null, body, ids: null }
+  try {
+    const { data: stream, response } = await client.chat.completions.create({ ...body, stream: true, stream_options: { include_usage: true } }).withResponse()
+    s.status = response.status
+    s.verdict = response.headers.get('x-pd-bridge')
+    for await (const chunk of stream) {
+      const choice = chunk.choices?.[0]
+      if (typeof choice?.delta?.content === 'string' && choice.delta.content !== '') s.first ??= performance.now()
+      if (Array.isArray(choice?.token_ids)) s.ids = choice.token_ids
+      if (chunk.usage) s.completionTokens = chunk.usage.completion_tokens
+      if (typeof chunk.pd_bridge?.verdict === 'string') s.verdict = chunk.pd_bridge.verdict
+    }
+    if (s.ids === null) throw new Error('the stream carried no token_ids (return_token_ids was asked)')
+  }
+  catch (e) {
+    const status = typeof e?.status === 'number' ? e.status : null
+    s.message = status === null ? `${s.status === null ? '' : `after HTTP ${s.status}: `}${errorMessage(e)}` : `HTTP ${status}: ${String(e?.message ?? e).slice(0, 240)}`
+    s.status = status
+  }
+  s.end = performance.now()
+  return s
+}
+
+/** Each 2xx answer sent again, alone, to the solo decoder; sameAsSolo says whether the ids agree. */
+async function compareWithSolo (samples) {
+  for (const s of samples) {
+    if (s.status === null || s.status < 200 || s.status > 299) continue
+    try {
+      const solo = await soloClient.chat.completions.create(s.body)
+      s.sameAsSolo = JSON.stringify(solo.choices[0].token_ids) === JSON.stringify(s.ids)
+    }
+    catch (e) {
+      s.sameAsSolo = false
+      s.message = `its solo run failed: ${errorMessage(e)}`
+    }
+    if (s.sameAsSolo === false) say(`differs from its solo run (${s.route}, seed ${s.body.seed}): ${JSON.stringify(s.ids)}${s.message === null ? '' : ` (${s.message})`}`)
+  }
+}
+
+/** VmRSS of every process in `pids`, sampled every 100 ms until stop(): the peak of each, bytes. */
+function sampleRss (pids) {
+  const peak = {}
+  let running = true
+  const read = async () => {
+    for (const [name, pid] of pids) {
+      try {
+        const m = /VmRSS:\s+(\d+) kB/.exec(await readFile(`/proc/${pid}/status`, 'utf8'))
+        if (m) peak[name] = Math.max(peak[name] ?? 0, Number(m[1]) * 1024)
+      }
+      catch {}
+    }
+  }
+  const loop = (async () => {
+    while (running) {
+      await read()
+      await new Promise((r) => setTimeout(r, 100))
+    }
+  })()
+  return async () => {
+    running = false
+    await loop
+    await read()
+    return Object.fromEntries(Object.entries(peak).sort(([a], [b]) => a.localeCompare(b)))
+  }
+}
+
+/** One level: `clients` clients, each sending requestsPerClient requests one after another; then the solo runs. */
+async function runLevel (clients, stackPids) {
+  const samples = []
+  const loadStart = loadavg()[0]
+  const stopRss = sampleRss(stackPids)
+  await Promise.all(Array.from({ length: clients }, async (_, i) => {
+    const draw = rng((opts.seed ^ Math.imul(clients * 131 + i + 1, 0x85ebca6b)) >>> 0)
+    for (let k = 0; k < levelOpts.requestsPerClient; k++) {
+      const route = pickRoute(draw)
+      const prompt = route === 'bridged' ? await coldPrompt() : route === 'warm' ? warmPool[Math.floor(draw() * warmPool.length)] : shortPrompt()
+      const s = await sendSeeded(route, prompt)
+      samples.push(s)
+      if (s.message !== null) say(`error at ${clients} clients (${route}): ${s.message}`)
+      if (route === 'bridged' && s.status === 200) await remember(prompt)
+    }
+  }))
+  const peakRssBytes = await stopRss()
+  const loadEnd = loadavg()[0]
+  await compareWithSolo(samples)
+  logErrors(clients, samples)
+  return { samples, level: summarizeLevel(clients, samples, { peakRssBytes, loadAverage: { start: loadStart, end: loadEnd } }) }
+}
+
+/** The latency probe: short prompts one after another on the idle stack, then while long prompts (max_tokens 1: little but the bridge) run. */
+async function runLatencyProbe () {
+  const n = levelOpts.latencySamples
+  const idle = []
+  for (let i = 0; i < n; i++) idle.push(await sendSeeded('native-short', shortPrompt()))
+  const under = []
+  const outside = []
+  const longs = []
+  let longRunning = false
+  let long = Promise.resolve()
+  const startLong = async () => {
+    const prompt = await coldPrompt(levelOpts.longTokens)
+    longRunning = true
+    long = sendSeeded('bridged', prompt, 1).then((s) => { longs.push(s); longRunning = false })
+  }
+  // Bounded: a stack that answers the long prompt faster than a short one still ends.
+  for (let tries = 0; under.length < n && tries < 4 * n; tries++) {
+    if (!longRunning) await startLong()
+    const s = await sendSeeded('native-short', shortPrompt())
+    ;(longRunning ? under : outside).push(s)
+  }
+  await long
+  await compareWithSolo([...idle, ...under, ...outside, ...longs])
+  logErrors(0, [...idle, ...under, ...outside, ...longs])
+  for (const s of [...idle, ...under, ...outside, ...longs]) if (s.message !== null) say(`latency probe (${s.route}): ${s.message}`)
+  return summarizeLatency(n, idle, under, outside, longs)
+}
+
+/** One decoder kind: its stack, a warm-up, every level, the latency probe; its record. */
+async function runKind (kind) {
+  const startedAt = new Date().toISOString()
+  const runId = `${startedAt.replace(/[:.]/g, '-')}-load-levels-${kind.replace(/[^a-z0-9]+/gi, '-')}-${opts.seed}`
+  const base = resolveStateDir(opts.stateDir)
+  const home = join(base, 'runs', `load-${runId}`)
+  const pids = new Map([['protocol', process.pid]])
+  let keep = opts.keepState
+  let stack
+  let solo
+  let record
+  warmPool.length = 0
+  errorLog.length = 0
+  store = STORES[kind]
+  const stopAll = async () => { await stack?.stop().catch(() => {}) }
+  const onSigint = () => { void stopAll().finally(() => process.exit(130)) }
+  process.once('SIGINT', onSigint)
+  try {
+    await mkdir(home, { recursive: true })
+    say(`${kind}: starting the embedded stack (${PRESET}, blocks of ${BLOCK}, decoder ${kind}); the run's home ${home}`)
+    stack = await startEmbeddedStack({
+      stateDir: base, home, preset: PRESET, seed: SEED, blockSize: BLOCK, port: 0, decoderEngine: kind,
+      onEvent: (e) => {
+        if ((e.kind === 'ready' || e.kind === 'restarted') && e.name !== 'decoder-native') pids.set(e.name, e.pid)
+        if (e.kind === 'ready') say(`${e.name.padEnd(15)} ready   ${e.url}  pid ${e.pid}  (${(e.ms / 1000).toFixed(1)} s)`)
+        if (e.kind === 'asset' && e.action !== 'making') say(`${e.what} ${e.action} ${e.dir}`)
+      },
+      onDeath: (message) => say(`a child died: ${message}`),
+    })
+    frontUrl = stack.urls.front
+    modelName = stack.modelName
+    cacheDir = stack.cacheDir
+    tokenizer = await loadTokenizer(stack.checkpoint.dir)
+    solo = await startNativeLeg(stack, `load-solo-${kind.replace(/[^a-z0-9]+/gi, '-')}`)
+    const environment = embeddedEnvironment({ preset: PRESET, seed: SEED, blockSize: BLOCK, prefillProfile: stack.prefillLabel, sidecarFingerprint: stack.sidecar.fingerprint })
+    client = new OpenAI({ baseURL: `${frontUrl}/v1`, apiKey: apiKey ?? 'none', maxRetries: 0, timeout: opts.requestTimeoutMs })
+    soloClient = new OpenAI({ baseURL: `${solo.url}/v1`, apiKey: apiKey ?? 'none', maxRetries: 0, timeout: opts.requestTimeoutMs })
+
+    say(`${kind}: warm-up: one cold prompt and its warm repeat (not counted)`)
+    const first = await coldPrompt()
+    const w1 = await sendSeeded('bridged', first)
+    if (w1.status !== 200) throw new Error(`the warm-up cold prompt got ${w1.message ?? `HTTP ${w1.status}`}`)
+    await remember(first)
+    if (warmPool.length === 0) throw new Error(`the warm-up cold prompt (${w1.verdict}) left its blocks out of the decoder's store; no warm prompt to repeat`)
+    const w2 = await sendSeeded('warm', first)
+    if (w2.status !== 200) throw new Error(`the warm-up warm repeat got ${w2.message ?? `HTTP ${w2.status}`}`)
+
+    const levels = []
+    for (const clients of levelOpts.levels) {
+      const { level } = await runLevel(clients, pids)
+      levels.push(level)
+      const p = (x) => (x === null ? '—' : ms(x.p99))
+      say(`${kind}: ${clients} clients: ${level.requests} requests, ${level.errors} errors, ${level.decodeTokensPerS === null ? '—' : level.decodeTokensPerS.toFixed(1)} decode tokens/s, TTFT p99 ${p(level.ttftMs)}, end to end p99 ${p(level.latencyMs)}, ${level.answersDiffering} of ${level.answersCompared} differ from solo, load ${level.loadAverage.end.toFixed(1)}`)
+    }
+    let latency = null
+    if (levelOpts.latencySamples > 0) {
+      say(`${kind}: latency probe: ${levelOpts.latencySamples} short prompts idle, then under a bridge of ${levelOpts.longTokens} tokens`)
+      latency = await runLatencyProbe()
+    }
+    record = {
+      schema: LOAD_LEVELS_RECORD_SCHEMA,
+      runId,
+      startedAt,
+      finishedAt: new Date().toISOString(),
+      environment,
+      decoder: { kind, profile: stack.profile },
+      machine: { cpus: cpus().length, cpu: cpus()[0]?.model ?? 'unknown', totalMemoryBytes: totalmem() },
+      settings: {
+        levels: levelOpts.levels, requestsPerClient: levelOpts.requestsPerClient, mix: opts.mix, coldTokens: opts.coldTokens, shortTokens: opts.shortTokens,
+        longTokens: levelOpts.longTokens, maxTokens: opts.maxTokens, temperature: levelOpts.temperature, topP: levelOpts.topP, seed: opts.seed,
+        latencySamples: levelOpts.latencySamples, requestTimeoutMs: opts.requestTimeoutMs,
+      },
+      levels,
+      latency,
+      ...loadLevelsVerdict(levels, latency),
+      errorSamples: errorLog.splice(0).slice(0, 20),
+    }
+  }
+  catch (err) {
+    say(`${kind}: stopped: ${err.message}`)
+    process.exitCode = 1
+    keep = true
+  }
+  finally {
+    await stopAll()
+    process.removeListener('SIGINT', onSigint)
+    if (!keep) await solo?.remove()
+  }
+  if (record !== undefined) {
+    const dir = join(opts.runs, 'levels')
+    await mkdir(dir, { recursive: true })
+    const file = join(dir, `${runId}.json`)
+    parseLoadLevelsRecord(record, file)
+    await writeFile(file, JSON.stringify(record, null, 2) + '\n')
+    say(`wrote ${file}`)
+    process.stdout.write(`${loadLevelsHeadline(record)}\n`)
+    if (record.totals.errors > 0 || record.totals.answersDiffering > 0) {
+      process.exitCode = 1
+      keep = true
+    }
+  }
+  if (keep) say(`state kept: ${home} (logs in ${join(home, 'logs')})`)
+  else await rm(home, { recursive: true, force: true })
+  return record
+}
+
+if (!timedMode) {
+  let written = 0
+  for (const kind of levelOpts.decoders) if (await runKind(kind) !== undefined) written++
+  if (written > 0 && regenerate) {
+    try {
+      const r = await generateResults(join(opts.out, 'runs'), opts.out, undefined, undefined, undefined, opts.runs)
+      say(`results: ${r.loadRecords} load records, ${r.loadLevelsRecords} load-levels records -> ${r.files.map((f) => join(opts.out, f)).join(', ')}`)
+    }
+    catch (err) {
+      say(`results not regenerated: ${err.message}`)
+      process.exitCode = 1
+    }
+  }
+  else if (written > 0 && opts.generate) say('RESULTS.md not regenerated: --runs was given without --out (pass --out DIR to write a report with these records)')
+  process.exit(process.exitCode ?? 0)
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ describe('sourceName', () => {
   })
 
   it('the checkout\'s own folders are the defaults a plain `pd-bridge results` names', () => {
-    const dirs = { runs: 'results/runs', micro: 'results/micro', needle: 'results/needle/runs', faults: 'results/faults', load: 'results/load', warm: 'results/warm', twoHost: 'results/two-host', adversary: 'results/adversary' }
+    const dirs = { runs: 'results/runs', micro: 'results/micro', needle: 'results/needle/runs', faults: 'results/faults', load: 'results/load', warm: 'results/warm', twoHost: 'results/two-host', adversary: 'results/adversary', batch: 'results/batch' }
     const abs = Object.fromEntries(Object.entries(dirs).map(([k, v]) => [k, join(CHECKOUT, v)])) as typeof dirs
     expect(reportSources(abs)).toEqual(CHECKOUT_SOURCES)
   })
@@ -28,7 +28,7 @@ describe('sourceName', () => {
 
 describe('the generated line', () => {
   it('names the folders given, in RESULTS.md and report.html', () => {
-    const from = reportSources({ runs: '/tmp/r2/runs', micro: '/tmp/m', needle: '/tmp/n', faults: '/tmp/f', load: '/tmp/l', warm: '/tmp/w', twoHost: '/tmp/t', adversary: '/tmp/a' })
+    const from = reportSources({ runs: '/tmp/r2/runs', micro: '/tmp/m', needle: '/tmp/n', faults: '/tmp/f', load: '/tmp/l', warm: '/tmp/w', twoHost: '/tmp/t', adversary: '/tmp/a', batch: '/tmp/b' })
     const md = renderMarkdown([], from)
     expect(md).toContain('from the records in `/tmp/r2/runs/` (cold-prompt runs), `/tmp/m/` (micro benchmarks) and `/tmp/n/` (needle runs); do not edit by hand.')
     expect(md).not.toContain('results/runs/')

@@ -8,6 +8,8 @@ import { stageChart, timeChart } from './charts.ts'
 import { costPerTokenChart } from './cost-chart.ts'
 import { readFaultsRecords } from './fault-record.ts'
 import { readLoadRecords } from './load-record.ts'
+import { readLoadLevelsRecords } from './load-levels-record.ts'
+import { readBatchRecords, type BatchRecord } from './batch-record.ts'
 import { readMicroRecords } from './micro-record.ts'
 import { readRunRecords } from './record.ts'
 import { chartFiles, needleHeatmapFile, renderHtml, renderMarkdown } from './render.ts'
@@ -26,6 +28,10 @@ export interface GenerateResult {
   needleRecords: number
   faultsRecords: number
   loadRecords: number
+  /** Load-levels records (protocols/load.mjs's concurrency levels, `levels/` under the load directory). */
+  loadLevelsRecords: number
+  /** Batched-decode records (protocols/batch-decode.mjs). */
+  batchRecords: number
   warmRecords: number
   twoHostRecords: number
   adversaryRecords: number
@@ -64,6 +70,11 @@ export function defaultTwoHostDir (runsDir: string): string {
   return join(dirname(resolve(runsDir)), 'two-host')
 }
 
+/** Where batched-decode protocol records live by default: `batch/` next to the run records' directory (protocols/batch-decode.mjs's default). */
+export function defaultBatchDir (runsDir: string): string {
+  return join(dirname(resolve(runsDir)), 'batch')
+}
+
 /** Where adversary protocol records live by default: `adversary/` next to the run records' directory (protocols/adversary.mjs's default). */
 export function defaultAdversaryDir (runsDir: string): string {
   return join(dirname(resolve(runsDir)), 'adversary')
@@ -77,11 +88,11 @@ export function defaultAdversaryDir (runsDir: string): string {
  */
 export async function generateResults (runsDir: string, outDir: string, microDir: string = defaultMicroDir(runsDir), needleDir: string = defaultNeedleDir(runsDir),
   faultsDir: string = defaultFaultsDir(runsDir), loadDir: string = defaultLoadDir(runsDir), warmDir: string = defaultWarmDir(runsDir),
-  twoHostDir: string = defaultTwoHostDir(runsDir), adversaryDir: string = defaultAdversaryDir(runsDir)): Promise<GenerateResult> {
-  const { envs, counts } = await summarizeRecords(runsDir, microDir, needleDir, faultsDir, loadDir, warmDir, twoHostDir, adversaryDir)
+  twoHostDir: string = defaultTwoHostDir(runsDir), adversaryDir: string = defaultAdversaryDir(runsDir), batchDir: string = defaultBatchDir(runsDir)): Promise<GenerateResult> {
+  const { envs, batch, counts } = await summarizeRecords(runsDir, microDir, needleDir, faultsDir, loadDir, warmDir, twoHostDir, adversaryDir, batchDir)
   // The report names the folders it read, wherever they are (not always the checkout's results/).
-  const from = reportSources({ runs: runsDir, micro: microDir, needle: needleDir, faults: faultsDir, load: loadDir, warm: warmDir, twoHost: twoHostDir, adversary: adversaryDir })
-  const files = new Map<string, string>([['RESULTS.md', renderMarkdown(envs, from)], ['report.html', renderHtml(envs, from)]])
+  const from = reportSources({ runs: runsDir, micro: microDir, needle: needleDir, faults: faultsDir, load: loadDir, warm: warmDir, twoHost: twoHostDir, adversary: adversaryDir, batch: batchDir })
+  const files = new Map<string, string>([['RESULTS.md', renderMarkdown(envs, from, batch)], ['report.html', renderHtml(envs, from, batch)]])
   for (const env of envs) {
     if (env.sizes.length > 0) {
       const names = chartFiles(env)
@@ -97,24 +108,28 @@ export async function generateResults (runsDir: string, outDir: string, microDir
   return { ...counts, environments: envs.length, files: [...files.keys()] }
 }
 
-/** Every record under the folders, summarized by environment (what the report is made of), and how many of each kind were read. */
+/** Every record under the folders, summarized by environment (what the report is made of), the batched-decode records, and how many of each kind were read. */
 export async function summarizeRecords (runsDir: string, microDir: string = defaultMicroDir(runsDir), needleDir: string = defaultNeedleDir(runsDir),
   faultsDir: string = defaultFaultsDir(runsDir), loadDir: string = defaultLoadDir(runsDir), warmDir: string = defaultWarmDir(runsDir),
-  twoHostDir: string = defaultTwoHostDir(runsDir), adversaryDir: string = defaultAdversaryDir(runsDir)): Promise<{ envs: EnvironmentSummary[], counts: Omit<GenerateResult, 'environments' | 'files'> }> {
+  twoHostDir: string = defaultTwoHostDir(runsDir), adversaryDir: string = defaultAdversaryDir(runsDir), batchDir: string = defaultBatchDir(runsDir)):
+  Promise<{ envs: EnvironmentSummary[], batch: BatchRecord[], counts: Omit<GenerateResult, 'environments' | 'files'> }> {
   const records = await readRunRecords(runsDir)
   const micro = await readMicroRecords(microDir)
   const needle = await readNeedleRecords(needleDir)
   const faults = await readFaultsRecords(faultsDir)
   const load = await readLoadRecords(loadDir)
+  const loadLevels = await readLoadLevelsRecords(join(loadDir, 'levels'))
   const warm = await readWarmRecords(warmDir)
   const twoHost = await readTwoHostRecords(twoHostDir)
   const adversary = await readAdversaryRecords(adversaryDir)
-  const envs = summarize(records, micro, needle, faults, load, warm, twoHost, adversary)
+  const batch = await readBatchRecords(batchDir)
+  const envs = summarize(records, micro, needle, faults, load, warm, twoHost, adversary, loadLevels)
   return {
     envs,
+    batch,
     counts: {
-      records: records.length, microRecords: micro.length, needleRecords: needle.length, faultsRecords: faults.length, loadRecords: load.length, warmRecords: warm.length,
-      twoHostRecords: twoHost.length, adversaryRecords: adversary.length,
+      records: records.length, microRecords: micro.length, needleRecords: needle.length, faultsRecords: faults.length, loadRecords: load.length, loadLevelsRecords: loadLevels.length, warmRecords: warm.length,
+      twoHostRecords: twoHost.length, adversaryRecords: adversary.length, batchRecords: batch.length,
     },
   }
 }

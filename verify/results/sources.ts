@@ -16,6 +16,8 @@ export interface ReportSources {
   warm: string
   twoHost: string
   adversary: string
+  /** Batched-decode runs (protocols/batch-decode.mjs); not per environment. */
+  batch: string
 }
 
 /** The checkout's own record folders: what `pd-bridge results` reads with no flags. */
@@ -28,6 +30,7 @@ export const CHECKOUT_SOURCES: ReportSources = {
   warm: 'results/warm/',
   twoHost: 'results/two-host/',
   adversary: 'results/adversary/',
+  batch: 'results/batch/',
 }
 
 /** A folder as the report names it: relative to the checkout when inside it, else its absolute path; with a trailing slash. */
@@ -50,5 +53,6 @@ export function reportSources (dirs: Record<keyof ReportSources, string>, checko
     warm: sourceName(dirs.warm, checkout),
     twoHost: sourceName(dirs.twoHost, checkout),
     adversary: sourceName(dirs.adversary, checkout),
+    batch: sourceName(dirs.batch, checkout),
   }
 }

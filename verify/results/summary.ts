@@ -7,6 +7,8 @@ import type { FaultsRecord } from './fault-record.ts'
 import { summarizeFaults, type FaultsSummary } from './faults-section.ts'
 import type { LoadRecord } from './load-record.ts'
 import { summarizeLoad, type LoadSummary } from './load-section.ts'
+import type { LoadLevelsRecord } from './load-levels-record.ts'
+import { summarizeLoadLevels, type LoadLevelsSummary } from './load-levels-section.ts'
 import type { MicroRecord } from './micro-record.ts'
 import { summarizeMicro, type MicroSummary } from './micro-summary.ts'
 import type { BridgedLeg, RunEnvironment, RunRecord } from './record.ts'
@@ -122,6 +124,8 @@ export interface EnvironmentSummary {
   faults: FaultsSummary | null
   /** Its load protocol runs; null when no load record has its id. */
   load: LoadSummary | null
+  /** Its load-levels runs (protocols/load.mjs, concurrency levels); null when no load-levels record has its id. */
+  loadLevels: LoadLevelsSummary | null
   /** Its warm-extend protocol runs; null when no warm record has its id. */
   warm: WarmSummary | null
   /** Its two-host protocol runs; null when no two-host record has its id. */
@@ -186,13 +190,14 @@ function summarizeSize (targetTokens: number, runs: RunRecord[]): SizeSummary {
  * records has no sizes.
  */
 export function summarize (records: RunRecord[], micro: MicroRecord[] = [], needle: NeedleRunRecord[] = [], faults: FaultsRecord[] = [], load: LoadRecord[] = [], warm: WarmRecord[] = [],
-  twoHost: TwoHostRecord[] = [], adversary: AdversaryRecord[] = []): EnvironmentSummary[] {
+  twoHost: TwoHostRecord[] = [], adversary: AdversaryRecord[] = [], loadLevels: LoadLevelsRecord[] = []): EnvironmentSummary[] {
   const byEnv = new Map<string, {
-    runs: RunRecord[], micro: MicroRecord[], needle: NeedleRunRecord[], faults: FaultsRecord[], load: LoadRecord[], warm: WarmRecord[], twoHost: TwoHostRecord[], adversary: AdversaryRecord[]
+    runs: RunRecord[], micro: MicroRecord[], needle: NeedleRunRecord[], faults: FaultsRecord[], load: LoadRecord[], warm: WarmRecord[], twoHost: TwoHostRecord[], adversary: AdversaryRecord[],
+    loadLevels: LoadLevelsRecord[]
   }>()
   const group = (id: string) => {
     let g = byEnv.get(id)
-    if (g === undefined) byEnv.set(id, g = { runs: [], micro: [], needle: [], faults: [], load: [], warm: [], twoHost: [], adversary: [] })
+    if (g === undefined) byEnv.set(id, g = { runs: [], micro: [], needle: [], faults: [], load: [], warm: [], twoHost: [], adversary: [], loadLevels: [] })
     return g
   }
   for (const r of records) group(r.environment.id).runs.push(r)
@@ -203,14 +208,15 @@ export function summarize (records: RunRecord[], micro: MicroRecord[] = [], need
   for (const w of warm) group(w.environment.id).warm.push(w)
   for (const t of twoHost) group(t.environment.id).twoHost.push(t)
   for (const a of adversary) group(a.environment.id).adversary.push(a)
+  for (const l of loadLevels) group(l.environment.id).loadLevels.push(l)
   return [...byEnv.keys()].sort().map((id) => {
-    const { runs, micro: benches, needle: needles, faults: faultRuns, load: loadRuns, warm: warmRuns, twoHost: twoHostRuns, adversary: adversaryRuns } = byEnv.get(id)!
+    const { runs, micro: benches, needle: needles, faults: faultRuns, load: loadRuns, warm: warmRuns, twoHost: twoHostRuns, adversary: adversaryRuns, loadLevels: levelRuns } = byEnv.get(id)!
     const sizes = [...new Set(runs.map((r) => r.targetTokens))].sort((a, b) => a - b)
     const peak: Record<string, number> = {}
     for (const r of runs) {
       for (const [proc, b] of Object.entries(r.peakMemoryBytes)) peak[proc] = Math.max(peak[proc] ?? 0, b)
     }
-    const all = [...runs, ...benches, ...needles, ...faultRuns, ...loadRuns, ...warmRuns, ...twoHostRuns, ...adversaryRuns]
+    const all = [...runs, ...benches, ...needles, ...faultRuns, ...loadRuns, ...warmRuns, ...twoHostRuns, ...adversaryRuns, ...levelRuns]
     // The latest record's description of the environment (they share the id, so they agree).
     const described = [...all].sort((a, b) => a.startedAt.localeCompare(b.startedAt)).at(-1)!
     return {
@@ -223,6 +229,7 @@ export function summarize (records: RunRecord[], micro: MicroRecord[] = [], need
       needle: needles.length === 0 ? null : needleGrids(needles)[0],
       faults: summarizeFaults(faultRuns),
       load: summarizeLoad(loadRuns),
+      loadLevels: summarizeLoadLevels(levelRuns),
       warm: summarizeWarm(warmRuns),
       twoHost: summarizeTwoHost(twoHostRuns),
       adversary: summarizeAdversary(adversaryRuns),

@@ -1,0 +1,113 @@
+// The load protocol's concurrency levels as numbers (no stack runs here: protocols/load.mjs is the
+// real run, suites/results/load-levels-smoke.test.ts its smoke): a level's decode rate counts the
+// time some answer was decoding once (the union of first-token-to-end spans), answers that differ
+// from their solo runs and errors are counted, the goals follow from the levels, the schema refuses
+// totals that are not the levels' sums, and RESULTS.md gets one block per decoder kind.
+import { mkdtemp, mkdir, readFile, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { generateResults } from '../../verify/results/generate.ts'
+import {
+  LOAD_LEVELS_RECORD_SCHEMA, loadLevelsVerdict, parseLoadLevelsRecord, summarizeLatency, summarizeLevel, unionMs,
+  type LevelSample, type LoadLevel, type LoadLevelsRecord,
+} from '../../verify/results/load-levels-record.ts'
+import { loadLevelsHeadline, loadLevelsTable } from '../../verify/results/load-levels-section.ts'
+
+let dir: string
+beforeAll(async () => { dir = await mkdtemp(join(tmpdir(), 'pd-load-levels-')) })
+afterAll(async () => { await rm(dir, { recursive: true, force: true }) })
+
+function sample (over: Partial<LevelSample> = {}): LevelSample {
+  return { route: 'native-short', status: 200, start: 0, first: 100, end: 1100, completionTokens: 11, verdict: 'declined: short prompt (204 tokens < PD_MIN_TOKENS 512)', sameAsSolo: true, message: null, ...over }
+}
+
+const EXTRA = { peakRssBytes: { decoder: 200 * 2 ** 20, front: 150 * 2 ** 20 }, loadAverage: { start: 3, end: 4 } }
+
+/** A level of `clients` answers decoding side by side, each 10 tokens after its first in `decodeMs`. */
+function level (clients: number, decodeMs: number): LoadLevel {
+  return summarizeLevel(clients, Array.from({ length: clients }, () => sample({ first: 100, end: 100 + decodeMs })), EXTRA)
+}
+
+function record (levels: LoadLevel[], latency = summarizeLatency(2, [sample(), sample({ first: 200 })], [sample({ first: 300 }), sample({ first: 500 })], [], [sample({ route: 'bridged', verdict: 'complete', completionTokens: 1 })])): LoadLevelsRecord {
+  return {
+    schema: LOAD_LEVELS_RECORD_SCHEMA,
+    runId: 'levels-fixture',
+    startedAt: '2026-01-05T00:00:00.000Z',
+    finishedAt: '2026-01-05T00:05:00.000Z',
+    environment: { id: 'env-10ad', cpu: 'Fixture CPU', cores: 2, memoryBytes: 8 * 2 ** 30, node: 'v20.0.0', os: 'linux', model: 'embedded tiny', configFingerprint: 'abc', commit: 'abc1234' },
+    decoder: { kind: 'ours', profile: 'decoder' },
+    machine: { cpus: 2, cpu: 'Fixture CPU', totalMemoryBytes: 8 * 2 ** 30 },
+    settings: {
+      levels: levels.map((l) => l.clients), requestsPerClient: 1, mix: { bridged: 0.2, warm: 0.4, 'native-short': 0.4 }, coldTokens: 700, shortTokens: 200, longTokens: 4096,
+      maxTokens: 11, temperature: 0.8, topP: 0.95, seed: 5, latencySamples: 2, requestTimeoutMs: 300_000,
+    },
+    levels,
+    latency,
+    ...loadLevelsVerdict(levels, latency),
+    errorSamples: [],
+  }
+}
+
+describe('the counting rules', () => {
+  it('unionMs counts overlapping spans once and gaps not at all', () => {
+    expect(unionMs([])).toBe(0)
+    expect(unionMs([[0, 10], [5, 15], [20, 30], [21, 22]])).toBe(25)
+    expect(unionMs([[5, 5], [10, 4]])).toBe(0)
+  })
+
+  it('a level: decode tokens/s over the union of decoding spans; errors, 429s and answers that differ from their solo run counted', () => {
+    const l = summarizeLevel(3, [
+      sample({ start: 0, first: 100, end: 1100 }),
+      sample({ start: 0, first: 600, end: 1600, sameAsSolo: false, route: 'warm' }),
+      sample({ status: 429, first: null, end: 5, sameAsSolo: null, completionTokens: 0 }),
+      sample({ status: null, first: null, end: 7, sameAsSolo: null, completionTokens: 0, message: 'ECONNRESET', route: 'bridged' }),
+    ], EXTRA)
+    expect(l).toMatchObject({ clients: 3, requests: 4, ok: 2, errors: 1, rateLimited: 1, completionTokens: 22, answersCompared: 2, answersDiffering: 1 })
+    // 20 tokens after the first ones, decoding from 100 to 1600 ms.
+    expect(l.decodeTokensPerS).toBeCloseTo(20 / 1.5, 10)
+    expect(l.tokensPerS).toBeCloseTo(22 / 1.6, 10)
+    expect(l.routes.map((r) => [r.route, r.requests, r.ok])).toEqual([['bridged', 1, 0], ['warm', 1, 1], ['native-short', 2, 1]])
+  })
+
+  it('the goals: decode speed-up at 8 clients over 1, TTFT p99 under a bridge over idle, no answer differing', () => {
+    const r = record([level(1, 1000), level(8, 2000)])
+    expect(r.speedup).toEqual({ 1: 1, 8: 4 })
+    expect(r.goals.throughput).toEqual({ target: 4, measured: 4, met: true })
+    expect(r.goals.ttftUnderBridge).toEqual({ target: 2, measured: 2.5, met: false })
+    expect(r.goals.answersDiffering).toEqual({ target: 0, measured: 0, met: true })
+    // The probe's 5 answers add to the levels' 9 compared answers.
+    expect(r.totals).toEqual({ requests: 9, ok: 9, errors: 0, rateLimited: 0, answersCompared: 14, answersDiffering: 0 })
+    expect(record([level(2, 1000)]).goals.throughput).toEqual({ target: 4, measured: null, met: null })
+    expect(parseLoadLevelsRecord(r, 'x.json')).toEqual(r)
+  })
+
+  it('the schema refuses totals that are not the sums, and levels out of the settings\' order', () => {
+    const r = record([level(1, 1000), level(2, 1000)])
+    expect(() => parseLoadLevelsRecord({ ...r, totals: { ...r.totals, answersDiffering: 0, answersCompared: 1 } }, 'bad.json')).toThrow('bad.json: load-levels record field totals.answersCompared: is 1, but the levels (and the latency probe) sum to 8')
+    expect(() => parseLoadLevelsRecord({ ...r, settings: { ...r.settings, levels: [2, 1] } }, 'bad.json')).toThrow('levels.0.clients: must be 2 (the settings\' levels in order)')
+  })
+})
+
+describe('RESULTS.md', () => {
+  it('one block per decoder kind with its headline and per-level table, read from load/levels', async () => {
+    const ours = record([level(1, 1000), level(8, 4000)])
+    const llama = { ...record([level(1, 1000), level(8, 1000)]), runId: 'levels-llama', decoder: { kind: 'llama.cpp', profile: 'f32' } }
+    expect(loadLevelsHeadline(ours)).toBe('load levels, decoder ours: 1/8 clients, 9 requests, 0 errors, 0 of 14 answers differ from their solo runs; decode tokens/s at 8 clients over 1 2.00x (goal >= 4x: not met); short-prompt TTFT p99 under a bridge 2.50x (goal <= 2x idle: not met)')
+    expect(loadLevelsTable(ours).rows[1]).toEqual(['8', '8', '0', '20.0', '2.00x', '21.5', '0.10 s', '0.10 s', '0.10 s', '4.10 s', '4.10 s', '4.10 s', '0 / 8', '200 MiB', '150 MiB', '3.0'])
+    const load = join(dir, 'load')
+    await mkdir(join(load, 'levels'), { recursive: true })
+    await writeFile(join(load, 'levels', 'a.json'), JSON.stringify(ours))
+    await writeFile(join(load, 'levels', 'b.json'), JSON.stringify(llama))
+    const out = join(dir, 'out')
+    const g = await generateResults(join(dir, 'runs'), out, join(dir, 'micro'), join(dir, 'needle'), join(dir, 'faults'), load)
+    expect(g.loadLevelsRecords).toBe(2)
+    expect(g.loadRecords).toBe(0)
+    const md = await readFile(join(out, 'RESULTS.md'), 'utf8')
+    expect(md).toContain(`### Load: concurrency levels\n\n${loadLevelsHeadline(llama)}.\n`)
+    expect(md).toContain(`${loadLevelsHeadline(ours)}.\n`)
+    expect(md).toContain('#### Load levels: decoder ours, per level')
+    expect(md).toContain('#### Load-levels runs')
+    expect(await readFile(join(out, 'report.html'), 'utf8')).toContain('<h3>Load: concurrency levels</h3>')
+  })
+})
