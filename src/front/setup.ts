@@ -14,7 +14,7 @@ import { ConfigError, PdBridgeError } from '../errors.ts'
 import { loadDeepseekV4Config, type DeepseekV4Config } from '../model/config.ts'
 import { loadTokenizer, type Tokenizer } from '../model/tokenizer/index.ts'
 import { llamaCppTarget } from './llama-cpp-target.ts'
-import { omlxKind } from '../engines/omlx/index.ts'
+import { externalDecoderKind } from '../engines/external-kinds.ts'
 import { blockStoreTarget, type DecoderTarget } from './target.ts'
 
 /** Everything a bridge computes with. */
@@ -54,14 +54,9 @@ async function readSidecar (dir: string): Promise<{ dir: string, json: SidecarJs
   return { dir, json, fingerprint: json.fingerprint }
 }
 
-/**
- * Decoder kinds that live in their own folder and bring their own target (today: omlx). The one
- * place the front door asks for a kind's target; the decoder-kind registry takes it over.
- */
-const EXTERNAL_KINDS = { [omlxKind.name]: omlxKind }
-
+/** The target of a decoder kind that brings its own (src/engines/external-kinds.ts), or null. */
 async function externalKindTarget (config: FrontConfig, cfg: DeepseekV4Config, log: (event: PrefixCacheEvent) => void, blockKey?: KeyObject): Promise<DecoderTarget | null> {
-  const kind = EXTERNAL_KINDS[config.decoder.engine as keyof typeof EXTERNAL_KINDS]
+  const kind = externalDecoderKind(config.decoder.engine)
   return kind === undefined ? null : await kind.targetFromConfig(config, cfg, log, blockKey)
 }
 
