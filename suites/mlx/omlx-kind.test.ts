@@ -10,6 +10,7 @@
 //   - oMLX's own blocks in our store: left alone by default (a miss, never quarantined), served with
 //     omlxBlocks 'serve'; a bridged block replaces oMLX's file under the same key without a quarantine.
 //   - bad config is refused before anything is opened.
+import { createSecretKey } from 'node:crypto'
 import { cp, mkdir, readdir, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -161,6 +162,8 @@ describe('the kind refuses what oMLX would never read, before opening anything',
     await expect(openOmlxStore({ ...base, modelName: '' })).rejects.toThrow(/decoder\.modelName/)
     await expect(openOmlxStore({ ...base, blockSize: 320 })).rejects.toThrow(/decoder\.blockSize: 320 is not a multiple of the sliding window \(128\); oMLX aligns this model's blocks to 512/)
     await expect(openOmlxStore({ ...base, omlxBlocks: 'maybe' as 'serve' })).rejects.toThrow(/decoder\.omlxBlocks/)
+    // oMLX's blocks carry no keyed digest: serving them cannot go with a deployment's block key.
+    await expect(openOmlxStore({ ...base, omlxBlocks: 'serve', authKey: createSecretKey(Buffer.alloc(32, 7)) })).rejects.toThrow(/cannot go with a block key/)
   })
 
   it('oMLX\'s block size rule: the window multiplied up to at least 512, at most 1024', () => {

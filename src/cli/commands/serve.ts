@@ -13,7 +13,7 @@ import { startFrontOnly } from '../../stack/front-only.ts'
 import { resolveStateDir } from '../../stack/state-dir.ts'
 import { DEFAULT_RESTART_POLICY, type SupervisorEvent } from '../../stack/supervisor.ts'
 import { runUntilStopped } from '../../stack/until-stopped.ts'
-import { externalDecoderKind } from '../../engines/external-kinds.ts'
+import { EXTERNAL_DECODER_KINDS, externalDecoderKind } from '../../engines/external-kinds.ts'
 import { resolve } from 'node:path'
 
 /** A decimal integer flag in [min, max]. */
@@ -78,7 +78,11 @@ export function decoderEngineOption (v: string): DecoderEngine {
 /** serve's `--decoder`: an embedded decoder, or an external kind (src/engines/external-kinds.ts). */
 function serveDecoderOption (v: string): string {
   if (externalDecoderKind(v) !== undefined) return v
-  return decoderEngineOption(v)
+  try {
+    return decoderEngineOption(v)
+  } catch {
+    throw new InvalidArgumentError(`--decoder ${v}: expected ours, llama.cpp or ${Object.keys(EXTERNAL_DECODER_KINDS).join(', ')}`)
+  }
 }
 
 /** The external decoder serve bridges into, from --decoder and its flags; undefined for an embedded one. */
