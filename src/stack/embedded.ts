@@ -239,7 +239,7 @@ export async function startEmbeddedStack (options: EmbeddedStackOptions): Promis
         : supervisor.start({ ...common, name: 'prefill-engine', args: ['prefill-engine', '--model', checkpoint.dir, '--sidecar', sidecar.dir, '--capture-root', paths.captures, '--profile', options.prefillProfile ?? (decoderEngine === 'llama.cpp' ? LLAMA_CPP_PROFILE : EMBEDDED_PREFILL_PROFILE), '--port', '0'] }),
       supervisor.start({ ...common, name: 'share', args: ['share', '--root', paths.captures, '--port', '0'] }),
       external !== undefined
-        ? Promise.resolve({ url: external.url })
+        ? Promise.resolve<ReadyInfo>({ url: external.url, fields: {} })
         : supervisor.start({ ...common, name: 'decoder', args: decoderArgs({ decoderEngine, profile, checkpoint, gguf, blockSize, modelName, maxBodyBytes }, cacheDir) }),
     ])
     const frontConfig = {
