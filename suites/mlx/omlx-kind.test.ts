@@ -26,6 +26,7 @@ import {
 } from '../../harness/mlx/compare-blocks.ts'
 import { mlxCpuBlockCache, oneShotAttnInput } from '../../harness/mlx/mlx-cpu-block.ts'
 import { tinyModelForFile } from '../blocks/helpers.ts'
+import { envWith, runCli } from '../stack/helpers.ts'
 
 const FX = fileURLToPath(new URL('../../harness/fixtures/', import.meta.url))
 const PROOF = readProof(FX)
@@ -177,3 +178,17 @@ describe('the kind refuses what oMLX would never read, before opening anything',
   })
 })
 
+describe('serve --decoder omlx', () => {
+  it('names the missing flags, and refuses an unmounted cache directory before making anything', async () => {
+    const state = held.model.scratch('serve-state')
+    const env = envWith(state)
+    const bare = await runCli(['serve', '--decoder', 'omlx'], env)
+    expect(bare.code).toBe(2)
+    expect(bare.stderr).toContain('--decoder omlx: needs --omlx-cache-dir, --omlx-url, --omlx-model-name (docs/omlx.md)')
+    const unmounted = await runCli(['serve', '--decoder', 'omlx', '--omlx-cache-dir', join(state, 'not-mounted'), '--omlx-url', 'http://127.0.0.1:9', '--omlx-model-name', '/Users/me/models/tiny'], env)
+    expect(unmounted.code).toBe(2)
+    expect(unmounted.stderr).toContain('decoder.cacheDir: is not an existing directory')
+    expect(await exists(join(state, 'models')), 'no checkpoint made').toBe(false)
+    expect(await exists(join(state, 'not-mounted'))).toBe(false)
+  })
+})
