@@ -13,6 +13,7 @@ import { FrontApiError } from './api-error.ts'
 import type { FrontState } from './door-state.ts'
 import { describeFailure, joinUrl } from './http.ts'
 import { VERDICT_HEADER } from './verdict.ts'
+import { OMLX_KIND } from '../engines/omlx/name.ts'
 
 /** The verdict of every answer that is not a completion's. */
 export const PASSTHROUGH_VERDICT = 'declined: passthrough (not a completion request)'
@@ -33,6 +34,8 @@ const answeredHere = new Set(FRONT_ROUTES.map((r) => r.path))
 export const FORWARDED_ROUTES: Readonly<Record<FrontConfig['decoder']['engine'], readonly AllowedRoute[]>> = {
   ours: DECODER_CLIENT_ROUTES.filter((r) => !answeredHere.has(r.path)),
   'llama.cpp': DECODER_CLIENT_ROUTES.filter((r) => !answeredHere.has(r.path)),
+  // oMLX serves the same OpenAI routes (docs/omlx.md).
+  [OMLX_KIND]: DECODER_CLIENT_ROUTES.filter((r) => !answeredHere.has(r.path)),
 }
 // Passed through to and from the decoder: host is the decoder's own, and undici frames the body itself.
 const PASS_THROUGH_DROPS = ['host', 'content-length']

@@ -14,6 +14,7 @@ import { ConfigError, PdBridgeError } from '../errors.ts'
 import { loadDeepseekV4Config, type DeepseekV4Config } from '../model/config.ts'
 import { loadTokenizer, type Tokenizer } from '../model/tokenizer/index.ts'
 import { llamaCppTarget } from './llama-cpp-target.ts'
+import { externalDecoderKind } from '../engines/external-kinds.ts'
 import { blockStoreTarget, type DecoderTarget } from './target.ts'
 
 /** Everything a bridge computes with. */
@@ -53,6 +54,12 @@ async function readSidecar (dir: string): Promise<{ dir: string, json: SidecarJs
   return { dir, json, fingerprint: json.fingerprint }
 }
 
+/** The target of a decoder kind that brings its own (src/engines/external-kinds.ts), or null. */
+async function externalKindTarget (config: FrontConfig, cfg: DeepseekV4Config, log: (event: PrefixCacheEvent) => void, blockKey?: KeyObject): Promise<DecoderTarget | null> {
+  const kind = externalDecoderKind(config.decoder.engine)
+  return kind === undefined ? null : await kind.targetFromConfig(config, cfg, log, blockKey)
+}
+
 /**
  * Build the setup for the decoder model `modelName`; throws a PdBridgeError saying what is wrong.
  * With `blockKey` (the deployment's block key) every block or state file written carries its keyed digest.
@@ -66,7 +73,7 @@ export async function buildSetup (config: FrontConfig, modelName: string, log: (
     loadDeepseekV4Config(modelDir),
     readSidecar(config.sidecar as string),
   ])
-  const target = config.decoder.engine === 'llama.cpp'
+  const target = await externalKindTarget(config, cfg, log, blockKey) ?? (config.decoder.engine === 'llama.cpp'
     ? llamaCppTarget({ dir: config.decoder.cacheDir as string, modelName, cfg, blockSize: config.decoder.blockSize, kvCacheType: config.decoder.kvCacheType, authKey: blockKey })
     : blockStoreTarget(await DecoderPrefixCache.open({
       storeRoot: config.decoder.cacheDir as string,
@@ -76,7 +83,7 @@ export async function buildSetup (config: FrontConfig, modelName: string, log: (
       blockSize: config.decoder.blockSize,
       authKey: blockKey,
       log,
-    }), { builders: config.limits.writerBuilders })
+    }), { builders: config.limits.writerBuilders }))
   let problem: string | undefined
   try {
     target.checkSidecar(sidecar.json)

@@ -16,6 +16,7 @@ import { cacheDirFor, stackPaths, type StackPaths } from './state-dir.ts'
 import type { ReadyInfo } from './ready-line.ts'
 import { Supervisor, type SupervisorEvent } from './supervisor.ts'
 import { torchPrefillArgv, torchPrefillLabel, type TorchPrefillEngine } from './torch-prefill.ts'
+import { externalDecoderKind } from '../engines/external-kinds.ts'
 
 /** The decoder's numerics profile in the embedded default (the sidecar is exported under it). */
 export const EMBEDDED_DECODER_PROFILE = 'decoder'
@@ -87,6 +88,12 @@ export interface EmbeddedStackOptions {
   torchPrefill?: TorchPrefillEngine
   /** The decoder: ours (default) or llama.cpp (an f32 GGUF of the checkpoint, state files as its store). */
   decoderEngine?: DecoderEngine
+  /**
+   * A decoder the stack does not run (a kind from src/engines/external-kinds.ts, e.g. oMLX on a Mac):
+   * no decoder child is started; the front door forwards to `url` and the bridge writes blocks into
+   * `cacheDir` (that decoder's own cache directory, mounted here) under `modelName`.
+   */
+  externalDecoder?: { engine: string, url: string, cacheDir: string, modelName: string }
   /** Routing thresholds for the front door (default: 2 blocks minimum, 1 block of uncached tail, the window minus room for an answer). */
   routing?: { minTokens?: number, minTail?: number, maxBridgeTokens?: number }
   onEvent?: (e: StackEvent) => void
@@ -171,6 +178,12 @@ export async function startEmbeddedStack (options: EmbeddedStackOptions): Promis
   for (const ratio of new Set(cfg.compressRatios.filter((r) => r > 0))) {
     if (blockSize % ratio !== 0) throw new StackError(`--block-size ${blockSize}: must be a multiple of every pool ratio of ${preset} (${ratio} does not divide it)`)
   }
+  const external = options.externalDecoder
+  const externalKind = external === undefined ? undefined : externalDecoderKind(external.engine)
+  if (external !== undefined && externalKind === undefined) throw new StackError(`no external decoder kind ${JSON.stringify(external.engine)}`)
+  if (external !== undefined && decoderEngine !== 'ours') throw new StackError('an external decoder replaces the embedded one: leave decoderEngine unset')
+  // The external decoder's directory, model name and block size, checked before any work.
+  if (external !== undefined) externalKind?.checkStoreOptions({ cacheDir: external.cacheDir, modelName: external.modelName, cfg, profile, blockSize })
   await mkdir(paths.stateDir, { recursive: true })
   await refuseIfRunning(paths.record, options.home ?? paths.stateDir)
   // Your front door settings (never written by the stack), checked before anything starts.
@@ -202,7 +215,7 @@ export async function startEmbeddedStack (options: EmbeddedStackOptions): Promis
 
   // llama.cpp's state files and our blocks never share a store.
   const cacheDir = cacheDirFor(paths, name, checkpoint.digest, decoderEngine === 'llama.cpp' ? `llama.cpp-${profile}` : profile, blockSize)
-  const modelName = `pd-bridge-${name}`
+  const modelName = external?.modelName ?? `pd-bridge-${name}`
   // The share refuses a root that does not exist, and it starts alongside the engine that would make it.
   await mkdir(paths.captures, { recursive: true })
   const childEnv = childEnvironment()
@@ -227,13 +240,15 @@ export async function startEmbeddedStack (options: EmbeddedStackOptions): Promis
         ? supervisor.start({ ...common, env: { ...childEnv, PYTHONUNBUFFERED: '1' }, name: 'prefill-engine', args: [], argv: torchPrefillArgv(options.torchPrefill, { model: checkpoint.dir, sidecar: sidecar.dir, captureRoot: paths.captures }) })
         : supervisor.start({ ...common, name: 'prefill-engine', args: ['prefill-engine', '--model', checkpoint.dir, '--sidecar', sidecar.dir, '--capture-root', paths.captures, '--profile', options.prefillProfile ?? (decoderEngine === 'llama.cpp' ? LLAMA_CPP_PROFILE : EMBEDDED_PREFILL_PROFILE), '--port', '0'] }),
       supervisor.start({ ...common, name: 'share', args: ['share', '--root', paths.captures, '--port', '0'] }),
-      supervisor.start({ ...common, name: 'decoder', args: decoderArgs({ decoderEngine, profile, checkpoint, gguf, blockSize, modelName, maxBodyBytes }, cacheDir) }),
+      external !== undefined
+        ? Promise.resolve<ReadyInfo>({ url: external.url, fields: {} })
+        : supervisor.start({ ...common, name: 'decoder', args: decoderArgs({ decoderEngine, profile, checkpoint, gguf, blockSize, modelName, maxBodyBytes }, cacheDir) }),
     ])
     const frontConfig = {
       ...user.rest,
       limits: { maxBodyBytes, ...(user.rest.limits as Record<string, unknown> | undefined) },
       listen,
-      decoder: { url: decoder.url, model: checkpoint.dir, modelName, profile, cacheDir, blockSize, engine: decoderEngine, kvCacheType: 'F32' },
+      decoder: { url: decoder.url, model: checkpoint.dir, modelName, profile, cacheDir: external?.cacheDir ?? cacheDir, blockSize, engine: external?.engine ?? decoderEngine, kvCacheType: 'F32' },
       prefill: { url: prefill.url, ...user.prefill },
       share: { url: share.url },
       capture: { spoolDir: paths.spool },
@@ -270,7 +285,7 @@ export async function startEmbeddedStack (options: EmbeddedStackOptions): Promis
     supervisor.onDeath((_child, message) => options.onDeath?.(message))
     const gpu = typeof prefill.fields.device_name === 'string' && prefill.fields.device_name !== '' ? prefill.fields.device_name : undefined
     return {
-      paths, checkpoint, sidecar, decoderEngine, profile, ...(gguf !== undefined ? { gguf } : {}), cacheDir, logDir: paths.logs, modelName, blockSize, maxBodyBytes,
+      paths, checkpoint, sidecar, decoderEngine, profile, ...(gguf !== undefined ? { gguf } : {}), cacheDir: external?.cacheDir ?? cacheDir, logDir: paths.logs, modelName, blockSize, maxBodyBytes,
       urls: { prefill: prefill.url, share: share.url, decoder: decoder.url, front: front.url },
       prefillLabel: options.torchPrefill !== undefined ? torchPrefillLabel(options.torchPrefill, gpu) : options.prefillProfile ?? (decoderEngine === 'llama.cpp' ? LLAMA_CPP_PROFILE : EMBEDDED_PREFILL_PROFILE),
       ...(options.torchPrefill !== undefined && gpu !== undefined && options.torchPrefill.device !== 'cpu' ? { prefillGpu: gpu } : {}),

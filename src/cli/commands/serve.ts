@@ -13,6 +13,8 @@ import { startFrontOnly } from '../../stack/front-only.ts'
 import { resolveStateDir } from '../../stack/state-dir.ts'
 import { DEFAULT_RESTART_POLICY, type SupervisorEvent } from '../../stack/supervisor.ts'
 import { runUntilStopped } from '../../stack/until-stopped.ts'
+import { EXTERNAL_DECODER_KINDS, externalDecoderKind } from '../../engines/external-kinds.ts'
+import { resolve } from 'node:path'
 
 /** A decimal integer flag in [min, max]. */
 export function integerOption (flag: string, min: number, max = Number.MAX_SAFE_INTEGER): (text: string) => number {
@@ -59,7 +61,10 @@ interface ServeOptions {
   seed: number
   blockSize: number
   prefillProfile?: string
-  decoder: DecoderEngine
+  decoder: string
+  omlxCacheDir?: string
+  omlxUrl?: string
+  omlxModelName?: string
   host: string
   port: number
 }
@@ -68,6 +73,24 @@ interface ServeOptions {
 export function decoderEngineOption (v: string): DecoderEngine {
   if (v === 'ours' || v === 'llama.cpp') return v
   throw new InvalidArgumentError(`--decoder ${v}: expected ours or llama.cpp`)
+}
+
+/** serve's `--decoder`: an embedded decoder, or an external kind (src/engines/external-kinds.ts). */
+function serveDecoderOption (v: string): string {
+  if (externalDecoderKind(v) !== undefined) return v
+  try {
+    return decoderEngineOption(v)
+  } catch {
+    throw new InvalidArgumentError(`--decoder ${v}: expected ours, llama.cpp or ${Object.keys(EXTERNAL_DECODER_KINDS).join(', ')}`)
+  }
+}
+
+/** The external decoder serve bridges into, from --decoder and its flags; undefined for an embedded one. */
+function externalDecoderFrom (opts: ServeOptions): { engine: string, url: string, cacheDir: string, modelName: string } | undefined {
+  if (externalDecoderKind(opts.decoder) === undefined) return undefined
+  const missing = ([['--omlx-cache-dir', opts.omlxCacheDir], ['--omlx-url', opts.omlxUrl], ['--omlx-model-name', opts.omlxModelName]] as const).filter(([, v]) => v === undefined).map(([f]) => f)
+  if (missing.length > 0) throw new ConfigError(`--decoder ${opts.decoder}`, `needs ${missing.join(', ')} (docs/omlx.md)`)
+  return { engine: opts.decoder, url: opts.omlxUrl as string, cacheDir: resolve(opts.omlxCacheDir as string), modelName: opts.omlxModelName as string }
 }
 
 /** The serve command. */
@@ -79,12 +102,17 @@ export const serveCommand = new Command('serve')
   .option('--seed <n>', 'seed of the embedded checkpoint', integerOption('--seed', 0, 2 ** 32 - 1), EMBEDDED_DEFAULTS.seed)
   .option('--block-size <n>', 'tokens per decoder block (a multiple of 128)', integerOption('--block-size', 1), EMBEDDED_DEFAULTS.blockSize)
   .option('--prefill-profile <name>', `numerics profile of the embedded prefill engine (default: the decoder's own, ${EMBEDDED_PREFILL_PROFILE}, or ${LLAMA_CPP_PROFILE} with llama.cpp), so bridged caches can be compared bit for bit`)
-  .option('--decoder <engine>', 'the embedded decoder: ours, or llama.cpp (node-llama-cpp on an f32 GGUF of the checkpoint)', decoderEngineOption, 'ours')
+  .option('--decoder <engine>', 'the decoder: ours, llama.cpp (node-llama-cpp on an f32 GGUF of the checkpoint), or omlx (oMLX on a Mac, not started here: docs/omlx.md)', serveDecoderOption, 'ours')
+  .option('--omlx-cache-dir <dir>', 'with --decoder omlx: oMLX\'s paged SSD cache directory, mounted here; blocks are written there')
+  .option('--omlx-url <url>', 'with --decoder omlx: oMLX\'s server base URL (requests are forwarded there)')
+  .option('--omlx-model-name <path>', 'with --decoder omlx: the model directory\'s full path on the Mac, which oMLX hashes into block keys')
   .option('--host <host>', 'interface of the embedded front door', EMBEDDED_DEFAULTS.host)
   .option('--port <n>', 'port of the embedded front door, 0 for any free one', integerOption('--port', 0, 65535), EMBEDDED_DEFAULTS.port)
   .action(async (opts: ServeOptions) => {
     // The front door alone (--config) runs no kernels here; the embedded stack does.
     if (opts.config === undefined) requireNativeKernels('serve')
+    const externalDecoder = externalDecoderFrom(opts)
+    if (externalDecoder !== undefined && opts.config !== undefined) throw new ConfigError('--config', `--decoder ${opts.decoder} with --config: set decoder.engine in the config instead`)
     const stateDir = resolveStateDir(opts.stateDir)
     const logger = pino({ base: { pid: process.pid, name: 'serve' }, timestamp: pino.stdTimeFunctions.isoTime },
       pino.destination({ dest: `${stateDir}/logs/serve.log`, mkdir: true, sync: true }))
@@ -97,7 +125,10 @@ export const serveCommand = new Command('serve')
     }
     const running = opts.config !== undefined
       ? await startFrontOnly({ config: opts.config, stateDir, onEvent })
-      : await startEmbeddedStack({ stateDir, preset: opts.preset, seed: opts.seed, blockSize: opts.blockSize, prefillProfile: opts.prefillProfile, decoderEngine: opts.decoder, host: opts.host, port: opts.port, onEvent })
+      : await startEmbeddedStack({
+        stateDir, preset: opts.preset, seed: opts.seed, blockSize: opts.blockSize, prefillProfile: opts.prefillProfile, host: opts.host, port: opts.port, onEvent,
+        ...(externalDecoder !== undefined ? { externalDecoder } : { decoderEngine: opts.decoder as DecoderEngine }),
+      })
     // From here on a child that exits (any code, any signal) is started again on its port; only
     // one that keeps dying past the limit, or SIGINT/SIGTERM to serve, stops the stack.
     running.supervisor.restartOnDeath(DEFAULT_RESTART_POLICY)

@@ -73,6 +73,8 @@ export interface PrefixCacheOptions {
   engine?: DeepseekV4Engine
   /** The deployment's block key (src/config/block-key.ts): blocks are then authenticated, not only integrity-checked. */
   authKey?: KeyObject
+  /** A store inside oMLX's cache directory: how blocks oMLX itself wrote are treated (BlockStoreOptions.omlxWritten). */
+  omlxWritten?: 'leave' | 'serve'
 }
 
 /** What a lookup found. */
@@ -244,6 +246,7 @@ export class DecoderPrefixCache {
       layout,
       maxSizeBytes: options.maxSizeBytes,
       authKey: options.authKey,
+      ...(options.omlxWritten !== undefined ? { omlxWritten: options.omlxWritten } : {}),
       log: (e) => {
         if (e.kind === 'refused') sink.to?.refusals.set(e.hash, { reason: e.reason, detail: e.detail })
         log(e)

@@ -21,7 +21,7 @@ export {
 export { restoreChain, SLICEABLE_CACHE_TYPES, type ChainBlock, type RestoredCache } from './restore.ts'
 export { geometryFingerprint, deepseekV4GeometryFingerprint, type GeometryInputs } from '../../wire/geometry.ts'
 export { QUARANTINE_DIR, quarantineFile, quarantineForeignGeometry, type QuarantineOptions, type QuarantineReport } from './quarantine.ts'
-export { BlockStore, checkBlockPayload, type BlockStoreOptions, type StoreEvent, type StoreStats, type ScanReport, type LoadedBlock, type PutResult, type RestoreResult } from './store.ts'
+export { BlockStore, checkBlockPayload, writtenByOmlx, type BlockStoreOptions, type StoreEvent, type StoreStats, type ScanReport, type LoadedBlock, type PutResult, type RestoreResult } from './store.ts'
 export { compareBlockDirs, compareBlockFiles, type VerifyReport, type BlockComparison } from './verify.ts'
 export { surveyBlockDir, type Survey, type SurveyedBlock } from './survey.ts'
 export { CONTENT_DIGEST_KEY, CONTENT_MAC_KEY, blockContentDigest, blockContentDigests, isContentDigest, macMatches, type BlockDigests, type DigestTensor } from './content-digest.ts'

@@ -50,6 +50,21 @@ export interface BlockStoreOptions {
    * is refused and quarantined. Absent: blocks are integrity-checked (content_sha256) but not authenticated.
    */
   authKey?: KeyObject
+  /**
+   * A store inside oMLX's own cache directory (the omlx decoder kind): how blocks oMLX itself wrote
+   * (no content digest, no geometry fingerprint, no keyed digest) are treated. `leave`: refused as a
+   * miss and left where they are (never quarantined: they are oMLX's, and oMLX indexes them); a
+   * block the bridge writes under the same key replaces it atomically. `serve`: served as they
+   * are, checked for model, block size, layer types, signature and token count but with no digest
+   * to vouch for their bytes (the user's choice; refused with a block key). Absent: our own
+   * decoder's rule, such blocks are `unverified` and quarantined.
+   */
+  omlxWritten?: 'leave' | 'serve'
+}
+
+/** Whether a block's header is one oMLX itself wrote: none of the keys only our writers add. */
+export function writtenByOmlx (info: BlockInfo): boolean {
+  return info.contentSha256 === undefined && info.geometryFingerprint === undefined && info.contentMac === undefined
 }
 
 /** Counters since the store was opened. */
@@ -179,6 +194,8 @@ export class BlockStore {
     private readonly staleTempMs: number,
     /** The block key (absent: blocks are not authenticated); builder threads encode with it (writer/build-pool.ts). */
     readonly authKey: KeyObject | undefined,
+    /** BlockStoreOptions.omlxWritten. */
+    readonly omlxWritten: 'leave' | 'serve' | undefined,
   ) {
     this.log = log ?? defaultLog
   }
@@ -189,7 +206,10 @@ export class BlockStore {
     const max = options.maxSizeBytes ?? Infinity
     if (!(max > 0)) throw new BlockStoreError(options.root, `maxSizeBytes must be positive, got ${max}`)
     if (options.authKey !== undefined && options.authKey?.type !== 'secret') throw new BlockStoreError(options.root, 'authKey must be a secret KeyObject (src/config/block-key.ts)')
-    const store = new BlockStore(options.root, options.layout, max, options.log, options.staleTempMs ?? 3_600_000, options.authKey)
+    const omlx = options.omlxWritten
+    if (omlx !== undefined && omlx !== 'leave' && omlx !== 'serve') throw new BlockStoreError(options.root, `omlxWritten must be 'leave' or 'serve', got ${JSON.stringify(omlx)}`)
+    if (omlx === 'serve' && options.authKey !== undefined) throw new BlockStoreError(options.root, 'omlxWritten \'serve\' cannot go with a block key: blocks oMLX wrote carry no keyed digest, so a keyed deployment would refuse every one')
+    const store = new BlockStore(options.root, options.layout, max, options.log, options.staleTempMs ?? 3_600_000, options.authKey, omlx)
     try {
       await mkdir(options.root, { recursive: true })
       for (const sub of SUBDIRS) await mkdir(join(options.root, sub), { recursive: true })
@@ -242,7 +262,22 @@ export class BlockStore {
 
   /** Whether a block's header lets it be served here: the layout's rules, then (with a key) a keyed digest present. */
   private judge (info: BlockInfo, hash: string): Incompatibility | null {
+    if (this.servesOmlxBlock(info)) {
+      // oMLX's own blocks, served on the user's say-so: every layout rule of oMLX's still holds; the
+      // digest and our geometry fingerprint are what oMLX does not write.
+      const why = incompatibility(info, { ...this.layout, geometryFingerprint: info.geometryFingerprint as string }, hash)
+      return why?.reason === 'unverified' ? null : why
+    }
     return incompatibility(info, this.layout, hash) ?? (this.authKey === undefined ? null : unauthenticated(info))
+  }
+
+  private servesOmlxBlock (info: BlockInfo): boolean {
+    return this.omlxWritten === 'serve' && writtenByOmlx(info)
+  }
+
+  /** Whether a refused file must stay where it is: a block oMLX wrote, in a store inside oMLX's directory. */
+  private leftAlone (info: BlockInfo | undefined): boolean {
+    return this.omlxWritten !== undefined && info !== undefined && writtenByOmlx(info)
   }
 
   private unreadable (path: string, problem: string): void {
@@ -262,7 +297,7 @@ export class BlockStore {
     const why = this.judge(header.info, hash)
     if (why !== null) {
       this.refuse(hash, path, why.reason, why.detail, during)
-      if (INTEGRITY_REASONS.has(why.reason)) await this.quarantineQuietly(hash, path, `${why.reason}: ${why.detail}`)
+      if (INTEGRITY_REASONS.has(why.reason) && !this.leftAlone(header.info)) await this.quarantineQuietly(hash, path, `${why.reason}: ${why.detail}`)
       return null
     }
     return header
@@ -446,17 +481,18 @@ export class BlockStore {
       this.counters.misses++
       return null
     }
-    const why = this.judge(contents.header.info, hash) ?? contentMismatch(contents, this.authKey !== undefined)
+    const info = contents.header.info
+    const why = this.judge(info, hash) ?? (this.servesOmlxBlock(info) ? null : contentMismatch(contents, this.authKey !== undefined))
     if (why !== null) {
       this.index.remove(hash)
       this.refuse(hash, entry.path, why.reason, why.detail, 'load')
-      if (INTEGRITY_REASONS.has(why.reason)) await this.quarantineQuietly(hash, entry.path, `${why.reason}: ${why.detail}`)
+      if (INTEGRITY_REASONS.has(why.reason) && !this.leftAlone(info)) await this.quarantineQuietly(hash, entry.path, `${why.reason}: ${why.detail}`)
       this.counters.misses++
       return null
     }
     // Only now, with every byte checked against the digest (and the keyed digest) written with it, is the payload handed out.
     this.refusals.delete(hash)
-    this.counters.verified++
+    if (!this.servesOmlxBlock(info)) this.counters.verified++
     this.counters.hits++
     await this.touch(entry)
     return { hash, info: contents.header.info, payload: contents.payload }
@@ -530,8 +566,10 @@ export class BlockStore {
       // locate() refused it (and logged why); keep the bytes, out of the way. A file another process
       // replaced with a servable block in the meantime is simply used.
       let why: string
+      let foreign = false
       try {
         const header = await readBlockHeader(path)
+        foreign = this.leftAlone(header.info)
         const refusal = this.judge(header.info, hash)
         if (refusal === null) {
           const entry = this.entryFrom(hash, header, Date.now())
@@ -543,7 +581,9 @@ export class BlockStore {
       } catch (e) {
         why = `unreadable: ${e instanceof BlockStoreError ? e.problem : (e as Error).message}`
       }
-      await this.quarantine(hash, path, why)
+      // oMLX's own block under this key is replaced by the atomic rename of ours (same tokens, same
+      // model; oMLX reads it by path); anything else is moved aside first.
+      if (!foreign) await this.quarantine(hash, path, why)
     }
     const written = await write()
     this.refusals.delete(hash)
