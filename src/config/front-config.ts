@@ -65,9 +65,12 @@ export const frontConfigSchema = z.strictObject({
     model: path.optional(),
     /** The model name in the decoder's block keys and /v1/models; default: asked from the decoder. */
     modelName: z.string().min(1).optional(),
-    /** Which decoder it is: `ours` (the embedded decoder, oMLX's block layout) or `llama.cpp` (sequence-state files). */
-    engine: z.enum(['ours', 'llama.cpp']).default('ours'),
-    /** llama.cpp's K cache type (its context setting, part of its state geometry); with engine llama.cpp only. */
+    /**
+     * Which decoder kind it is, so which store the bridge writes (src/decoders/registry.ts lists them,
+     * docs/decoder-kinds.md); absent: the registry's default. The front door refuses an unknown name at start.
+     */
+    engine: z.string().min(1, 'must not be empty').optional(),
+    /** llama.cpp's K cache type (its context setting, part of its state geometry); read by that kind only. */
     kvCacheType: z.enum(['F32', 'F16']).default('F32'),
     /** The decoder's numerics profile (part of the store geometry). */
     profile: z.string().min(1).default('decoder'),

@@ -5,6 +5,7 @@
 import { mkdir, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { ENV_OVERRIDES } from '../config/index.ts'
+import { decoderKind, DEFAULT_DECODER_KIND } from '../decoders/registry.ts'
 import { checkListenFree } from './listen-check.ts'
 import { launchEnvText, readUserFrontSettings } from './front-settings.ts'
 import { presetConfig, type PresetName } from '../model/checkpoint/index.ts'
@@ -16,18 +17,14 @@ import type { ReadyInfo } from './ready-line.ts'
 import { Supervisor, type SupervisorEvent } from './supervisor.ts'
 import { torchPrefillArgv, torchPrefillLabel, type TorchPrefillEngine } from './torch-prefill.ts'
 
-/** The decoder's numerics profile in the embedded default (the sidecar is exported under it). */
-export const EMBEDDED_DECODER_PROFILE = 'decoder'
-
 /**
- * With llama.cpp as the decoder (`decoderEngine: 'llama.cpp'`): its GGUF is f32 and its cache F32,
- * so the sidecar, the capture and the prefill engine compute in our f32 profile, the arithmetic
- * whose caches llama.cpp's own agree with (docs/llama-cpp.md).
+ * The decoder's numerics profile in the embedded default (the sidecar is exported under it): the
+ * default kind's cache arithmetic. Another kind brings its own (its record's cacheMath).
  */
-export const LLAMA_CPP_PROFILE = 'f32'
+export const EMBEDDED_DECODER_PROFILE = DEFAULT_DECODER_KIND.cacheMath
 
-/** Which decoder the stack runs: ours, or llama.cpp through node-llama-cpp. */
-export type DecoderEngine = 'ours' | 'llama.cpp'
+/** Which decoder the stack runs: a decoder kind's name (src/decoders/registry.ts). */
+export type DecoderEngine = string
 
 /**
  * The prefill engine's profile in the embedded default: the decoder's own. The capture hook always
@@ -36,7 +33,7 @@ export type DecoderEngine = 'ours' | 'llama.cpp'
  * bit, so the bridged blocks and answers can be checked for identity. Under `prefill` (FP8 block
  * weights, another matmul order) they differ by rounding from layer 1 on, and so do the blocks.
  */
-export const EMBEDDED_PREFILL_PROFILE = 'decoder'
+export const EMBEDDED_PREFILL_PROFILE = EMBEDDED_DECODER_PROFILE
 
 /** Defaults of the embedded stack. */
 export const EMBEDDED_DEFAULTS = {
@@ -84,7 +81,7 @@ export interface EmbeddedStackOptions {
   prefillProfile?: string
   /** Run transformers (src/engines/torch) as the prefill engine instead of ours; prefillProfile does not apply. */
   torchPrefill?: TorchPrefillEngine
-  /** The decoder: ours (default) or llama.cpp (an f32 GGUF of the checkpoint, state files as its store). */
+  /** The decoder kind's name (default: the registry's default kind). */
   decoderEngine?: DecoderEngine
   /** Routing thresholds for the front door (default: 2 blocks minimum, 1 block of uncached tail, the window minus room for an answer). */
   routing?: { minTokens?: number, minTail?: number, maxBridgeTokens?: number }
@@ -98,7 +95,7 @@ export interface EmbeddedStack {
   paths: StackPaths
   checkpoint: CheckpointAsset
   sidecar: SidecarAsset
-  /** Which decoder runs, its numerics profile (the sidecar's), and its GGUF when it is llama.cpp. */
+  /** Which decoder kind runs, its numerics profile (the sidecar's), and its GGUF when the kind needs one. */
   decoderEngine: DecoderEngine
   profile: string
   gguf?: GgufAsset
@@ -156,14 +153,13 @@ export async function startEmbeddedStack (options: EmbeddedStackOptions): Promis
   const seed = options.seed ?? EMBEDDED_DEFAULTS.seed
   const blockSize = options.blockSize ?? EMBEDDED_DEFAULTS.blockSize
   const emit = options.onEvent ?? (() => {})
-  const decoderEngine = options.decoderEngine ?? 'ours'
-  if (decoderEngine === 'llama.cpp' && options.torchPrefill !== undefined) throw new StackError('llama.cpp as the decoder needs f32 captures; the transformers prefill engine runs bf16 (use our prefill engine)')
-  const profile = decoderEngine === 'llama.cpp' ? LLAMA_CPP_PROFILE : EMBEDDED_DECODER_PROFILE
+  const kind = decoderKind(options.decoderEngine, '--decoder')
+  const decoderEngine = kind.name
+  if (options.torchPrefill !== undefined && kind.stack.torchPrefillProblem !== undefined) throw new StackError(kind.stack.torchPrefillProblem)
+  const profile = kind.cacheMath
   const plain = stackPaths(options.stateDir, preset, seed, profile, blockSize, options.home)
-  // For llama.cpp the checkpoint's indexer heads are mirrored: llama.cpp's top-k breaks exact score
-  // ties in another order than ours (docs/llama-cpp.md, "Indexer ties"), and with ties the two
-  // caches differ by tie flips, not arithmetic. Mirrored heads make ties impossible.
-  const mirrored = decoderEngine === 'llama.cpp'
+  // Where the kind says so, the checkpoint's indexer heads are mirrored: no top-k ties (its record says why).
+  const mirrored = kind.stack.mirrorIndexerHeads
   const paths = mirrored ? { ...plain, model: `${plain.model}-mirrored`, sidecar: `${plain.sidecar}-mirrored` } : plain
   const cfg = presetConfig(preset)
   for (const ratio of new Set(cfg.compressRatios.filter((r) => r > 0))) {
@@ -191,15 +187,15 @@ export async function startEmbeddedStack (options: EmbeddedStackOptions): Promis
   emit({ kind: 'asset', what: 'sidecar', dir: paths.sidecar, action: sidecar.made ? 'made' : 'reusing' })
   const name = `${preset}-seed${seed}${mirrored ? '-mirrored' : ''}`
   let gguf: GgufAsset | undefined
-  if (decoderEngine === 'llama.cpp') {
+  if (kind.stack.needsGguf) {
     const path = join(paths.stateDir, 'models', `${name}.f32.gguf`)
     emit({ kind: 'asset', what: 'gguf', dir: path, action: 'making' })
     gguf = await ensureGguf(path, checkpoint)
     emit({ kind: 'asset', what: 'gguf', dir: path, action: gguf.made ? 'made' : 'reusing' })
   }
 
-  // llama.cpp's state files and our blocks never share a store.
-  const cacheDir = cacheDirFor(paths, name, checkpoint.digest, decoderEngine === 'llama.cpp' ? `llama.cpp-${profile}` : profile, blockSize)
+  // Two kinds' stores never share a folder.
+  const cacheDir = cacheDirFor(paths, name, checkpoint.digest, kind.stack.storeLabel(profile), blockSize)
   const modelName = `pd-bridge-${name}`
   // The share refuses a root that does not exist, and it starts alongside the engine that would make it.
   await mkdir(paths.captures, { recursive: true })
@@ -223,7 +219,7 @@ export async function startEmbeddedStack (options: EmbeddedStackOptions): Promis
     const [prefill, share, decoder] = await allOrFirstFailure([
       options.torchPrefill !== undefined
         ? supervisor.start({ ...common, env: { ...childEnv, PYTHONUNBUFFERED: '1' }, name: 'prefill-engine', args: [], argv: torchPrefillArgv(options.torchPrefill, { model: checkpoint.dir, sidecar: sidecar.dir, captureRoot: paths.captures }) })
-        : supervisor.start({ ...common, name: 'prefill-engine', args: ['prefill-engine', '--model', checkpoint.dir, '--sidecar', sidecar.dir, '--capture-root', paths.captures, '--profile', options.prefillProfile ?? (decoderEngine === 'llama.cpp' ? LLAMA_CPP_PROFILE : EMBEDDED_PREFILL_PROFILE), '--port', '0'] }),
+        : supervisor.start({ ...common, name: 'prefill-engine', args: ['prefill-engine', '--model', checkpoint.dir, '--sidecar', sidecar.dir, '--capture-root', paths.captures, '--profile', options.prefillProfile ?? profile, '--port', '0'] }),
       supervisor.start({ ...common, name: 'share', args: ['share', '--root', paths.captures, '--port', '0'] }),
       supervisor.start({ ...common, name: 'decoder', args: decoderArgs({ decoderEngine, profile, checkpoint, gguf, blockSize, modelName, maxBodyBytes }, cacheDir) }),
     ])
@@ -231,7 +227,7 @@ export async function startEmbeddedStack (options: EmbeddedStackOptions): Promis
       ...user.rest,
       limits: { maxBodyBytes, ...(user.rest.limits as Record<string, unknown> | undefined) },
       listen,
-      decoder: { url: decoder.url, model: checkpoint.dir, modelName, profile, cacheDir, blockSize, engine: decoderEngine, kvCacheType: 'F32' },
+      decoder: { url: decoder.url, model: checkpoint.dir, modelName, profile, cacheDir, blockSize, engine: decoderEngine, ...kind.stack.frontDecoderConfig },
       prefill: { url: prefill.url, ...user.prefill },
       share: { url: share.url },
       capture: { spoolDir: paths.spool },
@@ -270,7 +266,7 @@ export async function startEmbeddedStack (options: EmbeddedStackOptions): Promis
     return {
       paths, checkpoint, sidecar, decoderEngine, profile, ...(gguf !== undefined ? { gguf } : {}), cacheDir, logDir: paths.logs, modelName, blockSize, maxBodyBytes,
       urls: { prefill: prefill.url, share: share.url, decoder: decoder.url, front: front.url },
-      prefillLabel: options.torchPrefill !== undefined ? torchPrefillLabel(options.torchPrefill, gpu) : options.prefillProfile ?? (decoderEngine === 'llama.cpp' ? LLAMA_CPP_PROFILE : EMBEDDED_PREFILL_PROFILE),
+      prefillLabel: options.torchPrefill !== undefined ? torchPrefillLabel(options.torchPrefill, gpu) : options.prefillProfile ?? profile,
       ...(options.torchPrefill !== undefined && gpu !== undefined && options.torchPrefill.device !== 'cpu' ? { prefillGpu: gpu } : {}),
       supervisor, record, childEnv, stop,
     }
@@ -290,13 +286,12 @@ async function allOrFirstFailure<T> (promises: Array<Promise<T>>): Promise<T[]> 
   return await Promise.all(promises)
 }
 
-/** What a decoder child of the stack is started with: ours under the profile, or llama.cpp on the GGUF (the checkpoint gives tokenizer and config). */
+/** What a decoder child of the stack is started with: its kind's flags (profile, GGUF...), then the checkpoint, store, block size and limits. */
 function decoderArgs (d: Pick<EmbeddedStack, 'decoderEngine' | 'profile' | 'checkpoint' | 'gguf' | 'blockSize' | 'modelName' | 'maxBodyBytes'>, cacheDir: string): string[] {
-  const common = ['--model', d.checkpoint.dir, '--cache-dir', cacheDir, '--block-size', String(d.blockSize), '--port', '0', '--model-name', d.modelName,
-    '--max-body-bytes', String(d.maxBodyBytes)]
-  if (d.decoderEngine !== 'llama.cpp') return ['decoder', ...common, '--profile', d.profile]
-  if (d.gguf === undefined) throw new StackError('the llama.cpp decoder needs its GGUF')
-  return ['decoder', '--engine', 'llama.cpp', '--gguf', d.gguf.path, '--kv-cache-type', 'F32', ...common]
+  const kind = decoderKind(d.decoderEngine)
+  const own = kind.stack.decoderArgs({ profile: d.profile, ...(d.gguf !== undefined ? { gguf: d.gguf.path } : {}) })
+  return ['decoder', '--engine', kind.name, ...own, '--model', d.checkpoint.dir, '--cache-dir', cacheDir, '--block-size', String(d.blockSize), '--port', '0',
+    '--model-name', d.modelName, '--max-body-bytes', String(d.maxBodyBytes)]
 }
 
 /**

@@ -4,11 +4,12 @@
 // own log; a child that exits is restarted on its port (backoff, a limit), and Ctrl-C stops them all.
 import { Command, InvalidArgumentError } from 'commander'
 import pino from 'pino'
+import { DECODER_KINDS, DEFAULT_DECODER_KIND, findDecoderKind, kindNamesText } from '../../decoders/registry.ts'
 import { ConfigError, PdBridgeError } from '../../errors.ts'
 import { DEFAULT_ADDON_PATH, loadNativeKernels } from '../../kernels/index.ts'
 import { isPresetName, PRESET_NAMES, type PresetName } from '../../model/checkpoint/index.ts'
 import { describeStackEvent } from '../../stack/describe.ts'
-import { EMBEDDED_DEFAULTS, EMBEDDED_PREFILL_PROFILE, LLAMA_CPP_PROFILE, startEmbeddedStack, type DecoderEngine, type StackEvent } from '../../stack/embedded.ts'
+import { EMBEDDED_DEFAULTS, startEmbeddedStack, type DecoderEngine, type StackEvent } from '../../stack/embedded.ts'
 import { startFrontOnly } from '../../stack/front-only.ts'
 import { resolveStateDir } from '../../stack/state-dir.ts'
 import { DEFAULT_RESTART_POLICY, type SupervisorEvent } from '../../stack/supervisor.ts'
@@ -64,11 +65,18 @@ interface ServeOptions {
   port: number
 }
 
-/** `--decoder`: ours or llama.cpp. */
+/** `--decoder`: a decoder kind's name (src/decoders/registry.ts). */
 export function decoderEngineOption (v: string): DecoderEngine {
-  if (v === 'ours' || v === 'llama.cpp') return v
-  throw new InvalidArgumentError(`--decoder ${v}: expected ours or llama.cpp`)
+  const kind = findDecoderKind(v)
+  if (kind !== undefined) return kind.name
+  throw new InvalidArgumentError(`--decoder ${v}: expected ${kindNamesText()}`)
 }
+
+/** `--decoder`'s help: every kind and what it is. */
+export const DECODER_OPTION_HELP = `the embedded decoder kind: ${DECODER_KINDS.map((k) => `${k.name} (${k.summary})`).join('; ')}`
+
+/** `--prefill-profile`'s default, in words: each kind's cache arithmetic. */
+export const PREFILL_PROFILE_DEFAULT_HELP = `the decoder kind's cache arithmetic: ${DECODER_KINDS.map((k) => `${k.cacheMath} with ${k.name}`).join(', ')}`
 
 /** The serve command. */
 export const serveCommand = new Command('serve')
@@ -78,8 +86,8 @@ export const serveCommand = new Command('serve')
   .option('--preset <name>', `embedded model: ${PRESET_NAMES.join(' | ')}`, presetOption, EMBEDDED_DEFAULTS.preset)
   .option('--seed <n>', 'seed of the embedded checkpoint', integerOption('--seed', 0, 2 ** 32 - 1), EMBEDDED_DEFAULTS.seed)
   .option('--block-size <n>', 'tokens per decoder block (a multiple of 128)', integerOption('--block-size', 1), EMBEDDED_DEFAULTS.blockSize)
-  .option('--prefill-profile <name>', `numerics profile of the embedded prefill engine (default: the decoder's own, ${EMBEDDED_PREFILL_PROFILE}, or ${LLAMA_CPP_PROFILE} with llama.cpp), so bridged caches can be compared bit for bit`)
-  .option('--decoder <engine>', 'the embedded decoder: ours, or llama.cpp (node-llama-cpp on an f32 GGUF of the checkpoint)', decoderEngineOption, 'ours')
+  .option('--prefill-profile <name>', `numerics profile of the embedded prefill engine (default: ${PREFILL_PROFILE_DEFAULT_HELP}), so bridged caches can be compared bit for bit`)
+  .option('--decoder <engine>', DECODER_OPTION_HELP, decoderEngineOption, DEFAULT_DECODER_KIND.name)
   .option('--host <host>', 'interface of the embedded front door', EMBEDDED_DEFAULTS.host)
   .option('--port <n>', 'port of the embedded front door, 0 for any free one', integerOption('--port', 0, 65535), EMBEDDED_DEFAULTS.port)
   .action(async (opts: ServeOptions) => {
