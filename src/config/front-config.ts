@@ -3,6 +3,7 @@
 // log. One JSON file validated with zod (unknown keys refused, so a typo is an error, not a
 // silently ignored setting), then PD_* environment overrides (env.ts).
 import { z } from 'zod'
+import { DEFAULT_BLOCK_SIZE } from './block-size.ts'
 
 const int = (min: number) => z.int().min(min).max(Number.MAX_SAFE_INTEGER)
 const ms = int(1)
@@ -76,8 +77,8 @@ export const frontConfigSchema = z.strictObject({
     profile: z.string().min(1).default('decoder'),
     /** The decoder's block store root (on this machine). */
     cacheDir: path.optional(),
-    /** Tokens per block; must equal the decoder's and the sidecar's. */
-    blockSize: int(1).default(2048),
+    /** Tokens per block; must equal the decoder's and the sidecar's (its kind's store checks the pool ratios). */
+    blockSize: int(1).default(DEFAULT_BLOCK_SIZE),
     /**
      * Which request rules the front door checks before any work: `embedded` (the embedded decoder's own
      * checks, src/engines/decoder/request.ts), `off` (only what routing reads), `auto` (embedded when the

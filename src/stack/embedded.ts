@@ -5,6 +5,7 @@
 import { mkdir, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { ENV_OVERRIDES } from '../config/index.ts'
+import { checkBlockSize } from '../config/block-size.ts'
 import { decoderKind, DEFAULT_DECODER_KIND } from '../decoders/registry.ts'
 import { checkListenFree } from './listen-check.ts'
 import { launchEnvText, readUserFrontSettings } from './front-settings.ts'
@@ -162,9 +163,7 @@ export async function startEmbeddedStack (options: EmbeddedStackOptions): Promis
   const mirrored = kind.stack.mirrorIndexerHeads
   const paths = mirrored ? { ...plain, model: `${plain.model}-mirrored`, sidecar: `${plain.sidecar}-mirrored` } : plain
   const cfg = presetConfig(preset)
-  for (const ratio of new Set(cfg.compressRatios.filter((r) => r > 0))) {
-    if (blockSize % ratio !== 0) throw new StackError(`--block-size ${blockSize}: must be a multiple of every pool ratio of ${preset} (${ratio} does not divide it)`)
-  }
+  checkBlockSize(blockSize, cfg.compressRatios, '--block-size', preset)
   await mkdir(paths.stateDir, { recursive: true })
   await refuseIfRunning(paths.record, options.home ?? paths.stateDir)
   // Your front door settings (never written by the stack), checked before anything starts.

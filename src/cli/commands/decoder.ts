@@ -9,6 +9,7 @@ import { parseKvCacheType } from '../../engines/llama-cpp/decoder/index.ts'
 import { ConfigError } from '../../errors.ts'
 import { apiKeyFromEnv, keyRequiredProblem } from '../../http/api-key.ts'
 import { blockKeyFromEnv } from '../../config/block-key.ts'
+import { parseBlockSize } from '../../config/block-size.ts'
 import { closeOnSignal } from '../until-signal.ts'
 
 function integer (flag: string, min: number, max = Number.MAX_SAFE_INTEGER): (text: string) => number {
@@ -43,7 +44,7 @@ export const decoderCommand = new Command('decoder')
   .option('--kv-cache-type <type>', 'llama.cpp: KV cache type F32 (default) or F16', kvCacheType)
   .option('--threads <n>', 'llama.cpp: CPU threads (default 2)', integer('--threads', 1, 256))
   .option('--context-size <n>', 'llama.cpp: context positions (default and most: max_position_embeddings)', integer('--context-size', 2))
-  .option('--block-size <n>', 'tokens per cache block', integer('--block-size', 1), DECODER_DEFAULTS.blockSize)
+  .option('--block-size <n>', 'tokens per cache block (a block store\'s: a multiple of every pool ratio of the model)', (t: string) => parseBlockSize(t), DECODER_DEFAULTS.blockSize)
   .option('--max-cache-bytes <n>', 'evict least recently used blocks past this size', integer('--max-cache-bytes', 1))
   .option('--host <host>', 'interface to listen on', DECODER_DEFAULTS.host)
   .option('--port <n>', 'TCP port, 0 for any free one', integer('--port', 0, 65535), DECODER_DEFAULTS.port)

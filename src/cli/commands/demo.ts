@@ -1,6 +1,7 @@
 // `npx pd-bridge demo`: the whole bridge on one machine, bridged and native, and what happened.
 // Exit 0 only when the verdict is complete, the answers match and every block is identical.
 import { Command } from 'commander'
+import { parseBlockSize } from '../../config/block-size.ts'
 import { DEFAULT_DECODER_KIND } from '../../decoders/registry.ts'
 import { EMBEDDED_DEFAULTS } from '../../stack/embedded.ts'
 import { DEMO_DEFAULTS, runDemo } from '../../stack/demo/run.ts'
@@ -26,7 +27,7 @@ export const demoCommand = new Command('demo')
   .option('--state-dir <dir>', 'checkpoint, sidecar, stores and logs (default $PD_STATE_DIR or ~/.cache/pd-bridge)')
   .option('--preset <name>', `embedded model: ${PRESET_NAMES.join(' | ')}`, presetOption, EMBEDDED_DEFAULTS.preset)
   .option('--seed <n>', 'seed of the embedded checkpoint', integerOption('--seed', 0, 2 ** 32 - 1), EMBEDDED_DEFAULTS.seed)
-  .option('--block-size <n>', 'tokens per decoder block (a multiple of 128)', integerOption('--block-size', 1), EMBEDDED_DEFAULTS.blockSize)
+  .option('--block-size <n>', 'tokens per decoder block (a multiple of every pool ratio of the preset)', (t: string) => parseBlockSize(t), EMBEDDED_DEFAULTS.blockSize)
   .option('--prefill-profile <name>', `numerics profile of the prefill engine (default: ${PREFILL_PROFILE_DEFAULT_HELP}), so bridged caches can be compared bit for bit`)
   .option('--tokens <n>', 'prompt length to aim for', integerOption('--tokens', 1), DEMO_DEFAULTS.tokens)
   .option('--max-tokens <n>', 'answer length', integerOption('--max-tokens', 1), DEMO_DEFAULTS.maxTokens)

@@ -5,6 +5,7 @@
 import { Command, InvalidArgumentError } from 'commander'
 import pino from 'pino'
 import { DECODER_KINDS, DEFAULT_DECODER_KIND, findDecoderKind, kindNamesText } from '../../decoders/registry.ts'
+import { parseBlockSize } from '../../config/block-size.ts'
 import { ConfigError, PdBridgeError } from '../../errors.ts'
 import { DEFAULT_ADDON_PATH, loadNativeKernels } from '../../kernels/index.ts'
 import { isPresetName, PRESET_NAMES, type PresetName } from '../../model/checkpoint/index.ts'
@@ -85,7 +86,7 @@ export const serveCommand = new Command('serve')
   .option('--state-dir <dir>', 'checkpoint, sidecar, captures, block store and logs (default $PD_STATE_DIR or ~/.cache/pd-bridge)')
   .option('--preset <name>', `embedded model: ${PRESET_NAMES.join(' | ')}`, presetOption, EMBEDDED_DEFAULTS.preset)
   .option('--seed <n>', 'seed of the embedded checkpoint', integerOption('--seed', 0, 2 ** 32 - 1), EMBEDDED_DEFAULTS.seed)
-  .option('--block-size <n>', 'tokens per decoder block (a multiple of 128)', integerOption('--block-size', 1), EMBEDDED_DEFAULTS.blockSize)
+  .option('--block-size <n>', 'tokens per decoder block (a multiple of every pool ratio of the preset)', (t: string) => parseBlockSize(t), EMBEDDED_DEFAULTS.blockSize)
   .option('--prefill-profile <name>', `numerics profile of the embedded prefill engine (default: ${PREFILL_PROFILE_DEFAULT_HELP}), so bridged caches can be compared bit for bit`)
   .option('--decoder <engine>', DECODER_OPTION_HELP, decoderEngineOption, DEFAULT_DECODER_KIND.name)
   .option('--host <host>', 'interface of the embedded front door', EMBEDDED_DEFAULTS.host)

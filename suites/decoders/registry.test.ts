@@ -1,0 +1,82 @@
+// The registry of decoder kinds: names unique, the default first, every record complete (its homes
+// exist, its flags its own), unknown names refused with every known one listed, and the decoder
+// command's flag rule (another kind's flag refused, naming that kind) driven by the records.
+import { existsSync, statSync } from 'node:fs'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import type { DecoderCommandOptions } from '../../src/decoders/kind.ts'
+import { checkDecoderFlags, DECODER_KIND_NAMES, DECODER_KINDS, DEFAULT_DECODER_KIND, decoderKind, findDecoderKind, kindNamesText } from '../../src/decoders/registry.ts'
+import { DECODER_ROUTES } from '../../src/engines/decoder/routes.ts'
+import { ConfigError } from '../../src/errors.ts'
+
+const ROOT = join(import.meta.dirname, '..', '..')
+
+/** What commander gives `pd-bridge decoder` with only the required flags. */
+const bare = (engine: string): DecoderCommandOptions => ({
+  engine, model: '/m', profile: 'decoder', blockSize: 2048, host: '127.0.0.1', port: 0, maxTokens: 64, maxBodyBytes: 1024, maxQueue: 1,
+})
+
+describe('the registry', () => {
+  it('lists each kind once, the default first, and finds them by name', () => {
+    expect(new Set(DECODER_KIND_NAMES).size).toBe(DECODER_KINDS.length)
+    expect(DEFAULT_DECODER_KIND).toBe(DECODER_KINDS[0])
+    expect(decoderKind(undefined)).toBe(DEFAULT_DECODER_KIND)
+    for (const k of DECODER_KINDS) {
+      expect(decoderKind(k.name)).toBe(k)
+      expect(findDecoderKind(k.name)).toBe(k)
+    }
+    expect(findDecoderKind('vllm')).toBeUndefined()
+  })
+
+  it('refuses an unknown name with a ConfigError naming the field, the source and every kind', () => {
+    let err: unknown
+    try { decoderKind('vllm', '--engine', 'environment') } catch (e) { err = e }
+    expect(err).toBeInstanceOf(ConfigError)
+    expect((err as Error).message).toBe(`environment: --engine: "vllm" is not one of ${DECODER_KIND_NAMES.join(', ')}`)
+    expect(kindNamesText(['a'])).toBe('a')
+    expect(kindNamesText(['a', 'b'])).toBe('a or b')
+    expect(kindNamesText(['a', 'b', 'c'])).toBe('a, b or c')
+  })
+
+  it('every record is complete: homes that exist, its own flags, client routes the decoder serves, a cache arithmetic', () => {
+    const owner = new Map<string, string>()
+    for (const k of DECODER_KINDS) {
+      expect(k.summary.length, k.name).toBeGreaterThan(0)
+      expect(k.homes.length, k.name).toBeGreaterThan(0)
+      expect(k.homes).toContain(`src/decoders/${k.name.replace(/\./g, '-')}`)
+      for (const h of k.homes) expect(existsSync(join(ROOT, h)) && statSync(join(ROOT, h)).isDirectory(), h).toBe(true)
+      for (const f of k.command.flags) {
+        expect(f, k.name).toMatch(/^--[a-z][a-z-]*$/)
+        expect(owner.get(f), `${f} claimed twice`).toBeUndefined()
+        owner.set(f, k.name)
+      }
+      expect(k.cacheMath.length).toBeGreaterThan(0)
+      expect(k.store.label.length).toBeGreaterThan(0)
+      for (const r of k.clientRoutes) expect(DECODER_ROUTES.some((d) => d.path === r.path), r.path).toBe(true)
+    }
+  })
+})
+
+describe('pd-bridge decoder\'s flags, from the records', () => {
+  it('a flag only another kind takes is refused, naming that kind', () => {
+    for (const kind of DECODER_KINDS) {
+      for (const other of DECODER_KINDS.filter((o) => o !== kind)) {
+        for (const flag of other.command.flags.filter((f) => !kind.command.flags.includes(f))) {
+          const key = flag.slice(2).replace(/-([a-z])/g, (_m, c: string) => c.toUpperCase())
+          const opts = { ...bare(kind.name), cacheDir: '/c', gguf: '/g.gguf', [key]: flag === '--kv-cache-type' ? 'F16' : 1 }
+          // The kind's own required flags are given; only the foreign one is wrong.
+          if (kind.command.flags.includes('--gguf') === false) delete (opts as Partial<DecoderCommandOptions>).gguf
+          if (flag === '--gguf') (opts as Partial<DecoderCommandOptions>).gguf = '/g.gguf'
+          expect(() => checkDecoderFlags(kind, opts as DecoderCommandOptions), `${flag} with ${kind.name}`).toThrow(new RegExp(`${flag.replace(/-/g, '\\-')}.*only with --engine ${other.name.replace(/\./g, '\\.')}`))
+        }
+      }
+    }
+  })
+
+  it('the kind\'s own flags pass; its required ones are required', () => {
+    // The default kind: a block store, so --cache-dir is required.
+    const kind = DEFAULT_DECODER_KIND
+    expect(() => checkDecoderFlags(kind, { ...bare(kind.name), cacheDir: '/c', maxBatch: 2 })).not.toThrow()
+    expect(() => checkDecoderFlags(kind, bare(kind.name))).toThrow(/--cache-dir is required/)
+  })
+})
