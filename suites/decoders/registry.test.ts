@@ -3,11 +3,14 @@
 // command's flag rule (another kind's flag refused, naming that kind) driven by the records.
 import { existsSync, statSync } from 'node:fs'
 import { join } from 'node:path'
+import pino from 'pino'
 import { describe, expect, it } from 'vitest'
+import { parseFrontConfig } from '../../src/config/index.ts'
 import type { DecoderCommandOptions } from '../../src/decoders/kind.ts'
 import { checkDecoderFlags, DECODER_KIND_NAMES, DECODER_KINDS, DEFAULT_DECODER_KIND, decoderKind, findDecoderKind, kindNamesText } from '../../src/decoders/registry.ts'
 import { DECODER_ROUTES } from '../../src/engines/decoder/routes.ts'
 import { ConfigError } from '../../src/errors.ts'
+import { startFrontDoor } from '../../src/front/index.ts'
 
 const ROOT = join(import.meta.dirname, '..', '..')
 
@@ -36,6 +39,12 @@ describe('the registry', () => {
     expect(kindNamesText(['a'])).toBe('a')
     expect(kindNamesText(['a', 'b'])).toBe('a or b')
     expect(kindNamesText(['a', 'b', 'c'])).toBe('a, b or c')
+  })
+
+  it('the front door config takes any name; the front door refuses an unknown kind before it asks or listens', async () => {
+    const config = (engine: string) => parseFrontConfig({ decoder: { url: 'http://127.0.0.1:9', engine } }).config
+    expect(config('vllm').decoder.engine).toBe('vllm')
+    await expect(startFrontDoor({ config: config('vllm'), logger: pino({ level: 'silent' }) })).rejects.toThrow(`decoder.engine: "vllm" is not one of ${DECODER_KIND_NAMES.join(', ')}`)
   })
 
   it('every record is complete: homes that exist, its own flags, client routes the decoder serves, a cache arithmetic', () => {
