@@ -20,6 +20,7 @@
 //             rule lets them import each other, capture-share-decode-apart below forbids it: they
 //             agree through wire alone
 //   engines   prefill engine, decoder server, llama.cpp and torch adapters
+//   decoders  the registry of decoder kinds: one record per kind over its engine and store
 //   front     the front door
 //   stack     the embedded stack (serve, demo, doctor)
 //   cli       the runtime command line, over everything in src
@@ -32,6 +33,7 @@ const LAYERS = [
   ['wire'],
   ['capture', 'share', 'decode'],
   ['engines'],
+  ['decoders'],
   ['front'],
   ['stack'],
   ['cli'],

@@ -3,10 +3,10 @@
 // tensors are read from the checkpoint; experts, queries and the head are never loaded.
 import { mkdir } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
-import { CheckpointError, ConfigError } from '../errors.ts'
+import { CheckpointError } from '../errors.ts'
 import { writeFileAtomic } from '../formats/atomic-file.ts'
 import { serializeSafetensors, tensorFrom, type Tensor } from '../formats/safetensors/index.ts'
-import { DEFAULT_BLOCK_SIZE } from '../wire/block-size.ts'
+import { checkBlockSize, DEFAULT_BLOCK_SIZE } from '../wire/block-size.ts'
 import { readCheckpointTensors, WeightStore } from '../model/checkpoint/index.ts'
 import { LAYER_TYPES, loadDeepseekV4Config, type DeepseekV4Config, type LayerType, type RopeParams } from '../model/config.ts'
 import { getProfile, profileFingerprint, type NumericsProfile } from '../model/profiles/index.ts'
@@ -70,7 +70,9 @@ async function readKvTensors (dir: string, cfg: DeepseekV4Config, names: string[
 export async function exportWeights (opts: ExportWeightsOptions): Promise<Sidecar> {
   const profile = typeof opts.profile === 'string' ? getProfile(opts.profile) : opts.profile
   const blockSize = opts.blockSize ?? DEFAULT_BLOCK_SIZE
-  if (!Number.isSafeInteger(blockSize) || blockSize < 1) throw new ConfigError('blockSize', `must be a positive integer, got ${String(blockSize)}`)
+  // Positive here; the pool ratios are the block store's rule, checked where one is opened (a
+  // llama.cpp store's states end at any boundary).
+  checkBlockSize(blockSize, [], 'blockSize')
   const modelDir = resolve(opts.model)
   const cfg = await loadDeepseekV4Config(modelDir)
   const base = geometryJson(cfg, profile, blockSize)

@@ -24,7 +24,7 @@ export const ENV_OVERRIDES: readonly EnvOverride[] = [
   { name: 'PD_DECODER_URL', key: 'decoder.url', kind: 'string', help: "the decoder's base URL" },
   { name: 'PD_MODEL', key: 'decoder.model', kind: 'string', help: "the decoder's checkpoint directory (config.json, tokenizer.json)" },
   { name: 'PD_MODEL_NAME', key: 'decoder.modelName', kind: 'string', help: 'the model name in block keys (default: asked from the decoder)' },
-  { name: 'PD_DECODER_ENGINE', key: 'decoder.engine', kind: 'string', help: 'ours, llama.cpp or omlx: which decoder, so which store the bridge writes' },
+  { name: 'PD_DECODER_ENGINE', key: 'decoder.engine', kind: 'string', help: 'which decoder kind (docs/decoder-kinds.md), so which store the bridge writes' },
   { name: 'PD_KV_CACHE_TYPE', key: 'decoder.kvCacheType', kind: 'string', help: "F32 or F16: the llama.cpp decoder's K cache type" },
   { name: 'PD_PROFILE', key: 'decoder.profile', kind: 'string', help: "the decoder's numerics profile" },
   { name: 'PD_CACHE_DIR', key: 'decoder.cacheDir', kind: 'string', help: "the decoder's block store root" },

@@ -3,7 +3,7 @@
 // log. One JSON file validated with zod (unknown keys refused, so a typo is an error, not a
 // silently ignored setting), then PD_* environment overrides (env.ts).
 import { z } from 'zod'
-import { OMLX_KIND } from '../engines/omlx/name.ts'
+import { DEFAULT_BLOCK_SIZE } from './block-size.ts'
 
 const int = (min: number) => z.int().min(min).max(Number.MAX_SAFE_INTEGER)
 const ms = int(1)
@@ -66,23 +66,26 @@ export const frontConfigSchema = z.strictObject({
     model: path.optional(),
     /** The model name in the decoder's block keys and /v1/models; default: asked from the decoder. */
     modelName: z.string().min(1).optional(),
-    /** Which decoder it is: `ours` (the embedded decoder, oMLX's block layout), `llama.cpp` (sequence-state files) or `omlx` (oMLX's own cache directory, docs/omlx.md). */
-    engine: z.enum(['ours', 'llama.cpp', OMLX_KIND]).default('ours'),
-    /** llama.cpp's K cache type (its context setting, part of its state geometry); with engine llama.cpp only. */
+    /**
+     * Which decoder kind it is, so which store the bridge writes (src/decoders/registry.ts lists them,
+     * docs/decoder-kinds.md); absent: the registry's default. The front door refuses an unknown name at start.
+     */
+    engine: z.string().min(1, 'must not be empty').optional(),
+    /** llama.cpp's K cache type (its context setting, part of its state geometry); read by that kind only. */
     kvCacheType: z.enum(['F32', 'F16']).default('F32'),
     /** The decoder's numerics profile (part of the store geometry). */
     profile: z.string().min(1).default('decoder'),
     /** The decoder's block store root (on this machine). */
     cacheDir: path.optional(),
-    /** Tokens per block; must equal the decoder's and the sidecar's. */
-    blockSize: int(1).default(2048),
+    /** Tokens per block; must equal the decoder's and the sidecar's (its kind's store checks the pool ratios). */
+    blockSize: int(1).default(DEFAULT_BLOCK_SIZE),
     /**
      * Which request rules the front door checks before any work: `embedded` (the embedded decoder's own
      * checks, src/engines/decoder/request.ts), `off` (only what routing reads), `auto` (embedded when the
      * decoder's /v1/models says owned_by pd-bridge).
      */
     requestRules: z.enum(['auto', 'embedded', 'off']).default('auto'),
-    /** With engine omlx: blocks oMLX wrote itself are left alone (`leave`) or served by our store too (`serve`). */
+    /** Read by the oMLX kind only: blocks oMLX wrote itself are left alone (`leave`) or served by our store too (`serve`). */
     omlxBlocks: z.enum(['leave', 'serve']).default('leave'),
   }),
   prefill: z.strictObject({

@@ -11,6 +11,8 @@ import { checkLink, decoderFacts, decoderModels } from './links.ts'
 import { BridgeQueue } from './queue.ts'
 import { clearInflight, retireInterrupted } from './reconcile.ts'
 import { pathRedactor, type Redactor } from './redact.ts'
+import type { DecoderKind } from '../decoders/kind.ts'
+import { decoderKind } from '../decoders/registry.ts'
 import { buildSetup, type BridgeSetup } from './setup.ts'
 import { PromptTokenizer } from './tokenize.ts'
 
@@ -22,6 +24,8 @@ export class FrontState {
   readonly queue: BridgeQueue
   readonly tokenizer: PromptTokenizer
   readonly redact: Redactor
+  /** The decoder's kind (decoder.engine), whose record says what its store and request rules are. */
+  readonly kind: DecoderKind
   /** The decoder's completion and body limits, from its /health (the embedded decoder reports them). */
   decoderLimits: { maxTokens: number, maxPositions: number, maxBodyBytes?: number } | undefined
   /** The model the decoder last said it serves: block keys are hashed with it. */
@@ -38,6 +42,7 @@ export class FrontState {
   constructor (readonly config: FrontConfig, readonly logger: Logger, readonly apiKey: string | undefined, readonly spoolDir: string | undefined,
     /** The deployment's block key: what the writer stamps on every block (absent: blocks are not authenticated). */
     readonly blockKey?: KeyObject) {
+    this.kind = decoderKind(config.decoder.engine)
     this.auth = authHeaders(apiKey)
     this.effective = { ...config, capture: { ...config.capture, spoolDir } }
     this.queue = new BridgeQueue(config.queue.maxWaiting)
@@ -70,7 +75,7 @@ export class FrontState {
     if (/^<[\w.-]+>/.test(name)) throw new Error(`the decoder names its model by a path it shows only with the key (${name}); set decoder.modelName (PD_MODEL_NAME) to its --model-name, or PD_API_KEY on both`)
     let setup = this.setups.get(name)
     if (setup === undefined) {
-      setup = buildSetup(this.effective, name, this.storeLog, this.blockKey)
+      setup = buildSetup(this.effective, this.kind, name, this.storeLog, this.blockKey)
       this.setups.set(name, setup)
       // A failed setup (a file not there yet) is tried again on the next request.
       setup.catch(() => this.setups.delete(name))

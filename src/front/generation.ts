@@ -1,11 +1,9 @@
-// One completion request (chat or text), end to end: the request checks (with the embedded
-// decoder, its own body reader and rules; else JSON and the model it names), the plan (routing and
+// One completion request (chat or text), end to end: the request checks (the decoder kind's own
+// body reader and rules, from its record; else JSON and the model it names), the plan (routing and
 // the bridge), then the forward to the decoder with the verdict. Hijacked once planned: fastify
 // answers nothing after.
 import type { FastifyReply, FastifyRequest } from 'fastify'
-// The embedded decoder's own body reader and request checks, run here before any bridge work (never copied).
-import { bodyTooLarge, readGenerationRequest, readJsonBody, unknownModel } from '../engines/decoder/body.ts'
-import type { GenerationRequest } from '../engines/decoder/request.ts'
+import type { CheckedRequest } from '../decoders/request-rules.ts'
 import { FrontApiError, toFrontApiError } from './api-error.ts'
 import type { FrontState } from './door-state.ts'
 import { forwardGeneration, upstreamBody, type ForwardPlan, type PdBridgeInfo } from './forward.ts'
@@ -25,19 +23,20 @@ function isRecord (v: unknown): v is Record<string, unknown> {
 }
 
 /**
- * The embedded decoder's checks of a parsed body, in its order: the body it would receive over its
- * `--max-body-bytes` (413), its request rules (400), a model it does not serve (404). Each throws
- * the error the decoder itself would answer.
+ * The decoder's checks of a parsed body (its kind's request rules), in its order: the body it would
+ * receive over its `--max-body-bytes` (413), its request rules (400), a model it does not serve
+ * (404). Each throws the error the decoder itself would answer.
  */
-async function decoderChecks (state: FrontState, endpoint: Endpoint, body: unknown, served: () => Promise<string[]>): Promise<GenerationRequest> {
+async function decoderChecks (state: FrontState, endpoint: Endpoint, body: unknown, served: () => Promise<string[]>): Promise<CheckedRequest> {
+  const rules = state.kind.requestRules
   await state.learnDecoderFacts(true)
   const maxBody = state.decoderLimits?.maxBodyBytes
   const forwarded = upstreamBody(body, isRecord(body) && body.stream === true)
-  if (maxBody !== undefined && Buffer.byteLength(JSON.stringify(forwarded)) > maxBody) throw bodyTooLarge(maxBody)
-  const checked = readGenerationRequest(endpoint, body)
+  if (maxBody !== undefined && Buffer.byteLength(JSON.stringify(forwarded)) > maxBody) throw rules.bodyTooLarge(maxBody)
+  const checked = rules.check(endpoint, body)
   if (checked.model !== undefined) {
     const ids = await served()
-    if (ids.length > 0 && !ids.includes(checked.model)) throw unknownModel(checked.model, ids[0])
+    if (ids.length > 0 && !ids.includes(checked.model)) throw rules.unknownModel(checked.model, ids[0])
   }
   return checked
 }
@@ -53,7 +52,7 @@ export async function handleGeneration (state: FrontState, endpoint: Endpoint, p
   // a bridge (a `__proto__` key, max_tokens 0, temperature 0.7) is refused now, in its words.
   const embedded = rules === 'embedded' || auto?.embedded === true
   const raw = request.body as Buffer | undefined
-  const body = readJsonBody(request.headers['content-type'], raw, embedded ? 'refuse' : 'keep')
+  const body = state.kind.requestRules.readBody(request.headers['content-type'], raw, embedded ? 'refuse' : 'keep')
   const checked = embedded ? await decoderChecks(state, endpoint, body, servedIds) : undefined
   const fr = readFrontRequest(body, endpoint)
   if (!embedded && fr.model !== undefined) {

@@ -50,7 +50,7 @@ export async function linkReport (state: FrontState): Promise<LinkReport> {
   if (facts.model !== undefined && facts.model !== setup.modelName) report.problems.push(`model mismatch: the decoder serves '${facts.model}', the front door keys blocks under '${setup.modelName}' (decoder.modelName)`)
   if (facts.blockSize !== undefined && facts.blockSize !== setup.blockSize) report.problems.push(`geometry mismatch: the decoder's block size is ${facts.blockSize}, the front door's ${setup.blockSize} (decoder.blockSize, PD_BLOCK_SIZE)`)
   if (facts.geometryFingerprint !== undefined && facts.geometryFingerprint !== setup.target.geometryFingerprint) {
-    report.problems.push(`geometry mismatch: the decoder's store geometry is ${facts.geometryFingerprint}, the front door computes ${setup.target.geometryFingerprint} from ${config.decoder.model} under ${config.decoder.engine === 'llama.cpp' ? 'llama.cpp\'s context settings' : `profile ${config.decoder.profile}`}; bridged caches would never be served`)
+    report.problems.push(`geometry mismatch: the decoder's store geometry is ${facts.geometryFingerprint}, the front door computes ${setup.target.geometryFingerprint} from ${config.decoder.model} under ${state.kind.geometrySource(config.decoder)}; bridged caches would never be served`)
   }
   const engineSidecar = prefill?.health?.sidecar_fingerprint
   if (typeof engineSidecar === 'string' && engineSidecar !== setup.sidecar.fingerprint) {

@@ -1,19 +1,17 @@
 // The decoder's client routes the front door does not answer itself (/v1/models, /v1/models/{id}),
 // passed through (method, normalized path, query, body, headers without hop-by-hop ones) and
-// answered as the decoder answers. Only the routes listed per decoder kind are forwarded; every
+// answered as the decoder answers. Only the routes its kind's record lists are forwarded; every
 // other path, the decoder's operator routes (/health, /v1/cache/rescan) included, is refused by the
 // front door's route guard (server.ts) and never reaches the decoder.
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { request as undiciRequest, type Dispatcher } from 'undici'
-import type { FrontConfig } from '../config/index.ts'
-import { DECODER_CLIENT_ROUTES } from '../engines/decoder/routes.ts'
+import type { DecoderKind } from '../decoders/kind.ts'
 import { passHeaders } from '../http/hop-by-hop.ts'
 import type { AllowedRoute } from '../http/route-guard.ts'
 import { FrontApiError } from './api-error.ts'
 import type { FrontState } from './door-state.ts'
 import { describeFailure, joinUrl } from './http.ts'
 import { VERDICT_HEADER } from './verdict.ts'
-import { OMLX_KIND } from '../engines/omlx/name.ts'
 
 /** The verdict of every answer that is not a completion's. */
 export const PASSTHROUGH_VERDICT = 'declined: passthrough (not a completion request)'
@@ -27,15 +25,9 @@ export const FRONT_ROUTES: readonly AllowedRoute[] = [
 
 const answeredHere = new Set(FRONT_ROUTES.map((r) => r.path))
 
-/**
- * What is passed through, per decoder kind: the client routes of its server (ours and llama.cpp's
- * decoder are the same server, src/engines/decoder/routes.ts) that the front door does not answer.
- */
-export const FORWARDED_ROUTES: Readonly<Record<FrontConfig['decoder']['engine'], readonly AllowedRoute[]>> = {
-  ours: DECODER_CLIENT_ROUTES.filter((r) => !answeredHere.has(r.path)),
-  'llama.cpp': DECODER_CLIENT_ROUTES.filter((r) => !answeredHere.has(r.path)),
-  // oMLX serves the same OpenAI routes (docs/omlx.md).
-  [OMLX_KIND]: DECODER_CLIENT_ROUTES.filter((r) => !answeredHere.has(r.path)),
+/** What is passed through: the client routes of the decoder kind's server that the front door does not answer. */
+export function forwardedRoutes (kind: DecoderKind): readonly AllowedRoute[] {
+  return kind.clientRoutes.filter((r) => !answeredHere.has(r.path))
 }
 // Passed through to and from the decoder: host is the decoder's own, and undici frames the body itself.
 const PASS_THROUGH_DROPS = ['host', 'content-length']

@@ -3,8 +3,7 @@
 // says bridge, dispatch the bridge through the queue. Any bridge that does not happen becomes a
 // declined verdict (the request is then served natively); only a full queue under
 // `queue.whenFull: reject` is an error the client sees (429).
-import { checkTokenIds, completionBudget } from '../engines/decoder/prompt.ts'
-import type { GenerationRequest } from '../engines/decoder/request.ts'
+import type { CheckedRequest } from '../decoders/request-rules.ts'
 import { errorCode, PD_ERR } from '../errors.ts'
 import { FrontApiError } from './api-error.ts'
 import { BridgeFailure, runBridge, type BridgeJob } from './bridge.ts'
@@ -22,7 +21,7 @@ import { deleteFailed } from './retention.ts'
 export type Planned = { bridged: BridgedPlan } | { verdict: Verdict }
 
 /** Route one request and bridge it when the rule says so; fills `info`; returns what to confirm. */
-export async function planRequest (state: FrontState, fr: FrontRequest, info: PdBridgeInfo, signal: AbortSignal, checked: GenerationRequest | undefined, bodyBytes: number): Promise<Planned> {
+export async function planRequest (state: FrontState, fr: FrontRequest, info: PdBridgeInfo, signal: AbortSignal, checked: CheckedRequest | undefined, bodyBytes: number): Promise<Planned> {
   const { config, logger } = state
   const off = missingForBridge(config)
   if (off !== undefined) return { verdict: declined(off) }
@@ -35,7 +34,7 @@ export async function planRequest (state: FrontState, fr: FrontRequest, info: Pd
     return { verdict: declined(`bridge unavailable: ${(e as Error).message}`) }
   }
   // The decoder's own vocabulary check on ids as given, before they are routed.
-  if (checked !== undefined && fr.prompt.kind === 'tokens') checkTokenIds(fr.prompt.tokens, setup.cfg.vocabSize)
+  if (checked !== undefined && fr.prompt.kind === 'tokens') state.kind.requestRules.checkTokenIds(fr.prompt.tokens, setup.cfg.vocabSize)
   let tokens: number[] | null
   try {
     // Once per request: these ids are routed, looked up in the store and bridged.
@@ -48,7 +47,7 @@ export async function planRequest (state: FrontState, fr: FrontRequest, info: Pd
   const t = tokens.length
   info.prompt_tokens = t
   // The decoder's own context check, with the same ids, before any bridge work.
-  if (checked !== undefined && state.decoderLimits !== undefined) completionBudget(t, checked, state.decoderLimits)
+  if (checked !== undefined && state.decoderLimits !== undefined) checked.checkBudget(t, state.decoderLimits)
   const rules = config.routing
   // Only prompts the length rules let through are worth a look at the store.
   const probe = t >= rules.minTokens && t <= rules.maxBridgeTokens

@@ -12,6 +12,7 @@ import type { AddressInfo } from 'node:net'
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify'
 import type { Logger } from 'pino'
 import type { FrontConfig } from '../config/index.ts'
+import { decoderKind } from '../decoders/registry.ts'
 import { authHeaders, bearerMatches, isHealthPath, UNAUTHORIZED_MESSAGE } from '../http/api-key.ts'
 import { refuseOversizedContinue } from '../http/expect-continue.ts'
 import { FastifyRouteGuard } from '../http/fastify-route-guard.ts'
@@ -21,7 +22,7 @@ import { FrontApiError, toFrontApiError } from './api-error.ts'
 import { FrontState } from './door-state.ts'
 import { handleGeneration } from './generation.ts'
 import { answerHealth } from './health.ts'
-import { FORWARDED_ROUTES, FRONT_ROUTES, passThrough, PASSTHROUGH_VERDICT } from './passthrough.ts'
+import { forwardedRoutes, FRONT_ROUTES, passThrough, PASSTHROUGH_VERDICT } from './passthrough.ts'
 import { mismatchAtStart } from './prompt-agreement.ts'
 import type { BridgeQueue } from './queue.ts'
 import { ownSpoolPrefix, reconcileSpools, startReconcile, unlockSpool } from './reconcile.ts'
@@ -65,7 +66,7 @@ function fromFastify (err: unknown, maxBodyBytes: number): FrontApiError {
 /** The fastify app: body parsing, the error shape, the key, the verdict on every answer, the routes. */
 function buildApp (state: FrontState): FastifyInstance {
   const { config, logger, apiKey, redact } = state
-  const forwarded = FORWARDED_ROUTES[config.decoder.engine]
+  const forwarded = forwardedRoutes(state.kind)
   const guard = new FastifyRouteGuard([...FRONT_ROUTES, ...forwarded], routeRefusal)
   const app = Fastify({ bodyLimit: config.limits.maxBodyBytes, logger: false, rewriteUrl: guard.rewriteUrl })
   refuseOversizedContinue(app.server, config.limits.maxBodyBytes, () => ({
@@ -111,11 +112,13 @@ function buildApp (state: FrontState): FastifyInstance {
 /** Start the front door; resolves once it listens. */
 export async function startFrontDoor (options: FrontDoorOptions): Promise<FrontDoor> {
   const { config, logger, apiKey } = options
+  // An unknown decoder kind is refused before anything is asked or swept.
+  const kind = decoderKind(config.decoder.engine)
   const mismatch = await mismatchAtStart(config, authHeaders(apiKey))
   if (mismatch !== undefined) throw new PdBridgeError(`front door not started: ${mismatch}`)
   const ownSpool = config.share.url !== undefined && config.capture.spoolDir === undefined
   // What a front door that died left behind goes before this one spools anything (reconcile.ts).
-  const reconciled = await reconcileSpools(config.capture.spoolDir, ownSpool, config.decoder.engine === 'ours' ? config.decoder.cacheDir : undefined)
+  const reconciled = await reconcileSpools(config.capture.spoolDir, ownSpool, kind.store.sweepTempsAtStart ? config.decoder.cacheDir : undefined)
   const spoolDir = ownSpool ? await mkdtemp(ownSpoolPrefix()) : config.capture.spoolDir
   const state = new FrontState(config, logger, apiKey, spoolDir, options.blockKey)
   const stopRetiring = new AbortController()

@@ -1,6 +1,6 @@
 // What bridging needs besides the running links, built once per decoder model name: the decoder's
 // tokenizer and config (from its checkpoint directory), the sidecar's geometry, and the decoder's
-// block store opened with the decoder's own layout (model name, block size, geometry). The store
+// store opened by its kind's record with the decoder's own layout (model name, block size, geometry). The store
 // answers "how much of this prompt is cached" and is where the writer puts blocks. The capture's
 // sidecar must describe exactly this decoder (checkCaptureTarget); a mismatch is reported, never
 // bridged around.
@@ -9,13 +9,12 @@ import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { parseSidecarJson, SIDECAR_JSON, type SidecarJson } from '../wire/sidecar-format.ts'
 import type { FrontConfig } from '../config/index.ts'
-import { DecoderPrefixCache, type PrefixCacheEvent } from '../decode/prefix-cache/index.ts'
+import type { PrefixCacheEvent } from '../decode/prefix-cache/index.ts'
+import type { DecoderKind } from '../decoders/kind.ts'
+import type { DecoderTarget } from '../decoders/target.ts'
 import { ConfigError, PdBridgeError } from '../errors.ts'
 import { loadDeepseekV4Config, type DeepseekV4Config } from '../model/config.ts'
 import { loadTokenizer, type Tokenizer } from '../model/tokenizer/index.ts'
-import { llamaCppTarget } from './llama-cpp-target.ts'
-import { externalDecoderKind } from '../engines/external-kinds.ts'
-import { blockStoreTarget, type DecoderTarget } from './target.ts'
 
 /** Everything a bridge computes with. */
 export interface BridgeSetup {
@@ -24,7 +23,7 @@ export interface BridgeSetup {
   /** The model name hashed into block keys. */
   modelName: string
   sidecar: { dir: string, json: SidecarJson, fingerprint: string }
-  /** The decoder's store (blocks, or llama.cpp's state files), as the writer's target. */
+  /** The decoder's store (its kind's: blocks, state files), as the writer's target. */
   target: DecoderTarget
   blockSize: number
   /** Why a capture under this sidecar cannot go into this store (geometry mismatch), if it cannot. */
@@ -54,17 +53,11 @@ async function readSidecar (dir: string): Promise<{ dir: string, json: SidecarJs
   return { dir, json, fingerprint: json.fingerprint }
 }
 
-/** The target of a decoder kind that brings its own (src/engines/external-kinds.ts), or null. */
-async function externalKindTarget (config: FrontConfig, cfg: DeepseekV4Config, log: (event: PrefixCacheEvent) => void, blockKey?: KeyObject): Promise<DecoderTarget | null> {
-  const kind = externalDecoderKind(config.decoder.engine)
-  return kind === undefined ? null : await kind.targetFromConfig(config, cfg, log, blockKey)
-}
-
 /**
  * Build the setup for the decoder model `modelName`; throws a PdBridgeError saying what is wrong.
  * With `blockKey` (the deployment's block key) every block or state file written carries its keyed digest.
  */
-export async function buildSetup (config: FrontConfig, modelName: string, log: (event: PrefixCacheEvent) => void, blockKey?: KeyObject): Promise<BridgeSetup> {
+export async function buildSetup (config: FrontConfig, kind: DecoderKind, modelName: string, log: (event: PrefixCacheEvent) => void, blockKey?: KeyObject): Promise<BridgeSetup> {
   const why = missingForBridge(config)
   if (why !== undefined) throw new PdBridgeError(why)
   const modelDir = config.decoder.model as string
@@ -73,17 +66,16 @@ export async function buildSetup (config: FrontConfig, modelName: string, log: (
     loadDeepseekV4Config(modelDir),
     readSidecar(config.sidecar as string),
   ])
-  const target = await externalKindTarget(config, cfg, log, blockKey) ?? (config.decoder.engine === 'llama.cpp'
-    ? llamaCppTarget({ dir: config.decoder.cacheDir as string, modelName, cfg, blockSize: config.decoder.blockSize, kvCacheType: config.decoder.kvCacheType, authKey: blockKey })
-    : blockStoreTarget(await DecoderPrefixCache.open({
-      storeRoot: config.decoder.cacheDir as string,
-      modelName,
-      cfg,
-      profile: config.decoder.profile,
-      blockSize: config.decoder.blockSize,
-      authKey: blockKey,
-      log,
-    }), { builders: config.limits.writerBuilders }))
+  const target = await kind.store.openTarget({
+    decoder: config.decoder,
+    cacheDir: config.decoder.cacheDir as string,
+    modelName,
+    cfg,
+    blockSize: config.decoder.blockSize,
+    authKey: blockKey,
+    builders: config.limits.writerBuilders,
+    log,
+  })
   let problem: string | undefined
   try {
     target.checkSidecar(sidecar.json)

@@ -64,6 +64,6 @@ function eventOf (raw: string): SseEvent | null {
   return null
 }
 
-// Writing events: the decoder's own writers (a comment event's text never holds a line break here:
-// eventOf joins a comment's lines with spaces).
-export { sseComment, sseEvent as sseData, SSE_DONE } from '../engines/decoder/sse.ts'
+// Writing events: the same writers as the decoder's (a comment event's text never holds a line break
+// here: eventOf joins a comment's lines with spaces).
+export { sseComment, sseEvent as sseData, SSE_DONE } from '../http/sse-events.ts'

@@ -6,6 +6,8 @@ import { cpus } from 'node:os'
 import { mkdir, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { ENV_OVERRIDES } from '../config/index.ts'
+import { checkBlockSize } from '../config/block-size.ts'
+import { decoderKind, DEFAULT_DECODER_KIND } from '../decoders/registry.ts'
 import { checkListenFree } from './listen-check.ts'
 import { launchEnvText, readUserFrontSettings } from './front-settings.ts'
 import { presetConfig, type PresetName } from '../model/checkpoint/index.ts'
@@ -16,20 +18,15 @@ import { cacheDirFor, stackPaths, type StackPaths } from './state-dir.ts'
 import type { ReadyInfo } from './ready-line.ts'
 import { Supervisor, type SupervisorEvent } from './supervisor.ts'
 import { torchPrefillArgv, torchPrefillLabel, type TorchPrefillEngine } from './torch-prefill.ts'
-import { externalDecoderKind } from '../engines/external-kinds.ts'
-
-/** The decoder's numerics profile in the embedded default (the sidecar is exported under it). */
-export const EMBEDDED_DECODER_PROFILE = 'decoder'
 
 /**
- * With llama.cpp as the decoder (`decoderEngine: 'llama.cpp'`): its GGUF is f32 and its cache F32,
- * so the sidecar, the capture and the prefill engine compute in our f32 profile, the arithmetic
- * whose caches llama.cpp's own agree with (docs/llama-cpp.md).
+ * The decoder's numerics profile in the embedded default (the sidecar is exported under it): the
+ * default kind's cache arithmetic. Another kind brings its own (its record's cacheMath).
  */
-export const LLAMA_CPP_PROFILE = 'f32'
+export const EMBEDDED_DECODER_PROFILE = DEFAULT_DECODER_KIND.cacheMath
 
-/** Which decoder the stack runs: ours, or llama.cpp through node-llama-cpp. */
-export type DecoderEngine = 'ours' | 'llama.cpp'
+/** Which decoder the stack runs: a decoder kind's name (src/decoders/registry.ts). */
+export type DecoderEngine = string
 
 /**
  * The prefill engine's profile in the embedded default: the decoder's own. The capture hook always
@@ -38,7 +35,7 @@ export type DecoderEngine = 'ours' | 'llama.cpp'
  * bit, so the bridged blocks and answers can be checked for identity. Under `prefill` (FP8 block
  * weights, another matmul order) they differ by rounding from layer 1 on, and so do the blocks.
  */
-export const EMBEDDED_PREFILL_PROFILE = 'decoder'
+export const EMBEDDED_PREFILL_PROFILE = EMBEDDED_DECODER_PROFILE
 
 /** Defaults of the embedded stack. */
 export const EMBEDDED_DEFAULTS = {
@@ -86,14 +83,15 @@ export interface EmbeddedStackOptions {
   prefillProfile?: string
   /** Run transformers (src/engines/torch) as the prefill engine instead of ours; prefillProfile does not apply. */
   torchPrefill?: TorchPrefillEngine
-  /** The decoder: ours (default) or llama.cpp (an f32 GGUF of the checkpoint, state files as its store). */
+  /** The decoder kind's name (default: the registry's default kind). */
   decoderEngine?: DecoderEngine
   /**
-   * A decoder the stack does not run (a kind from src/engines/external-kinds.ts, e.g. oMLX on a Mac):
-   * no decoder child is started; the front door forwards to `url` and the bridge writes blocks into
-   * `cacheDir` (that decoder's own cache directory, mounted here) under `modelName`.
+   * Where the running decoder is, required for (and only for) a kind the stack cannot start (its
+   * record's `external` part, e.g. oMLX on a Mac): no decoder child is started; the front door forwards
+   * to `url` and the bridge writes blocks into `cacheDir` (that decoder's own cache directory, mounted
+   * here) under `modelName`.
    */
-  externalDecoder?: { engine: string, url: string, cacheDir: string, modelName: string }
+  externalDecoder?: { url: string, cacheDir: string, modelName: string }
   /** Routing thresholds for the front door (default: 2 blocks minimum, 1 block of uncached tail, the window minus room for an answer). */
   routing?: { minTokens?: number, minTail?: number, maxBridgeTokens?: number }
   onEvent?: (e: StackEvent) => void
@@ -106,7 +104,7 @@ export interface EmbeddedStack {
   paths: StackPaths
   checkpoint: CheckpointAsset
   sidecar: SidecarAsset
-  /** Which decoder runs, its numerics profile (the sidecar's), and its GGUF when it is llama.cpp. */
+  /** Which decoder kind runs, its numerics profile (the sidecar's), and its GGUF when the kind needs one. */
   decoderEngine: DecoderEngine
   profile: string
   gguf?: GgufAsset
@@ -164,26 +162,22 @@ export async function startEmbeddedStack (options: EmbeddedStackOptions): Promis
   const seed = options.seed ?? EMBEDDED_DEFAULTS.seed
   const blockSize = options.blockSize ?? EMBEDDED_DEFAULTS.blockSize
   const emit = options.onEvent ?? (() => {})
-  const decoderEngine = options.decoderEngine ?? 'ours'
-  // llama.cpp's cache is F32 from an f32 GGUF: its captures must be f32, so transformers must run in f32 too.
-  if (decoderEngine === 'llama.cpp' && options.torchPrefill !== undefined && options.torchPrefill.dtype !== 'f32') throw new StackError(`llama.cpp as the decoder needs f32 captures; the transformers prefill engine would run ${options.torchPrefill.dtype} (give --torch-dtype f32, or use our prefill engine)`)
-  const profile = decoderEngine === 'llama.cpp' ? LLAMA_CPP_PROFILE : EMBEDDED_DECODER_PROFILE
+  const kind = decoderKind(options.decoderEngine, '--decoder')
+  const decoderEngine = kind.name
+  const torchProblem = options.torchPrefill === undefined ? undefined : kind.stack.torchPrefillProblem?.(options.torchPrefill.dtype)
+  if (torchProblem !== undefined) throw new StackError(torchProblem)
+  const external = options.externalDecoder
+  if (kind.external !== undefined && external === undefined) throw new StackError(`--decoder ${kind.name}: pd-bridge cannot start it; say where the running one is (${Object.values(kind.external.serveFlags).map((f) => f.flag).join(', ')}; ${kind.external.docs})`)
+  if (kind.external === undefined && external !== undefined) throw new StackError(`--decoder ${kind.name}: the stack runs this decoder itself; an external decoder's location does not apply`)
+  const profile = kind.external?.stackProfile ?? kind.cacheMath
   const plain = stackPaths(options.stateDir, preset, seed, profile, blockSize, options.home)
-  // For llama.cpp the checkpoint's indexer heads are mirrored: llama.cpp's top-k breaks exact score
-  // ties in another order than ours (docs/llama-cpp.md, "Indexer ties"), and with ties the two
-  // caches differ by tie flips, not arithmetic. Mirrored heads make ties impossible.
-  const mirrored = decoderEngine === 'llama.cpp'
+  // Where the kind says so, the checkpoint's indexer heads are mirrored: no top-k ties (its record says why).
+  const mirrored = kind.stack.mirrorIndexerHeads
   const paths = mirrored ? { ...plain, model: `${plain.model}-mirrored`, sidecar: `${plain.sidecar}-mirrored` } : plain
   const cfg = presetConfig(preset)
-  for (const ratio of new Set(cfg.compressRatios.filter((r) => r > 0))) {
-    if (blockSize % ratio !== 0) throw new StackError(`--block-size ${blockSize}: must be a multiple of every pool ratio of ${preset} (${ratio} does not divide it)`)
-  }
-  const external = options.externalDecoder
-  const externalKind = external === undefined ? undefined : externalDecoderKind(external.engine)
-  if (external !== undefined && externalKind === undefined) throw new StackError(`no external decoder kind ${JSON.stringify(external.engine)}`)
-  if (external !== undefined && decoderEngine !== 'ours') throw new StackError('an external decoder replaces the embedded one: leave decoderEngine unset')
+  checkBlockSize(blockSize, cfg.compressRatios, '--block-size', preset)
   // The external decoder's directory, model name and block size, checked before any work.
-  if (external !== undefined) externalKind?.checkStoreOptions({ cacheDir: external.cacheDir, modelName: external.modelName, cfg, profile, blockSize })
+  if (external !== undefined) kind.external?.checkStore({ cacheDir: external.cacheDir, modelName: external.modelName, cfg, profile, blockSize })
   await mkdir(paths.stateDir, { recursive: true })
   await refuseIfRunning(paths.record, options.home ?? paths.stateDir)
   // Your front door settings (never written by the stack), checked before anything starts.
@@ -206,15 +200,15 @@ export async function startEmbeddedStack (options: EmbeddedStackOptions): Promis
   emit({ kind: 'asset', what: 'sidecar', dir: paths.sidecar, action: sidecar.made ? 'made' : 'reusing' })
   const name = `${preset}-seed${seed}${mirrored ? '-mirrored' : ''}`
   let gguf: GgufAsset | undefined
-  if (decoderEngine === 'llama.cpp') {
+  if (kind.stack.needsGguf) {
     const path = join(paths.stateDir, 'models', `${name}.f32.gguf`)
     emit({ kind: 'asset', what: 'gguf', dir: path, action: 'making' })
     gguf = await ensureGguf(path, checkpoint)
     emit({ kind: 'asset', what: 'gguf', dir: path, action: gguf.made ? 'made' : 'reusing' })
   }
 
-  // llama.cpp's state files and our blocks never share a store.
-  const cacheDir = cacheDirFor(paths, name, checkpoint.digest, decoderEngine === 'llama.cpp' ? `llama.cpp-${profile}` : profile, blockSize)
+  // Two kinds' stores never share a folder.
+  const cacheDir = cacheDirFor(paths, name, checkpoint.digest, kind.stack.storeLabel(profile), blockSize)
   const modelName = external?.modelName ?? `pd-bridge-${name}`
   // The share refuses a root that does not exist, and it starts alongside the engine that would make it.
   await mkdir(paths.captures, { recursive: true })
@@ -238,7 +232,7 @@ export async function startEmbeddedStack (options: EmbeddedStackOptions): Promis
     const [prefill, share, decoder] = await allOrFirstFailure([
       options.torchPrefill !== undefined
         ? supervisor.start({ ...common, env: { ...childEnv, PYTHONUNBUFFERED: '1' }, name: 'prefill-engine', args: [], argv: torchPrefillArgv(options.torchPrefill, { model: checkpoint.dir, sidecar: sidecar.dir, captureRoot: paths.captures }) })
-        : supervisor.start({ ...common, name: 'prefill-engine', args: ['prefill-engine', '--model', checkpoint.dir, '--sidecar', sidecar.dir, '--capture-root', paths.captures, '--profile', options.prefillProfile ?? (decoderEngine === 'llama.cpp' ? LLAMA_CPP_PROFILE : EMBEDDED_PREFILL_PROFILE), '--port', '0'] }),
+        : supervisor.start({ ...common, name: 'prefill-engine', args: ['prefill-engine', '--model', checkpoint.dir, '--sidecar', sidecar.dir, '--capture-root', paths.captures, '--profile', options.prefillProfile ?? profile, '--port', '0'] }),
       supervisor.start({ ...common, name: 'share', args: ['share', '--root', paths.captures, '--port', '0'] }),
       external !== undefined
         ? Promise.resolve<ReadyInfo>({ url: external.url, fields: {} })
@@ -248,7 +242,7 @@ export async function startEmbeddedStack (options: EmbeddedStackOptions): Promis
       ...user.rest,
       limits: { maxBodyBytes, ...(user.rest.limits as Record<string, unknown> | undefined) },
       listen,
-      decoder: { url: decoder.url, model: checkpoint.dir, modelName, profile, cacheDir: external?.cacheDir ?? cacheDir, blockSize, engine: external?.engine ?? decoderEngine, kvCacheType: 'F32' },
+      decoder: { url: decoder.url, model: checkpoint.dir, modelName, profile, cacheDir: external?.cacheDir ?? cacheDir, blockSize, engine: decoderEngine, ...kind.stack.frontDecoderConfig },
       prefill: { url: prefill.url, ...user.prefill },
       share: { url: share.url },
       capture: { spoolDir: paths.spool },
@@ -287,7 +281,7 @@ export async function startEmbeddedStack (options: EmbeddedStackOptions): Promis
     return {
       paths, checkpoint, sidecar, decoderEngine, profile, ...(gguf !== undefined ? { gguf } : {}), cacheDir: external?.cacheDir ?? cacheDir, logDir: paths.logs, modelName, blockSize, maxBodyBytes,
       urls: { prefill: prefill.url, share: share.url, decoder: decoder.url, front: front.url },
-      prefillLabel: options.torchPrefill !== undefined ? torchPrefillLabel(options.torchPrefill, gpu) : options.prefillProfile ?? (decoderEngine === 'llama.cpp' ? LLAMA_CPP_PROFILE : EMBEDDED_PREFILL_PROFILE),
+      prefillLabel: options.torchPrefill !== undefined ? torchPrefillLabel(options.torchPrefill, gpu) : options.prefillProfile ?? profile,
       ...(options.torchPrefill !== undefined && gpu !== undefined && options.torchPrefill.device !== 'cpu' ? { prefillGpu: gpu } : {}),
       supervisor, record, childEnv, stop,
     }
@@ -313,21 +307,20 @@ export function decoderThreads (): number {
 }
 
 /**
- * How records name the stack's decoder when it is not ours (verify/results/environment.ts
- * EmbeddedConfig.decoder): its kind, weights, cache type and threads. Undefined for ours.
+ * How records name the stack's decoder (verify/results/environment.ts EmbeddedConfig.decoder): its
+ * kind's environmentLabel on the stack's threads; undefined for a kind that has none (ours).
  */
 export function decoderLabel (stack: Pick<EmbeddedStack, 'decoderEngine'>): string | undefined {
-  return stack.decoderEngine === 'llama.cpp' ? `llama.cpp (f32 GGUF, F32 cache, ${decoderThreads()} threads)` : undefined
+  return decoderKind(stack.decoderEngine).stack.environmentLabel?.(decoderThreads())
 }
 
-/** What a decoder child of the stack is started with: ours under the profile, or llama.cpp on the GGUF (the checkpoint gives tokenizer and config). */
+/** What a decoder child of the stack is started with: its kind's flags (profile, GGUF, threads...), then the checkpoint, store, block size and limits. */
 function decoderArgs (d: Pick<EmbeddedStack, 'decoderEngine' | 'profile' | 'checkpoint' | 'gguf' | 'blockSize' | 'modelName' | 'maxBodyBytes'>, cacheDir: string): string[] {
-  const common = ['--model', d.checkpoint.dir, '--cache-dir', cacheDir, '--block-size', String(d.blockSize), '--port', '0', '--model-name', d.modelName,
-    '--max-body-bytes', String(d.maxBodyBytes)]
-  if (d.decoderEngine !== 'llama.cpp') return ['decoder', ...common, '--profile', d.profile]
-  if (d.gguf === undefined) throw new StackError('the llama.cpp decoder needs its GGUF')
-  // As many threads as ours uses by default (the machine's cores), so the two decoders compare on equal terms.
-  return ['decoder', '--engine', 'llama.cpp', '--gguf', d.gguf.path, '--kv-cache-type', 'F32', '--threads', String(decoderThreads()), ...common]
+  const kind = decoderKind(d.decoderEngine)
+  // As many threads as ours uses by default (the machine's cores), so decoders compare on equal terms.
+  const own = kind.stack.decoderArgs({ profile: d.profile, threads: decoderThreads(), ...(d.gguf !== undefined ? { gguf: d.gguf.path } : {}) })
+  return ['decoder', '--engine', kind.name, ...own, '--model', d.checkpoint.dir, '--cache-dir', cacheDir, '--block-size', String(d.blockSize), '--port', '0',
+    '--model-name', d.modelName, '--max-body-bytes', String(d.maxBodyBytes)]
 }
 
 /**

@@ -1,4 +1,3 @@
-// The decoder's tokens per block, shared by the capture side (the sidecar records it) and the store.
-
-/** DeepSeek-V4's block size in oMLX (window 128 plus pooling caches). */
-export const DEFAULT_BLOCK_SIZE = 2048
+// The block size rule lives in src/config/block-size.ts (the front door's config uses it too, and
+// config sits below wire); what capture, share and decode agree on is re-exported here.
+export { checkBlockSize, DEFAULT_BLOCK_SIZE, parseBlockSize } from '../config/block-size.ts'

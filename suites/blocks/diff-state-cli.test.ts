@@ -96,7 +96,7 @@ describe('nothing to compare, and bad input', () => {
     expect(missing.stderr).toMatch(/nope\.json: no such file or directory/)
     const size = await cli(...args(), '--block-size', '0')
     expect(size.code).toBe(2)
-    expect(size.stderr).toMatch(/--block-size must be a positive integer, got "0"/)
+    expect(size.stderr).toMatch(/--block-size: "0" is not a positive integer/)
     const store = await cli('diff-state', '--model', model.dir, '--blocks', join(root, 'absent'), '--tokens', tokensFile)
     expect(store.code).toBe(2)
     expect(store.stderr).toMatch(/--blocks .*absent: no such directory/)

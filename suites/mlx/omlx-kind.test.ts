@@ -17,7 +17,8 @@ import { fileURLToPath } from 'node:url'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { CaptureSession, exportWeights, type Sidecar } from '../../src/capture/index.ts'
 import { blockPath, QUARANTINE_DIR } from '../../src/decode/store/index.ts'
-import { checkOmlxBlockSize, omlxAlignedBlockSize, omlxKind, openOmlxStore } from '../../src/engines/omlx/index.ts'
+import { checkOmlxBlockSize, omlxAlignedBlockSize, omlxEngine, openOmlxStore } from '../../src/engines/omlx/index.ts'
+import { omlxTarget } from '../../src/decoders/omlx/target.ts'
 import { cacheToBlockPayload } from '../../src/decode/prefix-cache/index.ts'
 import { readMlxCpuCacheWeights } from '../../src/capture/mlx-cpu/index.ts'
 import { readSafetensors } from '../../src/formats/safetensors/index.ts'
@@ -62,7 +63,7 @@ describe('the omlx kind writes the blocks oMLX writes', () => {
     await session.finish()
     // The front door's side: the kind's target, as setup.ts opens it for decoder.engine omlx.
     const dir = await omlxDir('omlx-f32')
-    const target = await omlxKind.openTarget({ cacheDir: dir, modelName: c.model_name, cfg: held.model.ckpt.config, profile: 'f32', blockSize: c.block_size, log: () => {} })
+    const target = await omlxTarget({ cacheDir: dir, modelName: c.model_name, cfg: held.model.ckpt.config, profile: 'f32', blockSize: c.block_size, log: () => {} })
     target.checkSidecar(f32Sidecar.json)
     const w = await target.openWriter(session.dir, { sidecar: f32Sidecar, requestId: 'omlx-f32', tokens })
     while (await w.writeNext() !== null) { /* one block per step */ }
@@ -172,7 +173,7 @@ describe('the kind refuses what oMLX would never read, before opening anything',
     expect(omlxAlignedBlockSize(300)).toBe(600)
     expect(omlxAlignedBlockSize(400)).toBe(800)
     expect(omlxAlignedBlockSize(1024)).toBe(1024)
-    expect(omlxKind.blockSizeFor(cfg())).toBe(omlxAlignedBlockSize(cfg().slidingWindow))
+    expect(omlxEngine.blockSizeFor(cfg())).toBe(omlxAlignedBlockSize(cfg().slidingWindow))
     expect(() => checkOmlxBlockSize(256, 128, [4, 128])).not.toThrow()
     expect(() => checkOmlxBlockSize(384, 128, [4, 256])).toThrow(/pool ratio 256/)
   })

@@ -1,11 +1,13 @@
 // `npx pd-bridge demo`: the whole bridge on one machine, bridged and native, and what happened.
 // Exit 0 only when the verdict is complete, the answers match and every block is identical.
 import { Command } from 'commander'
-import { EMBEDDED_DEFAULTS, EMBEDDED_PREFILL_PROFILE, LLAMA_CPP_PROFILE } from '../../stack/embedded.ts'
+import { parseBlockSize } from '../../config/block-size.ts'
+import { DEFAULT_DECODER_KIND } from '../../decoders/registry.ts'
+import { EMBEDDED_DEFAULTS } from '../../stack/embedded.ts'
 import { DEMO_DEFAULTS, runDemo } from '../../stack/demo/run.ts'
 import { resolveStateDir } from '../../stack/state-dir.ts'
 import { PRESET_NAMES, type PresetName } from '../../model/checkpoint/index.ts'
-import { decoderEngineOption, integerOption, presetOption, requireNativeKernels } from './serve.ts'
+import { DECODER_OPTION_HELP, decoderEngineOption, integerOption, PREFILL_PROFILE_DEFAULT_HELP, presetOption, requireNativeKernels } from './serve.ts'
 
 interface DemoFlags {
   stateDir?: string
@@ -16,7 +18,7 @@ interface DemoFlags {
   tokens: number
   maxTokens: number
   promptSeed?: number
-  decoder: 'ours' | 'llama.cpp'
+  decoder: string
 }
 
 /** The demo command. */
@@ -25,11 +27,11 @@ export const demoCommand = new Command('demo')
   .option('--state-dir <dir>', 'checkpoint, sidecar, stores and logs (default $PD_STATE_DIR or ~/.cache/pd-bridge)')
   .option('--preset <name>', `embedded model: ${PRESET_NAMES.join(' | ')}`, presetOption, EMBEDDED_DEFAULTS.preset)
   .option('--seed <n>', 'seed of the embedded checkpoint', integerOption('--seed', 0, 2 ** 32 - 1), EMBEDDED_DEFAULTS.seed)
-  .option('--block-size <n>', 'tokens per decoder block (a multiple of 128)', integerOption('--block-size', 1), EMBEDDED_DEFAULTS.blockSize)
-  .option('--prefill-profile <name>', `numerics profile of the prefill engine (default: the decoder's own, ${EMBEDDED_PREFILL_PROFILE}, or ${LLAMA_CPP_PROFILE} with llama.cpp), so bridged caches can be compared bit for bit`)
+  .option('--block-size <n>', 'tokens per decoder block (a multiple of every pool ratio of the preset)', (t: string) => parseBlockSize(t), EMBEDDED_DEFAULTS.blockSize)
+  .option('--prefill-profile <name>', `numerics profile of the prefill engine (default: ${PREFILL_PROFILE_DEFAULT_HELP}), so bridged caches can be compared bit for bit`)
   .option('--tokens <n>', 'prompt length to aim for', integerOption('--tokens', 1), DEMO_DEFAULTS.tokens)
   .option('--max-tokens <n>', 'answer length', integerOption('--max-tokens', 1), DEMO_DEFAULTS.maxTokens)
-  .option('--decoder <engine>', 'the decoder: ours, or llama.cpp (node-llama-cpp on an f32 GGUF of the checkpoint; the bridge writes its sequence state, compared with llama.cpp\'s own)', decoderEngineOption, 'ours')
+  .option('--decoder <engine>', `${DECODER_OPTION_HELP}; the demo compares the bridged store with the native decoder's`, decoderEngineOption, DEFAULT_DECODER_KIND.name)
   .option('--prompt-seed <n>', 'seed of the prompt (default: a fresh random one each run)', integerOption('--prompt-seed', 0, 2 ** 32 - 1))
   .action(async (flags: DemoFlags) => {
     requireNativeKernels('demo')

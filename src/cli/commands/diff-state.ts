@@ -5,7 +5,7 @@ import { resolve } from 'node:path'
 import { Command } from 'commander'
 import { PdBridgeError } from '../../errors.ts'
 import { DeepseekV4Engine } from '../../model/engine/index.ts'
-import { DEFAULT_BLOCK_SIZE } from '../../decode/store/index.ts'
+import { DEFAULT_BLOCK_SIZE, parseBlockSize } from '../../config/block-size.ts'
 import { DecoderPrefixCache, compareCaches, describeComparison, parseTokenText, type PrefixCacheEvent } from '../../decode/prefix-cache/index.ts'
 
 interface DiffStateFlags {
@@ -15,14 +15,6 @@ interface DiffStateFlags {
   profile: string
   blockSize?: string
   modelName?: string
-}
-
-function parseBlockSize (text: string | undefined): number {
-  if (text === undefined) return DEFAULT_BLOCK_SIZE
-  if (!/^\d+$/.test(text) || !Number.isSafeInteger(Number(text)) || Number(text) < 1) {
-    throw new PdBridgeError(`--block-size must be a positive integer, got ${JSON.stringify(text)}`)
-  }
-  return Number(text)
 }
 
 async function requireDir (dir: string, flag: string): Promise<void> {
@@ -46,7 +38,7 @@ export const diffStateCommand = new Command('diff-state')
   .option('--block-size <n>', `tokens per block (default ${DEFAULT_BLOCK_SIZE})`)
   .option('--model-name <name>', 'the model name hashed into block keys (default: the --model path, absolute)')
   .action(async (opts: DiffStateFlags) => {
-    const blockSize = parseBlockSize(opts.blockSize)
+    const blockSize = opts.blockSize === undefined ? DEFAULT_BLOCK_SIZE : parseBlockSize(opts.blockSize)
     await requireDir(opts.model, '--model')
     await requireDir(opts.blocks, '--blocks')
     const tokens = parseTokenText(await readFile(opts.tokens, 'utf8'), opts.tokens)

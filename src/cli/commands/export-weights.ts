@@ -1,7 +1,7 @@
 // `pd-bridge export-weights`: the decoder's kv-path weights as it holds them, plus sidecar.json,
 // for the capture hook on the prefill side (docs/capture.md).
 import { Command } from 'commander'
-import { PdBridgeError } from '../../errors.ts'
+import { DEFAULT_BLOCK_SIZE, parseBlockSize } from '../../config/block-size.ts'
 import { exportWeights } from '../../capture/index.ts'
 import { startProgress } from '../../progress/index.ts'
 
@@ -11,15 +11,12 @@ export const exportWeightsCommand = new Command('export-weights')
   .requiredOption('--model <dir>', 'checkpoint directory (config.json + safetensors)')
   .requiredOption('--profile <name>', 'the decoder\'s numerics profile: f32 | hf-bf16 | decoder | prefill, optionally +refquant')
   .requiredOption('--out <dir>', 'sidecar directory to write (created if absent; sidecar.json and weights.safetensors are replaced)')
-  .option('--block-size <n>', 'the decoder block store\'s block size in tokens', '2048')
-  .action(async (opts: { model: string, profile: string, out: string, blockSize: string }) => {
-    if (!/^\d+$/.test(opts.blockSize) || !Number.isSafeInteger(Number(opts.blockSize)) || Number(opts.blockSize) < 1) {
-      throw new PdBridgeError(`--block-size must be a positive integer, got ${JSON.stringify(opts.blockSize)}`)
-    }
+  .option('--block-size <n>', 'the decoder store\'s block size in tokens', (t: string) => parseBlockSize(t), DEFAULT_BLOCK_SIZE)
+  .action(async (opts: { model: string, profile: string, out: string, blockSize: number }) => {
     const progress = startProgress({ label: 'export-weights', unit: 'tensors' })
     let sidecar
     try {
-      sidecar = await exportWeights({ model: opts.model, profile: opts.profile, out: opts.out, blockSize: Number(opts.blockSize), onTensor: (done) => progress.tick(done) })
+      sidecar = await exportWeights({ model: opts.model, profile: opts.profile, out: opts.out, blockSize: opts.blockSize, onTensor: (done) => progress.tick(done) })
     }
     catch (err) {
       progress.fail()

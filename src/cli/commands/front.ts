@@ -4,6 +4,7 @@
 import { Command } from 'commander'
 import pino from 'pino'
 import { loadFrontConfig } from '../../config/index.ts'
+import { decoderKind } from '../../decoders/registry.ts'
 import { ConfigError } from '../../errors.ts'
 import { startFrontDoor } from '../../front/index.ts'
 import { apiKeyFromEnv, keyRequiredProblem } from '../../http/api-key.ts'
@@ -24,6 +25,8 @@ export const frontCommand = new Command('front')
   .action(async (opts: { config?: string, port?: number, host?: string }) => {
     const loaded = await loadFrontConfig({ file: opts.config })
     const config = loaded.config
+    // The decoder kind is the registry's to know: an unknown one is refused here, naming where it was set.
+    decoderKind(config.decoder.engine, 'decoder.engine', loaded.env.includes('PD_DECODER_ENGINE') ? 'environment' : loaded.file)
     if (opts.port !== undefined) config.listen.port = opts.port
     if (opts.host !== undefined) config.listen.host = opts.host
     const destination = config.log.file === undefined ? pino.destination({ fd: 2, sync: true }) : pino.destination({ dest: config.log.file, mkdir: true, sync: true })

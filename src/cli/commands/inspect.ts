@@ -6,7 +6,7 @@ import { open, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Command } from 'commander'
 import { cacheGeometry } from '../../capture/index.ts'
-import { DEFAULT_BLOCK_SIZE } from '../../decode/store/metadata.ts'
+import { DEFAULT_BLOCK_SIZE, parseBlockSize } from '../../config/block-size.ts'
 import { PdBridgeError } from '../../errors.ts'
 import { readGgufHeader, type GgufValue } from '../../formats/gguf/index.ts'
 import { SafetensorsFile, ShardedCheckpoint } from '../../formats/safetensors/index.ts'
@@ -100,11 +100,6 @@ function writeGeometry (cfg: DeepseekV4Config, blockSize: number, out: NodeJS.Wr
   out.write(`    pooled cache   ${bytes(g.pooledBytesPerToken)} per token, ${bytes(g.pooledBytesPerBlock)} per block\n`)
   out.write(`    fixed          ${bytes(g.fixedBytes)} (windows of ${cfg.slidingWindow - 1} rows and the ratio-${cfg.compressRates.csa} carries, whatever the length)\n`)
   out.write(`    capture memory ${bytes(g.captureBytesPerToken)} per token + ${bytes(g.captureFixedBytes)} (float32 while held, with one boundary snapshot per layer and block)\n`)
-}
-
-function parseBlockSize (text: string): number {
-  if (!/^\d+$/.test(text) || Number(text) < 1 || !Number.isSafeInteger(Number(text))) throw new PdBridgeError(`--block-size must be a positive integer, got ${JSON.stringify(text)}`)
-  return Number(text)
 }
 
 /** The inspect command: every header rule is checked on open, so a broken file reports what is wrong. */

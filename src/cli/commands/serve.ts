@@ -4,16 +4,17 @@
 // own log; a child that exits is restarted on its port (backoff, a limit), and Ctrl-C stops them all.
 import { Command, InvalidArgumentError } from 'commander'
 import pino from 'pino'
+import { DECODER_KINDS, DEFAULT_DECODER_KIND, decoderKind, findDecoderKind, kindNamesText } from '../../decoders/registry.ts'
+import { parseBlockSize } from '../../config/block-size.ts'
 import { ConfigError, PdBridgeError } from '../../errors.ts'
 import { DEFAULT_ADDON_PATH, loadNativeKernels } from '../../kernels/index.ts'
 import { isPresetName, PRESET_NAMES, type PresetName } from '../../model/checkpoint/index.ts'
 import { describeStackEvent } from '../../stack/describe.ts'
-import { EMBEDDED_DEFAULTS, EMBEDDED_PREFILL_PROFILE, LLAMA_CPP_PROFILE, startEmbeddedStack, type DecoderEngine, type StackEvent } from '../../stack/embedded.ts'
+import { EMBEDDED_DEFAULTS, startEmbeddedStack, type DecoderEngine, type StackEvent } from '../../stack/embedded.ts'
 import { startFrontOnly } from '../../stack/front-only.ts'
 import { resolveStateDir } from '../../stack/state-dir.ts'
 import { DEFAULT_RESTART_POLICY, type SupervisorEvent } from '../../stack/supervisor.ts'
 import { runUntilStopped } from '../../stack/until-stopped.ts'
-import { EXTERNAL_DECODER_KINDS, externalDecoderKind } from '../../engines/external-kinds.ts'
 import { resolve } from 'node:path'
 
 /** A decimal integer flag in [min, max]. */
@@ -62,35 +63,48 @@ interface ServeOptions {
   blockSize: number
   prefillProfile?: string
   decoder: string
-  omlxCacheDir?: string
-  omlxUrl?: string
-  omlxModelName?: string
   host: string
   port: number
+  /** An external kind's serve flags (external.serveFlags), by commander key. */
+  [externalFlag: string]: unknown
 }
 
-/** `--decoder`: ours or llama.cpp. */
+/** `--decoder`: a decoder kind's name (src/decoders/registry.ts). */
 export function decoderEngineOption (v: string): DecoderEngine {
-  if (v === 'ours' || v === 'llama.cpp') return v
-  throw new InvalidArgumentError(`--decoder ${v}: expected ours or llama.cpp`)
+  const kind = findDecoderKind(v)
+  if (kind !== undefined) return kind.name
+  throw new InvalidArgumentError(`--decoder ${v}: expected ${kindNamesText()}`)
 }
 
-/** serve's `--decoder`: an embedded decoder, or an external kind (src/engines/external-kinds.ts). */
-function serveDecoderOption (v: string): string {
-  if (externalDecoderKind(v) !== undefined) return v
-  try {
-    return decoderEngineOption(v)
-  } catch {
-    throw new InvalidArgumentError(`--decoder ${v}: expected ours, llama.cpp or ${Object.keys(EXTERNAL_DECODER_KINDS).join(', ')}`)
-  }
+/** `--decoder`'s help: every kind and what it is. */
+export const DECODER_OPTION_HELP = `the decoder kind: ${DECODER_KINDS.map((k) => `${k.name} (${k.summary})`).join('; ')}`
+
+/** `--prefill-profile`'s default, in words: each kind's cache arithmetic. */
+export const PREFILL_PROFILE_DEFAULT_HELP = `the decoder kind's cache arithmetic: ${DECODER_KINDS.map((k) => `${k.cacheMath} with ${k.name}`).join(', ')}`
+
+/** The commander option key of a flag: `--omlx-cache-dir` -> `omlxCacheDir`. */
+function optionKey (flag: string): string {
+  return flag.replace(/^--/, '').replace(/-([a-z])/g, (_m, c: string) => c.toUpperCase())
 }
 
-/** The external decoder serve bridges into, from --decoder and its flags; undefined for an embedded one. */
-function externalDecoderFrom (opts: ServeOptions): { engine: string, url: string, cacheDir: string, modelName: string } | undefined {
-  if (externalDecoderKind(opts.decoder) === undefined) return undefined
-  const missing = ([['--omlx-cache-dir', opts.omlxCacheDir], ['--omlx-url', opts.omlxUrl], ['--omlx-model-name', opts.omlxModelName]] as const).filter(([, v]) => v === undefined).map(([f]) => f)
-  if (missing.length > 0) throw new ConfigError(`--decoder ${opts.decoder}`, `needs ${missing.join(', ')} (docs/omlx.md)`)
-  return { engine: opts.decoder, url: opts.omlxUrl as string, cacheDir: resolve(opts.omlxCacheDir as string), modelName: opts.omlxModelName as string }
+/** Every external kind's serve flags (its record's external.serveFlags), each with the kind that owns it. */
+const EXTERNAL_SERVE_FLAGS = DECODER_KINDS.flatMap((k) => k.external === undefined ? [] : Object.values(k.external.serveFlags).map((f) => ({ kind: k, ...f })))
+
+/**
+ * Where the running decoder is, for a kind pd-bridge cannot start (its record's `external` part),
+ * from its serve flags; undefined for a kind the stack runs. A missing flag, or another kind's flag,
+ * is refused before any work.
+ */
+function externalDecoderFrom (opts: ServeOptions): { url: string, cacheDir: string, modelName: string } | undefined {
+  const kind = decoderKind(opts.decoder, '--decoder')
+  const given = (flag: string): string | undefined => opts[optionKey(flag)] as string | undefined
+  const foreign = EXTERNAL_SERVE_FLAGS.filter((f) => f.kind !== kind && given(f.flag) !== undefined)
+  if (foreign.length > 0) throw new ConfigError(foreign.map((f) => f.flag).join(', '), `only with --decoder ${foreign[0].kind.name}`)
+  if (kind.external === undefined) return undefined
+  const { cacheDir, url, modelName } = kind.external.serveFlags
+  const missing = [cacheDir, url, modelName].filter((f) => given(f.flag) === undefined).map((f) => f.flag)
+  if (missing.length > 0) throw new ConfigError(`--decoder ${kind.name}`, `needs ${missing.join(', ')} (${kind.external.docs})`)
+  return { url: given(url.flag) as string, cacheDir: resolve(given(cacheDir.flag) as string), modelName: given(modelName.flag) as string }
 }
 
 /** The serve command. */
@@ -100,12 +114,11 @@ export const serveCommand = new Command('serve')
   .option('--state-dir <dir>', 'checkpoint, sidecar, captures, block store and logs (default $PD_STATE_DIR or ~/.cache/pd-bridge)')
   .option('--preset <name>', `embedded model: ${PRESET_NAMES.join(' | ')}`, presetOption, EMBEDDED_DEFAULTS.preset)
   .option('--seed <n>', 'seed of the embedded checkpoint', integerOption('--seed', 0, 2 ** 32 - 1), EMBEDDED_DEFAULTS.seed)
-  .option('--block-size <n>', 'tokens per decoder block (a multiple of 128)', integerOption('--block-size', 1), EMBEDDED_DEFAULTS.blockSize)
-  .option('--prefill-profile <name>', `numerics profile of the embedded prefill engine (default: the decoder's own, ${EMBEDDED_PREFILL_PROFILE}, or ${LLAMA_CPP_PROFILE} with llama.cpp), so bridged caches can be compared bit for bit`)
-  .option('--decoder <engine>', 'the decoder: ours, llama.cpp (node-llama-cpp on an f32 GGUF of the checkpoint), or omlx (oMLX on a Mac, not started here: docs/omlx.md)', serveDecoderOption, 'ours')
-  .option('--omlx-cache-dir <dir>', 'with --decoder omlx: oMLX\'s paged SSD cache directory, mounted here; blocks are written there')
-  .option('--omlx-url <url>', 'with --decoder omlx: oMLX\'s server base URL (requests are forwarded there)')
-  .option('--omlx-model-name <path>', 'with --decoder omlx: the model directory\'s full path on the Mac, which oMLX hashes into block keys')
+  .option('--block-size <n>', 'tokens per decoder block (a multiple of every pool ratio of the preset)', (t: string) => parseBlockSize(t), EMBEDDED_DEFAULTS.blockSize)
+  .option('--prefill-profile <name>', `numerics profile of the embedded prefill engine (default: ${PREFILL_PROFILE_DEFAULT_HELP}), so bridged caches can be compared bit for bit`)
+  .option('--decoder <engine>', DECODER_OPTION_HELP, decoderEngineOption, DEFAULT_DECODER_KIND.name)
+for (const f of EXTERNAL_SERVE_FLAGS) serveCommand.option(`${f.flag} ${f.value}`, f.help)
+serveCommand
   .option('--host <host>', 'interface of the embedded front door', EMBEDDED_DEFAULTS.host)
   .option('--port <n>', 'port of the embedded front door, 0 for any free one', integerOption('--port', 0, 65535), EMBEDDED_DEFAULTS.port)
   .action(async (opts: ServeOptions) => {
@@ -127,7 +140,7 @@ export const serveCommand = new Command('serve')
       ? await startFrontOnly({ config: opts.config, stateDir, onEvent })
       : await startEmbeddedStack({
         stateDir, preset: opts.preset, seed: opts.seed, blockSize: opts.blockSize, prefillProfile: opts.prefillProfile, host: opts.host, port: opts.port, onEvent,
-        ...(externalDecoder !== undefined ? { externalDecoder } : { decoderEngine: opts.decoder as DecoderEngine }),
+        decoderEngine: opts.decoder as DecoderEngine, ...(externalDecoder !== undefined ? { externalDecoder } : {}),
       })
     // From here on a child that exits (any code, any signal) is started again on its port; only
     // one that keeps dying past the limit, or SIGINT/SIGTERM to serve, stops the stack.

@@ -14,6 +14,7 @@ import {
 import { cacheToBlockPayload, modelCacheFromRestored, restoreBlocks } from './mapping.ts'
 import { storageRuleFor, type StorageRule } from './tensors.ts'
 import { Geometry } from '../../wire/geometry.ts'
+import { checkBlockSize } from '../../wire/block-size.ts'
 
 /** Something the prefix cache did, for the log: the store's events plus its own. */
 export type PrefixCacheEvent =
@@ -235,7 +236,8 @@ export class DecoderPrefixCache {
     if (typeof modelName !== 'string') throw new PdBridgeError('DecoderPrefixCache.open: modelName must be a string')
     const profile = typeof options.profile === 'string' ? getProfile(options.profile) : options.profile
     const blockSize = options.blockSize ?? DEFAULT_BLOCK_SIZE
-    if (!Number.isSafeInteger(blockSize) || blockSize < 1) throw new PdBridgeError(`DecoderPrefixCache.open: blockSize must be a positive integer, got ${String(blockSize)}`)
+    // A block ends on a pooled entry's boundary in every compressed layer: the one block size rule.
+    checkBlockSize(blockSize, cfg.compressRatios, 'block size', 'the decoder\'s model')
     const geometry = Geometry.fromConfig(cfg, profile).fingerprint
     const layout: StoreLayout = deepseekV4StoreLayout(cfg, { modelName, geometryFingerprint: geometry, blockSize })
     const log = options.log ?? defaultLog

@@ -8,6 +8,7 @@ import type { BlockStore } from '../store/index.ts'
 import { storageRuleFor, type StorageRule } from '../prefix-cache/index.ts'
 import type { SidecarJson } from '../../wire/sidecar-format.ts'
 import { Geometry } from '../../wire/geometry.ts'
+import { checkBlockSize } from '../../wire/block-size.ts'
 
 /** The decoder's block store with what the mapping needs: its model config and storage rule. */
 export interface BlockTarget {
@@ -49,7 +50,5 @@ export function checkCaptureTarget (json: WriterSidecarJson, target: BlockTarget
   }
   const rule = storageRuleFor(json.profile)
   if (rule !== target.storage) throw new PdBridgeError(`${where}'s profile ${json.profile.name} stores blocks as ${rule}, the target as ${target.storage}`)
-  for (const ratio of new Set(json.layers.map((l) => l.compressRatio).filter((r) => r > 0))) {
-    if (layout.blockSize % ratio !== 0) throw new PdBridgeError(`block writer: pool ratio ${ratio} does not divide the block size ${layout.blockSize}`)
-  }
+  checkBlockSize(layout.blockSize, json.layers.map((l) => l.compressRatio), 'block writer: the store\'s block size', 'the capture\'s sidecar')
 }

@@ -12,11 +12,12 @@ import { generate, PREFILL_CHUNK } from './generate.ts'
 import { sequenceBytes } from './memory-budget.ts'
 import { startDecoderServer, type DecoderServer } from './server.ts'
 import { Geometry } from '../../wire/geometry.ts'
+import { DEFAULT_BLOCK_SIZE } from '../../wire/block-size.ts'
 
 /** Defaults of the decoder's limits. */
 export const DECODER_DEFAULTS = {
   profile: 'decoder',
-  blockSize: 2048,
+  blockSize: DEFAULT_BLOCK_SIZE,
   host: '127.0.0.1',
   port: 8000,
   maxTokens: 4096,

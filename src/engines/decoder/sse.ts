@@ -2,21 +2,10 @@
 // at the end, errors as `data: {"error": {...}}\n\n`. Writes wait for 'drain' (or for the
 // connection to close), so a slow reader slows the producer instead of filling memory.
 import type { ServerResponse } from 'node:http'
+import { SSE_DONE, sseComment, sseEvent } from '../../http/sse-events.ts'
 import type { ApiError } from './api-error.ts'
 
-/** One event's bytes: JSON on a single data line (JSON.stringify never emits a raw newline). */
-export function sseEvent (payload: unknown): string {
-  return `data: ${JSON.stringify(payload)}\n\n`
-}
-
-/** A comment line's bytes; a line break in `text` is refused (it would start a field). */
-export function sseComment (text: string): string {
-  if (/[\r\n]/.test(text)) throw new RangeError(`an SSE comment is one line, got ${JSON.stringify(text)}`)
-  return `: ${text}\n\n`
-}
-
-/** The stream's terminator. */
-export const SSE_DONE = 'data: [DONE]\n\n'
+export { SSE_DONE, sseComment, sseEvent }
 
 /** Writes an SSE response on a raw ServerResponse (after fastify's reply.hijack()). */
 export class SseWriter {

@@ -15,11 +15,10 @@ import { loadTokenizer } from '../../model/tokenizer/index.ts'
 import type { PresetName } from '../../model/checkpoint/index.ts'
 import { StackError } from '../errors.ts'
 import { describeStackEvent } from '../describe.ts'
-import { EMBEDDED_DEFAULTS, EMBEDDED_PREFILL_PROFILE, LLAMA_CPP_PROFILE, startEmbeddedStack, startNativeDecoder, type DecoderEngine, type EmbeddedStack } from '../embedded.ts'
-import { loadDeepseekV4Config } from '../../model/config.ts'
-import { stateGeometry } from '../../engines/llama-cpp/state/index.ts'
-import { presentKeys, promptBlockKeys, verifyPromptBlocks } from './blocks.ts'
-import { comparePromptStates, presentStates } from './states.ts'
+import { blockKeyChain } from '../../decode/store/index.ts'
+import type { DemoChecks } from '../../decoders/demo-checks.ts'
+import { decoderKind } from '../../decoders/registry.ts'
+import { EMBEDDED_DEFAULTS, startEmbeddedStack, startNativeDecoder, type DecoderEngine, type EmbeddedStack } from '../embedded.ts'
 import { chatBody, runLeg, sameAnswer } from './legs.ts'
 import { Progress, type ProgressStream } from './progress.ts'
 import { buildDemoPrompt, freshSeed } from './prompt.ts'
@@ -47,7 +46,7 @@ export interface DemoOptions {
   legTimeoutMs?: number
   /** Demo runs kept under <state>/runs (default 3). */
   keepRuns?: number
-  /** The decoder: ours (default) or llama.cpp. */
+  /** The decoder kind's name (default: the registry's default). */
   decoder?: DecoderEngine
 }
 
@@ -76,7 +75,8 @@ export async function runDemo (o: DemoOptions): Promise<DemoResult> {
   const promptSeed = o.promptSeed ?? freshSeed()
   const runId = `demo-${new Date().toISOString().replace(/[:.]/g, '-')}-${promptSeed}`
   const runDir = join(o.stateDir, 'runs', runId)
-  const decoder = o.decoder ?? 'ours'
+  const kind = decoderKind(o.decoder, '--decoder')
+  const decoder = kind.name
 
   let stack: EmbeddedStack | undefined
   let died: ((err: Error) => void) | undefined
@@ -128,8 +128,8 @@ export async function runDemo (o: DemoOptions): Promise<DemoResult> {
     progress.begin(`building a fresh prompt of about ${o.tokens ?? DEMO_DEFAULTS.tokens} tokens (seed ${promptSeed})`)
     const tokenizer = await loadTokenizer(s.checkpoint.dir)
     const prompt = buildDemoPrompt(tokenizer, o.tokens ?? DEMO_DEFAULTS.tokens, promptSeed)
-    const keys = promptBlockKeys(s.modelName, prompt.tokens, blockSize)
-    const warm = decoder === 'llama.cpp' ? await presentStates(s.cacheDir, keys) : await presentKeys(s.cacheDir, keys)
+    const keys = blockKeyChain(s.modelName, prompt.tokens, blockSize)
+    const warm = await kind.demo.present(s.cacheDir, keys)
     if (warm.length > 0) {
       throw new StackError(`the prompt of seed ${promptSeed} is already in the decoder's store (${warm.length} of ${keys.length} blocks): a bridged leg would be a cache hit, not a cold prompt. Leave out --prompt-seed for a fresh one`)
     }
@@ -144,19 +144,12 @@ export async function runDemo (o: DemoOptions): Promise<DemoResult> {
     const nativeLeg = await guarded(runLeg('native', native.url, body, legTimeoutMs))
     progress.note(`native: ${(nativeLeg.ms / 1000).toFixed(2)} s, cached_tokens ${nativeLeg.cachedTokens}`)
 
-    let blocks: Awaited<ReturnType<typeof verifyPromptBlocks>> | undefined
-    let states: Awaited<ReturnType<typeof comparePromptStates>> | undefined
-    if (decoder === 'llama.cpp') {
-      const boundary = typeof bridged.bridge?.bridged_tokens === 'number' ? bridged.bridge.bridged_tokens : 0
-      progress.begin(`the sequence state after ${boundary} tokens: bridge-built vs llama.cpp's own`)
-      const g = stateGeometry(await loadDeepseekV4Config(s.checkpoint.dir), { kvCacheType: 'F32', flashAttention: false })
-      states = await comparePromptStates(s.cacheDir, nativeStore, s.modelName, prompt.tokens, blockSize, boundary, g)
-      progress.note(`states: ${states.sections.length} sections compared${states.missing.length > 0 ? `, missing in the ${states.missing.join(' and ')} store` : ''}`)
-    } else {
-      progress.begin(`verify-blocks: the prompt's ${keys.length} blocks, bridge-written vs decoder-written`)
-      blocks = await verifyPromptBlocks(s.cacheDir, nativeStore, keys, join(runDir, 'verify'))
-      progress.note(`verify-blocks: ${blocks.report.identical}/${blocks.report.total} identical`)
-    }
+    const boundary = typeof bridged.bridge?.bridged_tokens === 'number' ? bridged.bridge.bridged_tokens : 0
+    progress.begin(`the prompt's cache (${keys.length} full blocks, ${boundary} tokens bridged): bridge-written vs the native decoder's`)
+    const checks: DemoChecks = await kind.demo.compare({
+      bridgedStore: s.cacheDir, nativeStore, modelName: s.modelName, tokens: prompt.tokens, blockSize, keys, bridgedTokens: boundary, checkpointDir: s.checkpoint.dir, workDir: runDir,
+    })
+    progress.note(kind.demo.rows(checks)[0].join(': '))
 
     progress.begin('stopping every process')
     await s.stop()
@@ -168,15 +161,14 @@ export async function runDemo (o: DemoOptions): Promise<DemoResult> {
     }
     const summary: DemoSummary = {
       preset, checkpointSeed: seed, blockSize, promptSeed,
-      prefillProfile: o.prefillProfile ?? (decoder === 'llama.cpp' ? LLAMA_CPP_PROFILE : EMBEDDED_PREFILL_PROFILE),
+      prefillProfile: o.prefillProfile ?? kind.cacheMath,
       promptTokens: prompt.tokens.length,
       codeWord: prompt.codeWord,
       bridged,
       native: nativeLeg,
       answersMatch: sameAnswer(bridged, nativeLeg),
       decoder,
-      ...(blocks !== undefined ? { blocks, verifyCommand: `pd-bridge verify-blocks ${blocks.bridgedDir} ${blocks.nativeDir}` } : {}),
-      ...(states !== undefined ? { states } : {}),
+      ...checks,
     }
     return { summary, table: renderDemoTable(summary), passed: demoPassed(summary) }
   }

@@ -1,13 +1,13 @@
-// llama.cpp's store of sequence-state files as the front door's target (target.ts): the writer
+// llama.cpp's store of sequence-state files as the front door's target (../target.ts): the writer
 // builds the state at the capture's sealed boundary, the geometry fingerprint is the one the
 // llama.cpp decoder's /health reports, and routing counts the prompt's stored boundaries.
 import type { KeyObject } from 'node:crypto'
-import { llamaCppGeometryFingerprint } from '../engines/llama-cpp/decoder/fingerprint.ts'
-import { stateGeometry } from '../engines/llama-cpp/state/index.ts'
-import { LlamaCppStateStore } from '../engines/llama-cpp/store/index.ts'
-import { checkLlamaCppTarget, LlamaCppStateWriter } from '../engines/llama-cpp/target/index.ts'
-import type { DeepseekV4Config } from '../model/config.ts'
-import type { DecoderTarget } from './target.ts'
+import { llamaCppGeometryFingerprint } from '../../engines/llama-cpp/decoder/fingerprint.ts'
+import { stateGeometry } from '../../engines/llama-cpp/state/index.ts'
+import { LlamaCppStateStore } from '../../engines/llama-cpp/store/index.ts'
+import { checkLlamaCppTarget, LlamaCppStateWriter } from '../../engines/llama-cpp/target/index.ts'
+import type { DeepseekV4Config } from '../../model/config.ts'
+import type { DecoderTarget } from '../target.ts'
 
 /** What the target is opened with: the decoder's store, its model and its context's cache type. */
 export interface LlamaCppTargetOptions {
