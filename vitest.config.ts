@@ -83,6 +83,7 @@ export const INTEGRATION: ProjectList = [
   'suites/consistency/gate.test.ts', 'suites/consistency/limits.test.ts',
   'suites/consistency/needle-records.test.ts', 'suites/consistency/store-seeds.test.ts',
   'suites/decoder-server/api-key.test.ts', 'suites/decoder-server/batch-invariance.test.ts', 'suites/decoder-server/batching.test.ts', 'suites/decoder-server/degraded.test.ts',
+  'suites/decoder-server/deepseek-v4-chat.test.ts',
   'suites/decoder-server/health-follows.test.ts', 'suites/decoder-server/memory-budget.test.ts',
   'suites/decoder-server/limits.test.ts', 'suites/decoder-server/no-cache.test.ts',
   'suites/decoder-server/openai.test.ts', 'suites/decoder-server/sampling-openai.test.ts',

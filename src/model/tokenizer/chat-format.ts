@@ -33,6 +33,8 @@ export interface ChatRenderer {
   readonly kind: string
   /** sha256 of what decides the rendering: two ends that render alike show the same digest. */
   readonly digest: string
+  /** The Jinja source, for a template format (what export-gguf writes as tokenizer.chat_template). */
+  readonly template?: string
   /** The prompt text for these messages (to be encoded without adding special tokens). */
   render: (messages: readonly ChatTurn[], options?: ChatRenderOptions) => string
   /** Split a reply into reasoning, content and tool calls; absent where the format defines no such shape. */
@@ -101,7 +103,8 @@ export class ChatFormat implements ChatRenderer {
     const context: Record<string, unknown> = {
       ...options.kwargs,
       ...this.specials,
-      messages,
+      // OpenAI's developer role is the template's system role (templates of this family know no other).
+      messages: messages.some((m) => m.role === 'developer') ? messages.map((m) => m.role === 'developer' ? { ...m, role: 'system' } : m) : messages,
       add_generation_prompt: options.addGenerationPrompt ?? true,
     }
     if (options.tools !== undefined) context.tools = options.tools

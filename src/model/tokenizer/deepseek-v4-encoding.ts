@@ -58,7 +58,13 @@ type Json = Record<string, unknown>
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v)
 
 interface Block { type: 'text' | 'tool_result', text: string, toolUseId?: string }
-interface Turn { role: string, content?: unknown, tools?: readonly unknown[], tool_calls?: readonly unknown[], reasoning_content?: unknown, blocks?: Block[] }
+interface Turn { role: string, content?: unknown, tools?: readonly unknown[], tool_calls?: unknown, tool_call_id?: unknown, reasoning_content?: unknown, blocks?: Block[] }
+
+// An assistant's tool calls: none, or a list.
+function callsOf (t: Turn): readonly unknown[] {
+  if (t.tool_calls === undefined || t.tool_calls === null) return []
+  return Array.isArray(t.tool_calls) ? t.tool_calls : fail('tool_calls must be a list')
+}
 
 function fail (message: string): never {
   throw new PdBridgeError(`deepseek-v4 encoding: ${message}`)
@@ -83,8 +89,7 @@ function mergeToolMessages (turns: readonly Turn[]): Turn[] {
     const last = merged.at(-1)
     const openUser = last !== undefined && last.role === 'user' && last.blocks !== undefined
     if (t.role === 'tool') {
-      const m = t as Turn & { tool_call_id?: unknown }
-      const block: Block = { type: 'tool_result', text: toolResultText(m.content, `messages[${i}].content`), toolUseId: typeof m.tool_call_id === 'string' ? m.tool_call_id : '' }
+      const block: Block = { type: 'tool_result', text: toolResultText(t.content, `messages[${i}].content`), toolUseId: typeof t.tool_call_id === 'string' ? t.tool_call_id : '' }
       if (openUser) last.blocks!.push(block)
       else merged.push({ role: 'user', blocks: [block] })
     } else if (t.role === 'user') {
@@ -109,9 +114,9 @@ function callId (call: unknown): string {
 function sortToolResults (turns: Turn[]): void {
   let order = new Map<string, number>()
   for (const t of turns) {
-    if (t.role === 'assistant' && t.tool_calls !== undefined && t.tool_calls.length > 0) {
+    if (t.role === 'assistant' && callsOf(t).length > 0) {
       order = new Map()
-      t.tool_calls.forEach((c, i) => {
+      callsOf(t).forEach((c, i) => {
         const id = callId(c)
         if (id !== '') order.set(id, i)
       })
@@ -204,7 +209,7 @@ function renderTurn (index: number, turns: readonly Turn[], thinking: boolean, d
       out += LATEST_REMINDER_TOKEN + pyStr(t.content, 'a latest_reminder message\'s content')
       break
     case 'assistant': {
-      const calls = t.tool_calls !== undefined && t.tool_calls.length > 0 ? toolCallsDsml(t.tool_calls, `messages[${index}].tool_calls`) : ''
+      const calls = callsOf(t).length > 0 ? toolCallsDsml(callsOf(t), `messages[${index}].tool_calls`) : ''
       const reasoning = thinking && (!drop || index > lastUser) ? textOf(t.reasoning_content, 'reasoning_content') + THINK_END : ''
       out += reasoning + textOf(t.content, 'an assistant message\'s content') + calls + EOS_TOKEN
       break
