@@ -99,6 +99,7 @@ export const INTEGRATION: ProjectList = [
   'suites/kernels/fmath.test.ts', 'suites/kernels/isa-parity.test.ts',
   'suites/kernels/rope-rows.test.ts',
   'suites/llama-cpp/authentication.test.ts',
+  'suites/llama-cpp/chat-template.test.ts',
   'suites/llama-cpp/decoder.test.ts', 'suites/llama-cpp/deepseek-tokenizer.test.ts', 'suites/llama-cpp/export-gguf.test.ts',
   'suites/llama-cpp/mirror-checkpoint.test.ts', 'suites/llama-cpp/parity.test.ts',
   'suites/llama-cpp/rope-window.test.ts', 'suites/llama-cpp/runner.test.ts', 'suites/llama-cpp/sampling.test.ts',

@@ -63,6 +63,22 @@ function tokenString (v: unknown): string | undefined {
   return undefined
 }
 
+/**
+ * The variables a template is rendered with, as apply_chat_template gives them: the request's
+ * kwargs, then (not overridable) the special-token strings, messages, add_generation_prompt and tools.
+ */
+export function templateContext (messages: readonly ChatTurn[], options: ChatRenderOptions, specials: Readonly<Record<string, string>>): Record<string, unknown> {
+  const context: Record<string, unknown> = {
+    ...options.kwargs,
+    ...specials,
+    // OpenAI's developer role is the template's system role (templates of this family know no other).
+    messages: messages.some((m) => m.role === 'developer') ? messages.map((m) => m.role === 'developer' ? { ...m, role: 'system' } : m) : messages,
+    add_generation_prompt: options.addGenerationPrompt ?? true,
+  }
+  if (options.tools !== undefined) context.tools = options.tools
+  return context
+}
+
 /** A compiled chat template with the special-token strings it is rendered with. */
 export class ChatFormat implements ChatRenderer {
   readonly kind = 'jinja'
@@ -100,14 +116,7 @@ export class ChatFormat implements ChatRenderer {
 
   /** The prompt text for these messages (to be encoded without adding special tokens). */
   render (messages: readonly ChatTurn[], options: ChatRenderOptions = {}): string {
-    const context: Record<string, unknown> = {
-      ...options.kwargs,
-      ...this.specials,
-      // OpenAI's developer role is the template's system role (templates of this family know no other).
-      messages: messages.some((m) => m.role === 'developer') ? messages.map((m) => m.role === 'developer' ? { ...m, role: 'system' } : m) : messages,
-      add_generation_prompt: options.addGenerationPrompt ?? true,
-    }
-    if (options.tools !== undefined) context.tools = options.tools
+    const context = templateContext(messages, options, this.specials)
     try {
       return this.compiled.render(context)
     } catch (e) {
