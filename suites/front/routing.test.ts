@@ -96,8 +96,13 @@ describe('request reader', () => {
 
   it('reads model, stream, include_usage and the prompt of both endpoints', () => {
     expect(readFrontRequest({ model: 'm', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'developer', content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }] }, { role: 'user', content: 'hi' }] }, 'chat'))
-      .toEqual({ endpoint: 'chat', model: 'm', stream: true, includeUsage: true, prompt: { kind: 'chat', messages: [{ role: 'system', content: 'a\nb' }, { role: 'user', content: 'hi' }], chat: {} } })
+      .toEqual({ endpoint: 'chat', model: 'm', stream: true, includeUsage: true, prompt: { kind: 'chat', messages: [{ role: 'developer', content: 'a\nb' }, { role: 'user', content: 'hi' }], chat: {} } })
     expect(readFrontRequest({ messages: [{ role: 'user', content: 'x' }], chat_template_kwargs: { thinking: true } }, 'chat').prompt).toEqual({ kind: 'chat', messages: [{ role: 'user', content: 'x' }], chat: { kwargs: { thinking: true } } })
+    // Tools, tool calls and tool results are read as the decoder reads them, so the front renders the same prompt.
+    const tools = [{ type: 'function', function: { name: 'f' } }]
+    const call = { id: 'c', type: 'function', function: { name: 'f', arguments: '{}' } }
+    expect(readFrontRequest({ messages: [{ role: 'user', content: 'x' }, { role: 'assistant', content: null, tool_calls: [call] }, { role: 'tool', tool_call_id: 'c', content: 'ok' }], tools, reasoning_effort: 'high' }, 'chat').prompt)
+      .toEqual({ kind: 'chat', messages: [{ role: 'user', content: 'x' }, { role: 'assistant', tool_calls: [call] }, { role: 'tool', tool_call_id: 'c', content: 'ok' }], chat: { kwargs: { reasoning_effort: 'high' }, tools } })
     expect(readFrontRequest({ prompt: 'hello' }, 'completion').prompt).toEqual({ kind: 'text', text: 'hello' })
     expect(readFrontRequest({ prompt: [5, 6] }, 'completion').prompt).toEqual({ kind: 'tokens', tokens: [5, 6] })
     expect(readFrontRequest({ prompt: [[5, 6]] }, 'completion').prompt).toEqual({ kind: 'tokens', tokens: [5, 6] })
@@ -107,7 +112,8 @@ describe('request reader', () => {
   it('what the front cannot tokenize as the decoder would is opaque (sent natively), not refused', () => {
     expect(readFrontRequest({ messages: [{ role: 'tool', content: 'x' }] }, 'chat').prompt.kind).toBe('opaque')
     expect(readFrontRequest({ messages: [{ role: 'user', content: [{ type: 'image_url' }] }] }, 'chat').prompt.kind).toBe('opaque')
-    expect(readFrontRequest({ messages: [{ role: 'assistant', content: null }] }, 'chat').prompt.kind).toBe('opaque')
+    expect(readFrontRequest({ messages: [{ role: 'user', content: null }] }, 'chat').prompt.kind).toBe('opaque')
+    expect(readFrontRequest({ messages: [{ role: 'user', content: 'x' }], tool_choice: 'required' }, 'chat').prompt.kind).toBe('opaque')
     expect(readFrontRequest({ prompt: ['a', 'b'] }, 'completion').prompt.kind).toBe('opaque')
     expect(readFrontRequest({ prompt: [1.5] }, 'completion').prompt.kind).toBe('opaque')
   })
