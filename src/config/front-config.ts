@@ -103,6 +103,12 @@ export const frontConfigSchema = z.strictObject({
      * partial ones too, `all` deletes nothing. A capture whose bridge failed is always kept.
      */
     retain: z.enum(['none', 'failed', 'all']).default('none'),
+    /**
+     * Write blocks while the engine runs, from the block segments it publishes after every chunk,
+     * when the engine says it can (`stream_blocks` in its /health) and the decoder's target builds
+     * blocks; otherwise (or false) the blocks are written after the capture is sealed.
+     */
+    streamBlocks: z.boolean().default(false),
   }).prefault({}),
   /** The decoder's sidecar directory (export-weights): its fingerprint and block size are checked. */
   sidecar: path.optional(),

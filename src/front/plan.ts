@@ -75,10 +75,11 @@ async function dispatchBridge (state: FrontState, setup: BridgeSetup, job: Bridg
     if (result.startToken > 0) info.resumed_from = result.startToken
     if (result.warmDeclined !== undefined) info.warm_extend_declined = result.warmDeclined
     info.blocks = { bridged: result.report.blocks, written: result.report.written, reused: result.report.reused }
+    if (result.stream !== undefined) info.stream = { blocks_before_seal: result.stream.blocksBeforeSeal }
     info.capture = { request_id: result.requestId, state: result.state, token_count: result.captureTokens, sealed_length: result.sealedLength, tokens_sha256: result.tokensSha256, retention: result.retention }
     info.rescan = result.rescan.ok ? { ok: true } : { ok: false, error: result.rescan.error }
     logger.info({
-      event: 'bridge', request_id: result.requestId, state: result.state, blocks: result.report.blocks, bridged_tokens: result.bridgedTokens, timings: info.timings_ms, bytes: info.bytes, rescan: info.rescan, capture_retention: result.retention,
+      event: 'bridge', request_id: result.requestId, state: result.state, blocks: result.report.blocks, ...(info.stream === undefined ? {} : { stream: info.stream }), bridged_tokens: result.bridgedTokens, timings: info.timings_ms, bytes: info.bytes, rescan: info.rescan, capture_retention: result.retention,
       ...(result.startToken > 0 ? { resumed_from: result.startToken } : {}), ...(result.warmDeclined === undefined ? {} : { warm_extend_declined: result.warmDeclined }),
     }, 'bridged')
     if (deleteFailed(result.retention)) state.retireLater(result.requestId)

@@ -356,6 +356,8 @@ async function serve (p: ServeParts): Promise<PrefillEngineServer> {
         max_tokens: p.maxTokens,
         prefix_caching: false,
         warm_extend: resumeRefusal() === undefined ? { supported: true } : { supported: false, reason: resumeRefusal() },
+        // Takes `stream_blocks`: block segments published after every chunk (docs/prefill-engine.md).
+        stream_blocks: true,
       },
     }
   }
