@@ -4,7 +4,7 @@
 import { ConfigError } from '../errors.ts'
 
 /** How a variable's text becomes a value. */
-type Kind = 'string' | 'integer'
+type Kind = 'string' | 'integer' | 'boolean'
 
 /** One PD_* variable. */
 export interface EnvOverride {
@@ -35,6 +35,7 @@ export const ENV_OVERRIDES: readonly EnvOverride[] = [
   { name: 'PD_CAPTURE_DIR', key: 'capture.dir', kind: 'string', help: "the prefill engine's capture root, read directly when there is no share" },
   { name: 'PD_SPOOL_DIR', key: 'capture.spoolDir', kind: 'string', help: 'where streamed captures are spooled' },
   { name: 'PD_CAPTURE_RETAIN', key: 'capture.retain', kind: 'string', help: 'none, failed or all: which verified captures stay on the prefill side' },
+  { name: 'PD_STREAM_BLOCKS', key: 'capture.streamBlocks', kind: 'boolean', help: 'true or false: write blocks while the engine runs, from the segments it publishes' },
   { name: 'PD_SIDECAR', key: 'sidecar', kind: 'string', help: "the decoder's sidecar directory" },
   { name: 'PD_MIN_TOKENS', key: 'routing.minTokens', kind: 'integer', help: 'shorter prompts go straight to the decoder' },
   { name: 'PD_MIN_TAIL', key: 'routing.minTail', kind: 'integer', help: 'prompts with fewer uncached tokens go straight to the decoder' },
@@ -60,8 +61,13 @@ export const ENV_OVERRIDES: readonly EnvOverride[] = [
   { name: 'PD_LOG_LEVEL', key: 'log.level', kind: 'string', help: 'log level' },
 ]
 
-function readValue (o: EnvOverride, text: string): string | number {
+function readValue (o: EnvOverride, text: string): string | number | boolean {
   if (o.kind === 'string') return text
+  if (o.kind === 'boolean') {
+    if (text === 'true') return true
+    if (text === 'false') return false
+    throw new ConfigError(o.key, `${o.name}=${JSON.stringify(text)} is neither true nor false`, 'environment')
+  }
   // Plain decimal digits only: `1e3`, `0x10`, `-1` and `12 ` are mistakes, not numbers.
   if (!/^\d{1,16}$/.test(text) || !Number.isSafeInteger(Number(text))) {
     throw new ConfigError(o.key, `${o.name}=${JSON.stringify(text)} is not a non-negative decimal integer`, 'environment')

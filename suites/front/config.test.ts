@@ -76,7 +76,7 @@ describe('file validation', () => {
 describe('PD_* overrides', () => {
   it('every variable sets its key, over the file', () => {
     const values: Record<string, string> = {}
-    for (const o of ENV_OVERRIDES) values[o.name] = o.kind === 'integer' ? '7' : o.key.endsWith('url') ? 'http://10.0.0.9:9' : o.key === 'queue.whenFull' ? 'reject' : o.key === 'capture.retain' ? 'all' : o.key === 'decoder.requestRules' ? 'embedded' : o.key === 'decoder.engine' ? 'llama.cpp' : o.key === 'decoder.kvCacheType' ? 'F16' : o.key === 'log.level' ? 'warn' : `/v/${o.name}`
+    for (const o of ENV_OVERRIDES) values[o.name] = o.kind === 'integer' ? '7' : o.kind === 'boolean' ? 'true' : o.key.endsWith('url') ? 'http://10.0.0.9:9' : o.key === 'queue.whenFull' ? 'reject' : o.key === 'capture.retain' ? 'all' : o.key === 'decoder.requestRules' ? 'embedded' : o.key === 'decoder.engine' ? 'llama.cpp' : o.key === 'decoder.kvCacheType' ? 'F16' : o.key === 'log.level' ? 'warn' : `/v/${o.name}`
     const { config, env } = parseFrontConfig({ ...minimal, routing: { minTokens: 100 } }, values)
     expect(env).toEqual(ENV_OVERRIDES.map((o) => o.name))
     for (const o of ENV_OVERRIDES) {
