@@ -41,6 +41,7 @@ export const ENV_OVERRIDES: readonly EnvOverride[] = [
   { name: 'PD_MIN_TAIL', key: 'routing.minTail', kind: 'integer', help: 'prompts with fewer uncached tokens go straight to the decoder' },
   { name: 'PD_MAX_BRIDGE_TOKENS', key: 'routing.maxBridgeTokens', kind: 'integer', help: 'longer prompts are never bridged' },
   { name: 'PD_QUEUE_MAX', key: 'queue.maxWaiting', kind: 'integer', help: 'bridges that may wait behind the running one' },
+  { name: 'PD_CONCURRENT_BRIDGES', key: 'queue.concurrentBridges', kind: 'integer', help: 'bridges that run at once (their writes overlap the next prefill)' },
   { name: 'PD_QUEUE_WHEN_FULL', key: 'queue.whenFull', kind: 'string', help: 'native (serve natively) or reject (429) when the bridge queue is full' },
   { name: 'PD_DEADLINE_QUEUE_MS', key: 'deadlines.queueMs', kind: 'integer', help: 'bridge queue wait' },
   { name: 'PD_DEADLINE_SUBMIT_MS', key: 'deadlines.submitMs', kind: 'integer', help: 'prefill submit until accepted' },

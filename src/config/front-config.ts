@@ -125,6 +125,12 @@ export const frontConfigSchema = z.strictObject({
     maxWaiting: int(0).default(4),
     /** A request that finds the queue full: served natively (`native`) or refused with 429 (`reject`). */
     whenFull: z.enum(['native', 'reject']).default('native'),
+    /**
+     * Bridges that run at once: the engine prefills one capture at a time, so with more than one,
+     * a bridge's block writes overlap the next one's prefill. A bridge whose prompt shares full
+     * blocks with a running one waits for it and continues from its blocks (docs/front-door.md).
+     */
+    concurrentBridges: int(1).default(1),
   }).prefault({}),
   deadlines: deadlinesSchema.prefault({}),
   limits: z.strictObject({

@@ -26,6 +26,7 @@ beforeAll(async () => {
   delete (local as { share?: unknown }).share
   fronts.share = await startFront(tmp.dir, 'share', shared)
   fronts.local = await startFront(tmp.dir, 'local', local)
+  fronts.pair = await startFront(tmp.dir, 'pair', frontConfig(stack, { capture: { streamBlocks: true }, queue: { concurrentBridges: 2 } }))
 })
 
 afterAll(async () => {
@@ -82,5 +83,45 @@ describe('blocks written while the engine runs', () => {
     const rescan = await (await fetch(`${stack.decoder.url}/v1/cache/rescan`, { method: 'POST' })).json() as { report: Record<string, any> }
     expect(rescan.report).toMatchObject({ unreadable: 0, tempKept: 0, refused: {} })
     await stack.restartEngine()
+  })
+})
+
+async function enginePrefilled (): Promise<number> {
+  return (await (await fetch(`${stack.engine.url}/health`)).json() as { engine_prefilled_tokens: number }).engine_prefilled_tokens
+}
+
+describe('bridges that overlap (queue.concurrentBridges 2)', () => {
+  it('two cold prompts at once: both complete, their bridges ran at the same time', async () => {
+    const [p, q] = [chatPrompt(art.tokenizer, 311, 800), chatPrompt(art.tokenizer, 312, 800)]
+    const [a, b] = await Promise.all([chat(fronts.pair.url, p.messages), chat(fronts.pair.url, q.messages)])
+    expect([a.verdict, b.verdict]).toEqual(['complete', 'complete'])
+    expect(a.ids).toEqual((await chat(stack.reference.url, p.messages)).ids)
+    expect(b.ids).toEqual((await chat(stack.reference.url, q.messages)).ids)
+    const [x, y] = [a.pd.window_ms, b.pd.window_ms]
+    console.log(`windows: ${JSON.stringify(x)} ${JSON.stringify(y)}; engine_queue ${a.pd.timings_ms.engine_queue} ${b.pd.timings_ms.engine_queue}`)
+    // Each started before the other ended: one's writes ran beside the other's prefill.
+    expect(x.start).toBeLessThan(y.end)
+    expect(y.start).toBeLessThan(x.end)
+    expect(a.pd.timings_ms.queue + b.pd.timings_ms.queue).toBeLessThan(Math.max(a.pd.timings_ms.bridge_total, b.pd.timings_ms.bridge_total))
+  })
+
+  it('two cold prompts sharing two blocks: the second continues from the first\'s blocks; the engine prefilled the shared tokens once', async () => {
+    const system = chatPrompt(art.tokenizer, 321, 560).messages[1].content
+    const ask = (seed: number): ChatMessage[] => [{ role: 'system', content: system }, { role: 'user', content: chatPrompt(art.tokenizer, seed, 300).messages[1].content }]
+    const [pm, qm] = [ask(322), ask(323)]
+    const before = await enginePrefilled()
+    const [a, b] = await Promise.all([chat(fronts.pair.url, pm), chat(fronts.pair.url, qm)])
+    const after = await enginePrefilled()
+    const [first, second] = a.pd.shared_prefix === undefined ? [a, b] : [b, a]
+    expect(first.verdict).toBe('complete')
+    expect(second.pd.shared_prefix).toMatchObject({ blocks: 2 })
+    expect(second.pd.resumed_from).toBe(2 * BLOCK)
+    expect(second.verdict).toMatch(/^complete \(warm: \d+ tokens bridged from boundary 512\)$/)
+    // The engine ran the first capture whole and only the second's tokens past the shared blocks.
+    const firstTokens = first.pd.capture.token_count as number
+    const secondTokens = (second.pd.capture.token_count as number) - 2 * BLOCK
+    expect(after - before).toBe(firstTokens + secondTokens)
+    expect(a.ids).toEqual((await chat(stack.reference.url, pm)).ids)
+    expect(b.ids).toEqual((await chat(stack.reference.url, qm)).ids)
   })
 })
