@@ -84,7 +84,10 @@ async function endOrGiveUp (ended: Promise<void>, ms: number, signal: AbortSigna
   await Promise.race([
     ended,
     new Promise<void>((resolve) => { timer = setTimeout(resolve, ms) }),
-    new Promise<void>((resolve) => { onAbort = resolve; signal.addEventListener('abort', resolve, { once: true }) }),
+    new Promise<void>((resolve) => {
+      onAbort = () => resolve()
+      signal.addEventListener('abort', onAbort, { once: true })
+    }),
   ])
   clearTimeout(timer)
   if (onAbort !== undefined) signal.removeEventListener('abort', onAbort)
