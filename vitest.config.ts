@@ -134,7 +134,7 @@ export const E2E: ProjectList = [
   'suites/consistency/cli.test.ts', 'suites/consistency/embedded-gate.test.ts', 'suites/consistency/needle-live.test.ts',
   'suites/http/routes.test.ts',
   'suites/front/api-key.test.ts', 'suites/front/authentic-blocks.test.ts', 'suites/front/front.test.ts', 'suites/front/reconcile.test.ts', 'suites/front/retention.test.ts',
-  'suites/front/verdict-truth.test.ts', 'suites/front/stall.test.ts', 'suites/front/warm-extend.test.ts',
+  'suites/front/verdict-truth.test.ts', 'suites/front/stall.test.ts', 'suites/front/warm-extend.test.ts', 'suites/front/stream-blocks.test.ts',
   'suites/llama-cpp/demo.test.ts',
   'suites/needle/protocol-smoke.test.ts', 'suites/needle/remote-url.test.ts',
   'suites/progress/protocols-cli.test.ts',

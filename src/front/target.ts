@@ -6,7 +6,7 @@
 import type { SidecarJson } from '../wire/sidecar-format.ts'
 import type { ModelCache } from '../model/engine/index.ts'
 import type { DecoderPrefixCache } from '../decode/prefix-cache/index.ts'
-import { BlockWriter, checkCaptureTarget, type CaptureWriter, type SpoolTimes } from '../decode/writer/index.ts'
+import { BlockWriter, checkCaptureTarget, SegmentBlockWriter, type CaptureWriter, type SpoolTimes } from '../decode/writer/index.ts'
 
 export type { CaptureWriter }
 
@@ -41,6 +41,12 @@ export interface DecoderTarget {
    * continues from. Absent where the store's state cannot be handed out (llama.cpp's).
    */
   restore?: (tokens: number[]) => Promise<ModelCache | null>
+  /**
+   * Open the capture in `dir` while it still runs, to write its blocks from the block segments the
+   * engine publishes (docs/block-writer.md, *Blocks while the engine runs*). Absent where the
+   * target's entries cannot be built block by block from segments (llama.cpp's state files).
+   */
+  openSegmentWriter?: (dir: string, options: CaptureWriterOptions) => Promise<SegmentBlockWriter>
 }
 
 /** Our decoder's block store (oMLX's layout) as a target; `builders`: the writer's builder threads (0: none). */
@@ -56,5 +62,6 @@ export function blockStoreTarget (cache: DecoderPrefixCache, options: { builders
       target: cache, sidecar: o.sidecar, requestId: o.requestId, tokens: o.tokens, builders: options.builders ?? 0, ...(o.spool !== undefined ? { spool: o.spool } : {}),
     }),
     restore: async (tokens) => (await cache.lookup(tokens)).cache,
+    openSegmentWriter: async (dir, o) => await SegmentBlockWriter.open(dir, { target: cache, sidecar: o.sidecar, requestId: o.requestId, tokens: o.tokens }),
   }
 }

@@ -2,6 +2,7 @@
 // decoder's cached tokens, the request reader, the SSE parser and the bridge queue.
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
+import { PrefixClaims } from '../../src/front/prefix-claims.ts'
 import { BridgeQueue, QueueFull, QueueLeft, SseParser, confirmBridge, decideRoute, declined, refused, restoredVerdict, readFrontRequest, usableBlocks, verdictHeader, verdictText, FrontApiError } from '../../src/front/index.ts'
 
 const rules = { minTokens: 512, minTail: 256, maxBridgeTokens: 8192 }
@@ -194,6 +195,27 @@ describe('bridge queue', () => {
     expect((await q.run(async () => 1, 100)).result).toBe(1)
   })
 
+  it('concurrency 2: two run at once, the third waits for a slot and takes the first one freed', async () => {
+    const q = new BridgeQueue(1, 2)
+    const [g1, g2] = [gate(), gate()]
+    const started: string[] = []
+    const a = q.run(async () => { started.push('a'); await g1.wait }, 1000)
+    const b = q.run(async () => { started.push('b'); await g2.wait }, 1000)
+    const c = q.run(async () => { started.push('c') }, 5000)
+    await Promise.resolve()
+    expect(started).toEqual(['a', 'b'])
+    expect(q.view).toMatchObject({ running: true, active: 2, concurrency: 2, waiting: 1 })
+    await expect(q.run(async () => 1, 100)).rejects.toBeInstanceOf(QueueFull)
+    g2.open()
+    await b
+    await c
+    expect(started).toEqual(['a', 'b', 'c'])
+    expect(q.view).toMatchObject({ active: 1, waiting: 0 })
+    g1.open()
+    await a
+    expect(q.view).toMatchObject({ running: false, active: 0 })
+  })
+
   it('maxWaiting 0: one running, every other refused at once', async () => {
     const q = new BridgeQueue(0)
     const g = gate()
@@ -202,5 +224,35 @@ describe('bridge queue', () => {
     g.open()
     await running
     expect((await q.run(async () => 2, 100)).result).toBe(2)
+  })
+})
+
+describe('prefix claims', () => {
+  it('a prompt sharing a full block with a bridge in flight waits for the latest such bridge; one sharing none does not', async () => {
+    const claims = new PrefixClaims()
+    const bs = 4
+    const first = claims.enter([1, 2, 3, 4, 5, 6, 7, 8], bs)
+    expect(first.waitFor).toBeUndefined()
+    // Shares tokens 0..4: one full block.
+    const second = claims.enter([1, 2, 3, 4, 5, 9, 9, 9, 9], bs)
+    expect(second.sharedBlocks).toBe(1)
+    // Shares three tokens only: no full block.
+    const apart = claims.enter([1, 2, 3, 0, 5, 6, 7, 8], bs)
+    expect(apart.waitFor).toBeUndefined()
+    // Shares one block with the first and two with the second: waits for the later one, the second.
+    const third = claims.enter([1, 2, 3, 4, 5, 9, 9, 9], bs)
+    let thirdMayGo = false
+    void third.waitFor?.then(() => { thirdMayGo = true })
+    let secondMayGo = false
+    void second.waitFor?.then(() => { secondMayGo = true })
+    first.release()
+    await Promise.resolve()
+    expect([secondMayGo, thirdMayGo]).toEqual([true, false])
+    second.release()
+    await Promise.resolve()
+    expect(thirdMayGo).toBe(true)
+    third.release()
+    apart.release()
+    expect(claims.size).toBe(0)
   })
 })
