@@ -86,6 +86,22 @@ export function loadNativeKernels (path: string = DEFAULT_ADDON_PATH): NativeKer
     throw new PdBridgeError(
       `native kernels ${path} have ABI version ${String(addon.abiVersion)}, expected ${EXPECTED_ABI_VERSION} (stale build): run npm run build:native`)
   }
-  if (path === DEFAULT_ADDON_PATH) loaded = addon
+  if (path === DEFAULT_ADDON_PATH) {
+    addon.setThreads(threadsFromEnv() ?? addon.getThreads())
+    loaded = addon
+  }
   return addon
+}
+
+/**
+ * PD_KERNEL_THREADS: the kernels' thread count for this process (1..1024), e.g. a decoder held to 2
+ * of a host's cores for a comparison. Unset: the machine's core count. Results never depend on it.
+ */
+export function threadsFromEnv (env: NodeJS.ProcessEnv = process.env): number | undefined {
+  const text = env.PD_KERNEL_THREADS
+  if (text === undefined || text === '') return undefined
+  if (!/^\d{1,4}$/.test(text) || Number(text) < 1 || Number(text) > 1024) {
+    throw new PdBridgeError(`PD_KERNEL_THREADS: ${JSON.stringify(text)} is not an integer from 1 to 1024`)
+  }
+  return Number(text)
 }
