@@ -14,6 +14,7 @@ import { Bench } from 'tinybench'
 import { DEFAULT_ADDON_PATH, loadNativeKernels, type NativeKernels } from '../src/kernels/native.ts'
 import { DeepseekV4Engine } from '../src/model/engine/index.ts'
 import { f32ToBf16 } from '../src/numerics/bf16.ts'
+import { clockKernels, type KernelClock } from './lib/kernel-clock.ts'
 
 const REPO = resolve(fileURLToPath(new URL('..', import.meta.url)))
 const USAGE = `Usage: npx tsx protocols/bench-addons.ts --baseline FILE.node --model DIR [options]
@@ -60,50 +61,17 @@ function filled (n: number, seed: number, scale = 1): Float32Array {
   return out
 }
 
-// 1. Each kernel's share of a real prefill, on this checkout's addon: every entry point of the addon
-// object the engine calls through is wrapped with a clock for the prefill (the addon is a plain
-// object; the wrappers add a clock read per call and change no argument or result).
+// 1. Each kernel's share of a real prefill, on this checkout's addon (lib/kernel-clock.ts).
 const engine = await DeepseekV4Engine.load(opts.model, 'decoder')
 const vocab = engine.config.vocabSize
 const prompt = Array.from({ length: tokens }, (_, i) => 2 + ((i * 7919 + 13) % (vocab - 3)))
 engine.prefill(prompt.slice(0, 16), engine.newCache())
-const addonObject = builds[1].addon as unknown as Record<string, unknown>
-const shares: Record<string, { wall_ms: number, kernels: Record<string, { ms: number, calls: number, share: number }> }> = {}
+const shares: Record<string, KernelClock> = {}
 for (const threads of threadCounts) {
   builds[1].addon.setThreads(threads)
-  const spent = new Map<string, { ms: number, calls: number }>()
-  const originals = new Map<string, (...args: unknown[]) => unknown>()
-  for (const [name, fn] of Object.entries(addonObject)) {
-    if (typeof fn !== 'function' || name === 'setThreads' || name === 'getThreads') continue
-    originals.set(name, fn as (...args: unknown[]) => unknown)
-    addonObject[name] = (...args: unknown[]) => {
-      const t0 = performance.now()
-      try {
-        return (fn as (...a: unknown[]) => unknown)(...args)
-      } finally {
-        const s = spent.get(name) ?? { ms: 0, calls: 0 }
-        s.ms += performance.now() - t0
-        s.calls++
-        spent.set(name, s)
-      }
-    }
-  }
-  const t0 = performance.now()
-  try {
-    engine.prefill(prompt, engine.newCache(), { logits: 'last' })
-  } finally {
-    for (const [name, fn] of originals) addonObject[name] = fn
-  }
-  const wallMs = performance.now() - t0
-  let kernelMs = 0
-  const kernels: Record<string, { ms: number, calls: number, share: number }> = {}
-  for (const [name, s] of [...spent].sort((a, b) => b[1].ms - a[1].ms)) {
-    kernels[name] = { ...s, share: s.ms / wallMs }
-    kernelMs += s.ms
-  }
-  kernels['TypeScript, GC and the rest'] = { ms: wallMs - kernelMs, calls: 0, share: (wallMs - kernelMs) / wallMs }
-  shares[`${threads}`] = { wall_ms: wallMs, kernels }
-  console.error(`bench-addons: ${tokens}-token prefill on ${threads} thread(s): ${wallMs.toFixed(0)} ms; ${Object.entries(kernels).slice(0, 7).map(([k, v]) => `${k} ${(100 * v.share).toFixed(1)}%`).join(', ')}`)
+  const clock = clockKernels(builds[1].addon, () => { engine.prefill(prompt, engine.newCache(), { logits: 'last' }) })
+  shares[`${threads}`] = clock
+  console.error(`bench-addons: ${tokens}-token prefill on ${threads} thread(s): ${clock.wallMs.toFixed(0)} ms; ${Object.entries(clock.kernels).slice(0, 7).map(([k, v]) => `${k} ${(100 * v.share).toFixed(1)}%`).join(', ')}`)
 }
 
 // 2. The kernels at the model's own shapes (and a decode batch of 8), each build in turn.

@@ -6,7 +6,10 @@
 # (llama/gitRelease.bundle, llama/addon: build-time only; the protocol never builds). run.sh unpacks.
 # The whole tree that travels must stay under 64 MiB: move harness/fixtures aside for the call.
 #
-#   bash protocols/decoder-scaling/pack.sh
+#   [PD_SCALING_BASELINE=other/pdb_kernels.node] bash protocols/decoder-scaling/pack.sh
+#
+# PD_SCALING_BASELINE: a second build of the addon (e.g. main's, built in its own checkout) carried
+# as baseline.node for run.sh's `addons` step.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 carry="$repo/.device-carry"
@@ -17,6 +20,8 @@ cpu_pkg="$repo/node_modules/@node-llama-cpp/linux-x64"
 [ -f "$repo/native/build/Release/pdb_kernels.node" ] || { echo "pack: build the addon first (npm ci or npm run build:native)" >&2; exit 1; }
 [ -d "$cpu_pkg/bins" ] || { echo "pack: $cpu_pkg is missing (npm ci on linux-x64 installs it)" >&2; exit 1; }
 cp "$repo/native/build/Release/pdb_kernels.node" "$carry/"
+rm -f "$carry/baseline.node"
+if [ -n "${PD_SCALING_BASELINE:-}" ]; then cp "$PD_SCALING_BASELINE" "$carry/baseline.node"; fi
 (cd "$repo" && echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!harness/fixtures/mlx' || echo -dirty)") > "$carry/commit"
 if [ ! -f "$carry/node.xz" ] || [ "$(command -v node)" -nt "$carry/node.xz" ]; then
   xz -T0 -6 -c "$(readlink -f "$(command -v node)")" > "$carry/node.xz"

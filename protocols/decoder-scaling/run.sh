@@ -13,10 +13,15 @@
 #   bench:S,S[@T,T]   prompt sizes S at threads T (default 2,16): ours, llama.cpp bf16 and llama.cpp
 #                     f32, two runs each, alternating (protocols/decoder-scaling/bench.ts)
 #   long:S[@T]        the same for long prompts, without the f32 GGUF (default threads 16)
+#   batch[:L][@T]     where a batched decode step goes (protocols/batch-step.ts): batches L (default
+#                     1,2,4,8) of 64-token sequences on our engine, at each thread count T (default 2,16)
+#   addons[@T]        pack.sh's baseline addon (PD_SCALING_BASELINE at pack time) against this tree's,
+#                     kernel by kernel, and each kernel's share of a 1,024-token prefill
+#                     (protocols/bench-addons.ts), at threads T (default 2,16)
 #
 # PD_SCALING_PRESET (flash-attn), PD_SCALING_RUNS (2), PD_SCALING_DECODE (32 completion tokens) and
 # PD_SCALING_BUDGET_S (540: all steps together) change the defaults. Records land in
-# results/decoder-scaling/; at the end results/decoder-scaling is packed into OUT/results.tar.gz
+# results/decoder-scaling/ (batch: results/batch/, addons: results/kernels-compare/); at the end those are packed into OUT/results.tar.gz
 # (OUT: --out or $OUT) with each step's output in the log.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -26,7 +31,7 @@ steps=()
 while [ $# -gt 0 ]; do
   case "$1" in --out) out=$2; shift 2 ;; *) steps+=("$1"); shift ;; esac
 done
-mkdir -p "$out" results/decoder-scaling
+mkdir -p "$out" results/decoder-scaling results/batch results/kernels-compare
 state=${PD_SCALING_STATE:-/tmp/pd-scaling-state}
 preset=${PD_SCALING_PRESET:-flash-attn}
 runs=${PD_SCALING_RUNS:-2}
@@ -44,8 +49,8 @@ host_label() {
   echo "${gpu:-no GPU} host, $(nproc) cores ($cpu)"
 }
 pack() {
-  tar -czf "$out/results.tar.gz" results/decoder-scaling 2>/dev/null
-  log "packed results/decoder-scaling into $out/results.tar.gz"
+  tar -czf "$out/results.tar.gz" results/decoder-scaling results/batch results/kernels-compare 2>/dev/null
+  log "packed results/decoder-scaling, results/batch and results/kernels-compare into $out/results.tar.gz"
 }
 trap pack EXIT
 tsx() { node node_modules/tsx/dist/cli.mjs "$@"; }
@@ -74,6 +79,20 @@ for step in "${steps[@]}"; do
       timeout "$limit" node node_modules/tsx/dist/cli.mjs protocols/decoder-scaling/bench.ts --state-dir "$state" --preset "$preset" \
         --sizes "$sizes" --threads "$threads" --legs "$legs" --runs "$runs" --decode "$decode" --label "$(host_label)" \
         || log "bench $arg failed or ran out of time (the record keeps what was measured)"
+      ;;
+    batch)
+      levels=${arg%%@*}; threads=${arg#*@}; [ "$threads" = "$arg" ] && threads=
+      [ -z "$levels" ] && levels=1,2,4,8
+      for t in $(echo "${threads:-2,16}" | tr , ' '); do
+        timeout "$(( $(left) - 10 ))" node node_modules/tsx/dist/cli.mjs protocols/batch-step.ts --model "$state/models/$preset-seed1" \
+          --levels "$levels" --threads "$t" --note "$(host_label)" || log "batch at $t threads failed or ran out of time"
+      done
+      ;;
+    addons)
+      threads=${arg:-2,16}
+      [ -f .device-carry/baseline.node ] || { log "addons: no .device-carry/baseline.node (set PD_SCALING_BASELINE for pack.sh)"; continue; }
+      timeout "$limit" node node_modules/tsx/dist/cli.mjs protocols/bench-addons.ts --baseline .device-carry/baseline.node \
+        --model "$state/models/$preset-seed1" --threads "$threads" --tokens 1024 --note "$(host_label)" || log "addons failed or ran out of time"
       ;;
     *) log "unknown step $step"; exit 2 ;;
   esac
