@@ -98,7 +98,7 @@ const at = new Date().toISOString()
 const cfg = engine.config
 const record = {
   kind: 'batch-step', version: 1, at, note: opts.note,
-  machine: { cpu: cpus()[0]?.model ?? 'unknown', cores: cpus().length, threads: addon.getThreads(), isa: addon.isa, node: process.version },
+  machine: { cpu: cpus()[0]?.model ?? 'unknown', cores: cpus().length, threads: addon.getThreads(), kernel_pool: addon.threadPool ?? null, isa: addon.isa, node: process.version },
   load_average: loadavg(),
   model: { dir_name: opts.model.split('/').filter(Boolean).at(-1), hidden_size: cfg.hiddenSize, layers: cfg.numHiddenLayers, experts: cfg.nRoutedExperts, experts_per_token: cfg.numExpertsPerTok, profile: 'decoder' },
   settings: { levels, prompt_tokens: promptTokens, repeats, widest },

@@ -142,7 +142,7 @@ for (const c of cases) {
 const at = new Date().toISOString()
 const record = {
   kind: 'kernels-compare', version: 1, at, note: opts.note,
-  machine: { cpu: cpus()[0]?.model ?? 'unknown', cores: cpus().length, total_memory: totalmem(), node: process.version, isa: builds[1].addon.isa },
+  machine: { cpu: cpus()[0]?.model ?? 'unknown', cores: cpus().length, total_memory: totalmem(), node: process.version, isa: builds[1].addon.isa, kernel_pool: builds.map((b) => b.addon.threadPool ?? null) },
   load_average: loadavg(),
   builds: builds.map((b) => ({ name: b.name, file: b.path.startsWith(REPO) ? b.path.slice(REPO.length + 1) : 'outside the checkout' })),
   model: { dir_name: opts.model.split('/').filter(Boolean).at(-1), hidden, layers: cfg.numHiddenLayers, prefill_tokens: tokens, profile: 'decoder' },

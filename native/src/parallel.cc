@@ -1,10 +1,13 @@
 // The thread count and the output-range splitter. Chunks run on a pool of persistent workers
-// (thread_pool.h): a decode step makes hundreds of kernel calls, and starting fresh threads for
-// each cost more than the work itself at 16 threads. The split is the same whatever runs a chunk.
+// (thread_pool.h) or on threads started for the call (PD_KERNEL_POOL, docs/kernels.md "Threading
+// rule"): a decode step makes hundreds of kernel calls, and starting fresh threads for each costs
+// more than the work itself at 16 threads. The split is the same whatever runs a chunk.
 #include "parallel.h"
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -23,6 +26,20 @@ static std::atomic<int> configured_threads{default_threads()};
 int kernel_threads () { return configured_threads.load(); }
 
 void set_kernel_threads (int n) { configured_threads.store(n < 1 ? 1 : n); }
+
+// PD_KERNEL_POOL: "on", "off", or unset (on where the machine has 4 or more hardware threads; on 2
+// cores shared with the rest of a stack the pool measured slower, docs/kernels.md). The TypeScript
+// loader refuses any other value before a kernel runs (src/kernels/native.ts).
+static bool pool_wanted () {
+  const char* v = std::getenv("PD_KERNEL_POOL");
+  if (v != nullptr && std::strcmp(v, "on") == 0) return true;
+  if (v != nullptr && std::strcmp(v, "off") == 0) return false;
+  return default_threads() >= 4;
+}
+
+static const bool use_pool = pool_wanted();
+
+bool kernel_pool_on () { return use_pool; }
 
 namespace {
 
@@ -57,7 +74,7 @@ void parallel_ranges_raw (size_t count, size_t grain, int threads, RangeBody bod
   }
   // Chunk c gets grains [c*grains/chunks, (c+1)*grains/chunks): balanced, contiguous.
   const ChunkBounds bounds{count, grain, grains, chunks};
-  if (!ThreadPool::instance().run(chunks, bounds, body, context)) run_on_fresh_threads(chunks, bounds, body, context);
+  if (!use_pool || !ThreadPool::instance().run(chunks, bounds, body, context)) run_on_fresh_threads(chunks, bounds, body, context);
 }
 
 }  // namespace pdb

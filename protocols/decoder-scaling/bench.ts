@@ -4,7 +4,8 @@
 // --threads T, F32 KV, one GGUF per weights type). Each prompt size runs `--runs` times; within a
 // run every leg gets the same token ids (fresh ids per size and run, so no leg ever hits a cached
 // prefix) in alternating order, and each leg's prefill and decode time is its server's own clock
-// (pd_decoder.prefill_ms and decode_ms on the streamed usage chunk). The record is rewritten after
+// (pd_decoder.prefill_ms and decode_ms on the streamed usage chunk). Ours runs with its kernel
+// threads on the worker pool and, as `ours:no-pool`, on threads started per call (PD_KERNEL_POOL). The record is rewritten after
 // every measurement, so a step cut short by its time limit keeps what it measured.
 //
 //   npx tsx protocols/decoder-scaling/bench.ts --state-dir DIR [--preset flash-attn] [--threads 2,16]
@@ -31,7 +32,8 @@ const USAGE = `Usage: npx tsx protocols/decoder-scaling/bench.ts --state-dir DIR
   --sizes L         prompt tokens, comma-separated (default 512,2048)
   --decode N        completion tokens per request, ignore_eos (default 32)
   --runs N          runs per size, legs alternating (default 2)
-  --legs L          ours, llama.cpp:bf16, llama.cpp:f32 (default all three)
+  --legs L          ours (kernel threads on the worker pool), ours:no-pool (threads started per
+                    call, PD_KERNEL_POOL=off), llama.cpp:bf16, llama.cpp:f32 (default all four)
   --out DIR         where the record goes (default results/decoder-scaling)
   --label TEXT      kept in the record (say the host: "H100 host, 16 cores")
   --prepare         only make (or find) the checkpoint and the GGUFs the legs need, then exit`
@@ -40,7 +42,7 @@ const { values: opts } = parseArgs({
   options: {
     'state-dir': { type: 'string' }, preset: { type: 'string', default: 'flash-attn' }, threads: { type: 'string', default: '2,16' },
     sizes: { type: 'string', default: '512,2048' }, decode: { type: 'string', default: '32' }, runs: { type: 'string', default: '2' },
-    legs: { type: 'string', default: 'ours,llama.cpp:bf16,llama.cpp:f32' }, out: { type: 'string', default: join(REPO, 'results', 'decoder-scaling') },
+    legs: { type: 'string', default: 'ours,ours:no-pool,llama.cpp:bf16,llama.cpp:f32' }, out: { type: 'string', default: join(REPO, 'results', 'decoder-scaling') },
     label: { type: 'string', default: '' }, prepare: { type: 'boolean' }, help: { type: 'boolean' },
   },
 })
@@ -66,11 +68,13 @@ const [decode] = positiveList('decode', opts.decode)
 const [runs] = positiveList('runs', opts.runs)
 if (decode < 2) usage('--decode: at least 2 tokens (decode speed is over the tokens after the first)')
 
-interface LegKind { engine: 'ours' | 'llama.cpp', weights: string }
+/** A leg: ours with its kernel threads on the worker pool (or started per call: `ours:no-pool`), or llama.cpp on a GGUF. */
+interface LegKind { engine: 'ours' | 'llama.cpp', weights: string, pool?: 'on' | 'off' }
 const legKinds: LegKind[] = opts.legs.split(',').map((s) => {
-  if (s === 'ours') return { engine: 'ours', weights: 'checkpoint bf16, profile decoder' }
+  if (s === 'ours') return { engine: 'ours', weights: 'checkpoint bf16, profile decoder', pool: 'on' }
+  if (s === 'ours:no-pool') return { engine: 'ours', weights: 'checkpoint bf16, profile decoder', pool: 'off' }
   const m = /^llama\.cpp:(bf16|f32)$/.exec(s)
-  if (m === null) usage(`--legs: ${JSON.stringify(s)} is not ours, llama.cpp:bf16 or llama.cpp:f32`)
+  if (m === null) usage(`--legs: ${JSON.stringify(s)} is not ours, ours:no-pool, llama.cpp:bf16 or llama.cpp:f32`)
   return { engine: 'llama.cpp', weights: m[1] }
 })
 
@@ -117,7 +121,7 @@ async function startServer (kind: LegKind, threads: number): Promise<Server> {
     ? [...common, '--cache-dir', join(home, 'cache')]
     : [...common, '--engine', 'llama.cpp', '--gguf', await gguf(kind.weights as GgufWeightType), '--threads', String(threads), '--kv-cache-type', 'F32',
         '--context-size', String(maxSize + decode + 16)]
-  const env = { ...process.env, PD_KERNEL_THREADS: String(threads) }
+  const env = { ...process.env, PD_KERNEL_THREADS: String(threads), ...(kind.pool === undefined ? {} : { PD_KERNEL_POOL: kind.pool }) }
   const t0 = performance.now()
   const child = spawn(process.execPath, [join(REPO, 'bin', 'pd-bridge.mjs'), ...args], { stdio: ['ignore', 'pipe', 'inherit'], env })
   const ready = await new Promise<{ url: string }>((resolveReady, reject) => {
@@ -129,7 +133,7 @@ async function startServer (kind: LegKind, threads: number): Promise<Server> {
     })
     child.once('exit', (code) => reject(new Error(`the ${kind.engine} decoder exited with ${String(code)} before it was ready (log: ${home}/decoder.log)`)))
   })
-  const name = `${kind.engine}${kind.engine === 'ours' ? '' : ` ${kind.weights}`} ${threads}t`
+  const name = `${kind.engine}${kind.engine === 'ours' ? (kind.pool === 'off' ? ' no-pool' : '') : ` ${kind.weights}`} ${threads}t`
   return { name, engine: kind.engine, weights: kind.weights, threads, url: ready.url, child, home, loadS: (performance.now() - t0) / 1000 }
 }
 
@@ -188,7 +192,7 @@ const record = {
   host: { cpu: cpus()[0]?.model ?? 'unknown', cores: cpus().length, gpu: gpuName(), total_memory: totalmem(), node: process.version, our_kernels_isa: loadNativeKernels().isa },
   model: { preset, seed: EMBEDDED_DEFAULTS.seed, digest: checkpoint.digest, hidden_size: config.hidden_size, num_hidden_layers: config.num_hidden_layers, vocab_size: config.vocab_size },
   settings: { threads: threadCounts, sizes, decode_tokens: decode, runs, legs: legKinds, llama_cpp: { kv_cache_type: 'F32', flash_attention: false, binary: 'node-llama-cpp 3.22.1 prebuilt CPU (linux-x64)' }, clock: 'each server\'s own: pd_decoder.prefill_ms / decode_ms' },
-  servers: [] as Array<{ name: string, engine: string, weights: string, threads: number, load_s: number }>,
+  servers: [] as Array<{ name: string, engine: string, weights: string, threads: number, kernel_pool: string | null, load_s: number }>,
   measurements: [] as Array<Record<string, unknown>>,
   summary: [] as Array<Record<string, unknown>>,
 }
@@ -237,7 +241,7 @@ try {
     for (const threads of threadCounts) {
       const s = await startServer(kind, threads)
       servers.push(s)
-      record.servers.push({ name: s.name, engine: s.engine, weights: s.weights, threads: s.threads, load_s: s.loadS })
+      record.servers.push({ name: s.name, engine: s.engine, weights: s.weights, threads: s.threads, kernel_pool: kind.pool ?? null, load_s: s.loadS })
       console.error(`decoder-scaling: ${s.name} ready in ${s.loadS.toFixed(1)} s`)
     }
   }

@@ -10,9 +10,10 @@
 #   assets            make the preset's checkpoint and its bf16 and f32 GGUFs in $PD_SCALING_STATE
 #                     (default /tmp/pd-scaling-state: outside the checkout, so a later call on the
 #                     same warm machine reuses them)
-#   bench:S,S[@T,T]   prompt sizes S at threads T (default 2,16): ours, llama.cpp bf16 and llama.cpp
-#                     f32, two runs each, alternating (protocols/decoder-scaling/bench.ts)
-#   long:S[@T]        the same for long prompts, without the f32 GGUF (default threads 16)
+#   bench:S,S[@T,T]   prompt sizes S at threads T (default 2,16): ours (worker pool), ours without the
+#                     pool, llama.cpp bf16 and llama.cpp f32, two runs each, alternating
+#                     (protocols/decoder-scaling/bench.ts; PD_SCALING_LEGS picks other legs)
+#   long:S[@T]        the same for long prompts, ours and llama.cpp bf16 only (default threads 16)
 #   batch[:L][@T]     where a batched decode step goes (protocols/batch-step.ts): batches L (default
 #                     1,2,4,8) of 64-token sequences on our engine, at each thread count T (default 2,16)
 #   addons[@T]        pack.sh's baseline addon (PD_SCALING_BASELINE at pack time) against this tree's,
@@ -74,8 +75,8 @@ for step in "${steps[@]}"; do
       ;;
     bench|long)
       sizes=${arg%%@*}; threads=${arg#*@}; [ "$threads" = "$arg" ] && threads=
-      if [ "$name" = bench ]; then legs=ours,llama.cpp:bf16,llama.cpp:f32; threads=${threads:-2,16}
-      else legs=ours,llama.cpp:bf16; threads=${threads:-16}; fi
+      if [ "$name" = bench ]; then legs=${PD_SCALING_LEGS:-ours,ours:no-pool,llama.cpp:bf16,llama.cpp:f32}; threads=${threads:-2,16}
+      else legs=${PD_SCALING_LEGS:-ours,llama.cpp:bf16}; threads=${threads:-16}; fi
       timeout "$limit" node node_modules/tsx/dist/cli.mjs protocols/decoder-scaling/bench.ts --state-dir "$state" --preset "$preset" \
         --sizes "$sizes" --threads "$threads" --legs "$legs" --runs "$runs" --decode "$decode" --label "$(host_label)" \
         || log "bench $arg failed or ran out of time (the record keeps what was measured)"

@@ -26,6 +26,8 @@ export interface NativeKernels {
   /** The variants this build and CPU can run. */
   isas: KernelIsa[]
   minParallelWork: number
+  /** Chunks run on persistent workers (PD_KERNEL_POOL); absent in builds before the pool. */
+  threadPool?: boolean
   matmulF32 (x: Float32Array, m: number, k: number, w: Float32Array, n: number, out: Float32Array, roundBf16: boolean, order?: number): Float32Array
   matmulBf16 (x: Float32Array, m: number, k: number, w: Uint16Array, n: number, out: Float32Array, roundBf16: boolean, order?: number): Float32Array
   /** W [n, k] into strips of 16 rows (out: ceil(n / 16) * 16 * k codes). */
@@ -87,6 +89,7 @@ export function loadNativeKernels (path: string = DEFAULT_ADDON_PATH): NativeKer
       `native kernels ${path} have ABI version ${String(addon.abiVersion)}, expected ${EXPECTED_ABI_VERSION} (stale build): run npm run build:native`)
   }
   if (path === DEFAULT_ADDON_PATH) {
+    poolFromEnv()
     addon.setThreads(threadsFromEnv() ?? addon.getThreads())
     loaded = addon
   }
@@ -104,4 +107,16 @@ export function threadsFromEnv (env: NodeJS.ProcessEnv = process.env): number | 
     throw new PdBridgeError(`PD_KERNEL_THREADS: ${JSON.stringify(text)} is not an integer from 1 to 1024`)
   }
   return Number(text)
+}
+
+/**
+ * PD_KERNEL_POOL: `on` (chunks on persistent workers), `off` (threads started per call), or unset
+ * (on where the machine has 4 or more hardware threads). The addon reads it when it loads; this
+ * refuses any other value by name.
+ */
+export function poolFromEnv (env: NodeJS.ProcessEnv = process.env): 'on' | 'off' | undefined {
+  const text = env.PD_KERNEL_POOL
+  if (text === undefined || text === '') return undefined
+  if (text !== 'on' && text !== 'off') throw new PdBridgeError(`PD_KERNEL_POOL: ${JSON.stringify(text)} is not on or off (or unset)`)
+  return text
 }
