@@ -19,6 +19,7 @@ import { getKernelThreads, kernelParallelThreshold, matmulBf16 } from '../src/ke
 import { f32ToBf16 } from '../src/numerics/bf16.ts'
 import {
   affineDequantized, affineMatmul, affineMatmulNative, affineQuantize, bf16, MLX_CPU, mxfp8Matmul, mxfp8MatmulNative, mxfp8Quantize,
+  prepareAffine, prepareMxfp8,
 } from '../src/numerics/mlx-cpu/index.ts'
 import { helpAndExit, readOptions } from './bench-cli.ts'
 import { benchConfig, extraInt, parseBenchOptions } from '../verify/results/bench-options.ts'
@@ -136,6 +137,8 @@ async function main (): Promise<void> {
     const aq = affineQuantize(w, n, k, 8, 64)
     const aw = { codes: aq.codes, scales: aq.scales, biases: aq.biases, n, k, groupSize: 64 }
     const deq = affineDequantized(aw, MLX_CPU)
+    const pmx = prepareMxfp8(mxw)
+    const paf = prepareAffine(aw, MLX_CPU, deq)
     for (const m of [1, 128]) {
       const x = bf16Values(m * k, 8)
       const out = new Float32Array(m * n)
@@ -143,8 +146,8 @@ async function main (): Promise<void> {
       const used = threadsFor(m * n * k)
       const cases: Array<[string, () => void, number, number]> = [
         ['decoder matmulBf16 (profile order)', () => { matmulBf16(x, m, k, wb, n, out, { order: decoder.profile.matmulOrder }) }, used, 2],
-        ['mlx-cpu mxfp8 g32 native', () => { mxfp8MatmulNative(x, m, mxw) }, used, 1],
-        ['mlx-cpu affine-8 g64 native', () => { affineMatmulNative(x, m, aw, MLX_CPU, deq) }, used, 4],
+        ['mlx-cpu mxfp8 g32 native', () => { mxfp8MatmulNative(x, m, pmx) }, used, 1],
+        ['mlx-cpu affine-8 g64 native', () => { affineMatmulNative(x, m, paf) }, used, 4],
       ]
       if (m === 1) {
         cases.push(['mlx-cpu mxfp8 g32 TypeScript reference', () => { mxfp8Matmul(x, m, mxw) }, 1, 1])

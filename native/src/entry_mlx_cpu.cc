@@ -19,51 +19,48 @@ bool rounding_arg (const Napi::CallbackInfo& info, size_t index, int max, int* o
   return true;
 }
 
-// mlxMxfp8Matmul (x, m, k, codes, scales, n, e4m3, rounding, out): x [m, k], codes [n, k] (Uint8Array),
-// scales [n, k/32] (Uint8Array), e4m3 [256], out [m, n]; k a multiple of 32.
+// mlxMxfp8Matmul (x, m, k, wt, st, n, rounding, out): x [m, k], wt [k, n] decoded e4m3 values,
+// st [k/32, n] scales, out [m, n]; k a multiple of 32.
 Napi::Value MlxMxfp8MatmulEntry (const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   size_t m = 0, k = 0, n = 0;
   int rounding = 0;
   const auto x = typed_array<float>(info, 0, napi_float32_array, "x", "Float32Array");
   if (!x.ok || !size_arg(info, 1, "m", &m) || !size_arg(info, 2, "k", &k)) return env.Undefined();
-  const auto codes = typed_array<uint8_t>(info, 3, napi_uint8_array, "codes", "Uint8Array");
-  if (!codes.ok) return env.Undefined();
-  const auto scales = typed_array<uint8_t>(info, 4, napi_uint8_array, "scales", "Uint8Array");
-  if (!scales.ok || !size_arg(info, 5, "n", &n)) return env.Undefined();
-  const auto e4m3 = typed_array<float>(info, 6, napi_float32_array, "e4m3", "Float32Array");
-  if (!e4m3.ok || !rounding_arg(info, 7, 7, &rounding)) return env.Undefined();
-  const auto out = typed_array<float>(info, 8, napi_float32_array, "out", "Float32Array");
+  const auto wt = typed_array<float>(info, 3, napi_float32_array, "wt", "Float32Array");
+  if (!wt.ok) return env.Undefined();
+  const auto st = typed_array<float>(info, 4, napi_float32_array, "st", "Float32Array");
+  if (!st.ok || !size_arg(info, 5, "n", &n) || !rounding_arg(info, 6, 7, &rounding)) return env.Undefined();
+  const auto out = typed_array<float>(info, 7, napi_float32_array, "out", "Float32Array");
   if (!out.ok) return env.Undefined();
   if (k % 32 != 0) {
     Napi::RangeError::New(env, "k must be a multiple of 32 (the mxfp8 group)").ThrowAsJavaScriptException();
     return env.Undefined();
   }
-  if (!check_length(env, "x", x.length, m, k, "m x k") || !check_length(env, "codes", codes.length, n, k, "n x k") ||
-      !check_length(env, "scales", scales.length, n, k / 32, "n x k/32") ||
-      !check_length(env, "e4m3", e4m3.length, 256, 1, "256 x 1") || !check_length(env, "out", out.length, m, n, "m x n")) {
+  if (!check_length(env, "x", x.length, m, k, "m x k") || !check_length(env, "wt", wt.length, k, n, "k x n") ||
+      !check_length(env, "st", st.length, k / 32, n, "k/32 x n") || !check_length(env, "out", out.length, m, n, "m x n")) {
     return env.Undefined();
   }
-  mlx_mxfp8_matmul(x.data, m, k, codes.data, scales.data, n, e4m3.data, rounding, out.data, threads_for(m * n * k));
-  return info[8];
+  mlx_mxfp8_matmul(x.data, m, k, wt.data, st.data, n, rounding, out.data, threads_for(m * n * k));
+  return info[7];
 }
 
-// mlxAffineMatmul (x, m, k, w, n, rounding, out): x [m, k], w [n, k] dequantized, out [m, n].
+// mlxAffineMatmul (x, m, k, wt, n, rounding, out): x [m, k], wt [k, n] dequantized, out [m, n].
 Napi::Value MlxAffineMatmulEntry (const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   size_t m = 0, k = 0, n = 0;
   int rounding = 0;
   const auto x = typed_array<float>(info, 0, napi_float32_array, "x", "Float32Array");
   if (!x.ok || !size_arg(info, 1, "m", &m) || !size_arg(info, 2, "k", &k)) return env.Undefined();
-  const auto w = typed_array<float>(info, 3, napi_float32_array, "w", "Float32Array");
-  if (!w.ok || !size_arg(info, 4, "n", &n) || !rounding_arg(info, 5, 3, &rounding)) return env.Undefined();
+  const auto wt = typed_array<float>(info, 3, napi_float32_array, "wt", "Float32Array");
+  if (!wt.ok || !size_arg(info, 4, "n", &n) || !rounding_arg(info, 5, 3, &rounding)) return env.Undefined();
   const auto out = typed_array<float>(info, 6, napi_float32_array, "out", "Float32Array");
   if (!out.ok) return env.Undefined();
-  if (!check_length(env, "x", x.length, m, k, "m x k") || !check_length(env, "w", w.length, n, k, "n x k") ||
+  if (!check_length(env, "x", x.length, m, k, "m x k") || !check_length(env, "wt", wt.length, k, n, "k x n") ||
       !check_length(env, "out", out.length, m, n, "m x n")) {
     return env.Undefined();
   }
-  mlx_affine_matmul(x.data, m, k, w.data, n, rounding, out.data, threads_for(m * n * k));
+  mlx_affine_matmul(x.data, m, k, wt.data, n, rounding, out.data, threads_for(m * n * k));
   return info[6];
 }
 

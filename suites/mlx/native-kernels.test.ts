@@ -5,7 +5,7 @@
 import { afterAll, describe, expect, it } from 'vitest'
 import { loadNativeKernels } from '../../src/kernels/native.ts'
 import {
-  affineDequantized, affineMatmul, affineMatmulNative, bf16, MLX_CPU, mxfp8Matmul, mxfp8MatmulNative,
+  affineDequantized, affineMatmul, affineMatmulNative, bf16, MLX_CPU, mxfp8Matmul, mxfp8MatmulNative, prepareAffine, prepareMxfp8,
   type AffineWeight, type Mxfp8Weight, type RoundingPoints, type RoundTo,
 } from '../../src/numerics/mlx-cpu/index.ts'
 
@@ -80,16 +80,16 @@ describe('mlx-cpu quantized matmuls: native = TypeScript reference, bit for bit'
     const bad: string[] = []
     for (let mask = 0; mask < 8; mask++) {
       const p = points(mask)
-      const d = differing(mxfp8MatmulNative(x, m, mx, p), mxfp8Matmul(x, m, mx, p))
+      const d = differing(mxfp8MatmulNative(x, m, prepareMxfp8(mx), p), mxfp8Matmul(x, m, mx, p))
       if (d !== 0) bad.push(`mxfp8 mask ${mask}: ${d}/${m * n}`)
       if (mask < 4) {
-        const e = differing(affineMatmulNative(x, m, af, p), affineMatmul(x, m, af, p))
+        const e = differing(affineMatmulNative(x, m, prepareAffine(af, p), p), affineMatmul(x, m, af, p))
         if (e !== 0) bad.push(`affine mask ${mask}: ${e}/${m * n}`)
       }
     }
     expect(bad).toEqual([])
     // The hard inputs did reach the outputs: some are NaN or infinite.
-    const out = mxfp8MatmulNative(x, m, mx)
+    const out = mxfp8MatmulNative(x, m, prepareMxfp8(mx))
     expect(out.some((v) => !Number.isFinite(v))).toBe(true)
   })
 
@@ -104,20 +104,25 @@ describe('mlx-cpu quantized matmuls: native = TypeScript reference, bit for bit'
     const deq = affineDequantized(af)
     const refMx = mxfp8Matmul(x, m, mx)
     const refAf = affineMatmul(x, m, af, MLX_CPU, deq)
+    const pmx = prepareMxfp8(mx)
+    const paf = prepareAffine(af, MLX_CPU, deq)
     const bad: string[] = []
     for (const t of [1, 2, 3, 7]) {
       addon.setThreads(t)
-      const a = differing(mxfp8MatmulNative(x, m, mx), refMx)
-      const b = differing(affineMatmulNative(x, m, af, MLX_CPU, deq), refAf)
+      const a = differing(mxfp8MatmulNative(x, m, pmx), refMx)
+      const b = differing(affineMatmulNative(x, m, paf), refAf)
       if (a + b !== 0) bad.push(`${t} threads: mxfp8 ${a}, affine ${b}`)
     }
     expect(bad).toEqual([])
   })
 
   it('refuses mismatched sizes before any work', () => {
-    const mx = mxWeight(4, 64, 7, false)
+    const mx = prepareMxfp8(mxWeight(4, 64, 7, false))
     expect(() => mxfp8MatmulNative(new Float32Array(10), 1, mx)).toThrow(/x holds 10 values, fewer than 1 x 64/)
     const af = affineWeight(4, 64, 8)
-    expect(() => affineMatmulNative(new Float32Array(64), 1, af, MLX_CPU, new Float32Array(3))).toThrow(/dequantized weight holds 3 values, not 4 x 64/)
+    expect(() => prepareAffine(af, MLX_CPU, new Float32Array(3))).toThrow(/dequantized weight holds 3 values, not 4 x 64/)
+    // The addon's own checks, past the TypeScript ones: a weight of the wrong size is a RangeError, not a read outside it.
+    const raw = (loadNativeKernels() as unknown as { mlxAffineMatmul: (...a: unknown[]) => unknown }).mlxAffineMatmul
+    expect(() => raw(new Float32Array(64), 1, 64, new Float32Array(100), 4, 3, new Float32Array(4))).toThrow(/wt has 100 elements, expected k x n = 64 x 4/)
   })
 })

@@ -15,8 +15,9 @@ import { LayerCache, type CompressorState } from '../../model/engine/cache.ts'
 import { layerCacheLayout, type LayerCacheLayout } from '../../model/engine/cache-layout.ts'
 import type { LayerType } from '../../model/config.ts'
 import { bf16 } from '../../numerics/mlx-cpu/bf16-round.ts'
-import { affineMatmulNative, mxfp8MatmulNative } from '../../numerics/mlx-cpu/native.ts'
-import { affineDequantized } from '../../numerics/mlx-cpu/quantized-matmul.ts'
+import {
+  affineMatmulNative, mxfp8MatmulNative, prepareAffine, prepareMxfp8, type PreparedAffine, type PreparedMxfp8,
+} from '../../numerics/mlx-cpu/native.ts'
 import { mlxRmsNormRows } from '../../numerics/mlx-cpu/rms-norm.ts'
 import { mlxRopeRow } from '../../numerics/mlx-cpu/rope.ts'
 import { rounder } from '../../numerics/mlx-cpu/rounding-points.ts'
@@ -27,14 +28,15 @@ import type { MlxCompressorWeights, MlxCpuLayerWeights } from './weights.ts'
 /** A compressor's weights with what does not depend on the input formed once. */
 interface PreparedPool {
   w: MlxCompressorWeights
-  kvDequantized: Float32Array
-  gateDequantized: Float32Array
+  kv: PreparedAffine
+  gate: PreparedAffine
   inv: Float32Array
 }
 
 /** The capture hook's view of a layer's kv path (src/capture/kv-path.ts): MLX's arithmetic. */
 export class MlxCpuKvLayer {
   private readonly windowInv: Float32Array
+  private readonly wkv: PreparedMxfp8
   private readonly pools: PreparedPool[]
   private readonly layout: LayerCacheLayout
 
@@ -43,6 +45,7 @@ export class MlxCpuKvLayer {
     this.layout = layerCacheLayout(type, dims)
     const ratio = cfg.compressRatios[layer]
     this.windowInv = windowInvFreqs(cfg, ratio)
+    this.wkv = prepareMxfp8(weights.wkv)
     const ws = [weights.compressor, weights.indexerCompressor].filter((c): c is MlxCompressorWeights => c !== null)
     if (ws.length !== this.layout.pools.length) throw new PdBridgeError(`mlx-cpu cache path: layer ${layer} has ${ws.length} compressors, a ${type} layer ${this.layout.pools.length}`)
     this.pools = ws.map((w, j) => {
@@ -52,8 +55,8 @@ export class MlxCpuKvLayer {
       }
       return {
         w,
-        kvDequantized: affineDequantized(w.wkv, cfg.rounding),
-        gateDequantized: affineDequantized(w.wgate, cfg.rounding),
+        kv: prepareAffine(w.wkv, cfg.rounding),
+        gate: prepareAffine(w.wgate, cfg.rounding),
         inv: poolInvFreqs(cfg, w.ratio, w.dim),
       }
     })
@@ -70,7 +73,7 @@ export class MlxCpuKvLayer {
    * first, as `astype(bfloat16)` would.
    */
   updateCache (x: Float32Array, n: number, start: number, cache: LayerCache): void {
-    const { cfg, weights: lw } = this
+    const { cfg } = this
     const h = cfg.hiddenSize
     const d = cfg.headDim
     const xb = new Float32Array(n * h)
@@ -78,14 +81,14 @@ export class MlxCpuKvLayer {
     // Only the rows the window keeps need their norm and rope (both are per row).
     const keep = Math.min(n, cache.windowRowsMax)
     const from = n - keep
-    const kv = mlxRmsNormRows(mxfp8MatmulNative(xb.subarray(from * h), keep, lw.wkv, cfg.rounding), d, lw.kvNorm, cfg.rmsNormEps, cfg.rounding)
+    const kv = mlxRmsNormRows(mxfp8MatmulNative(xb.subarray(from * h), keep, this.wkv, cfg.rounding), d, this.weights.kvNorm, cfg.rmsNormEps, cfg.rounding)
     for (let r = 0; r < keep; r++) mlxRopeRow(kv, r * d, this.windowInv, start + from + r, cfg.rounding)
     cache.pushWindow(kv, keep)
     const states = [cache.compressor, cache.indexer].filter((s): s is CompressorState => s !== null)
     states.forEach((state, j) => {
       const p = this.pools[j]
-      const pkv = affineMatmulNative(xb, n, p.w.wkv, cfg.rounding, p.kvDequantized)
-      const pgate = affineMatmulNative(xb, n, p.w.wgate, cfg.rounding, p.gateDequantized)
+      const pkv = affineMatmulNative(xb, n, p.kv, cfg.rounding)
+      const pgate = affineMatmulNative(xb, n, p.gate, cfg.rounding)
       this.feedPool(state, p, pkv, pgate, n)
     })
   }
