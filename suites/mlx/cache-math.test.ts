@@ -19,6 +19,7 @@ import type { LayerCache } from '../../src/model/engine/cache.ts'
 import { getProfile } from '../../src/model/profiles/index.ts'
 import { f32ToBf16 } from '../../src/numerics/bf16.ts'
 import { Geometry } from '../../src/wire/geometry.ts'
+import { cli } from '../dump/helpers.ts'
 
 const WEIGHTS = new URL('../../harness/fixtures/mlx/tiny-mxq-cache-weights.safetensors', import.meta.url).pathname
 
@@ -184,5 +185,25 @@ describe('dump --profile mlx-cpu', () => {
       compared++
     }
     expect(compared).toBeGreaterThan(cfg.numHiddenLayers)
+  })
+})
+
+describe('the CLI', () => {
+  it('dump --profile mlx-cpu runs; a bad cache math or profile name is refused naming the choices', async () => {
+    const tokens = join(root, 'tokens.json')
+    writeFileSync(tokens, JSON.stringify([5, 9, 14, 3, 77, 2, 8, 40, 41, 11]))
+    const [badMath, dumped, badProfile] = await Promise.all([
+      cli('export-weights', '--model', model, '--profile', 'decoder', '--cache-math', 'metal', '--out', join(root, 'never')),
+      cli('dump', '--model', model, '--tokens', tokens, '--profile', 'mlx-cpu', '--out', join(root, 'dump.safetensors')),
+      cli('dump', '--model', model, '--tokens', tokens, '--profile', 'mlx', '--out', join(root, 'never.safetensors')),
+    ])
+    expect(badMath.code).toBe(2)
+    expect(badMath.stderr).toMatch(/--cache-math must be one of decoder, mlx-cpu, got "metal"/)
+    expect(dumped.code, dumped.stderr).toBe(0)
+    expect(dumped.stdout).toMatch(/profile mlx-cpu/)
+    const { metadata } = await readSafetensors(join(root, 'dump.safetensors'))
+    expect(metadata).toMatchObject({ cache_math: 'mlx-cpu', forward_profile: 'decoder' })
+    expect(badProfile.code).toBe(2)
+    expect(badProfile.stderr).toMatch(/unknown numerics profile "mlx"; known: .*; or mlx-cpu/)
   })
 })

@@ -14,6 +14,17 @@ function parseCount (flag: string, text: string): number {
   return Number(text)
 }
 
+/** A numerics profile's name, or the refusal naming mlx-cpu beside the profiles. */
+function profileName (name: string): string {
+  try {
+    return getProfile(name).name
+  }
+  catch (err) {
+    if (err instanceof Error) err.message += `; or ${MLX_CPU_DUMP_PROFILE} (the caches by MLX's CPU arithmetic)`
+    throw err
+  }
+}
+
 interface DumpFlags {
   model: string
   tokens: string
@@ -39,7 +50,7 @@ export const dumpCommand = new Command('dump')
   .action(async (opts: DumpFlags) => {
     const started = performance.now()
     const mlx = opts.profile === MLX_CPU_DUMP_PROFILE
-    const profile = mlx ? MLX_CPU_DUMP_PROFILE : getProfile(opts.profile).name
+    const profile = mlx ? MLX_CPU_DUMP_PROFILE : profileName(opts.profile)
     const split = opts.split === undefined ? undefined : parseCount('--split', opts.split)
     const greedy = opts.greedy === undefined ? 0 : parseCount('--greedy', opts.greedy)
     await checkDumpTarget(opts.out, opts.force === true)
