@@ -18,7 +18,7 @@ export interface BlockTarget {
 }
 
 /** The sidecar fields the writer checks and uses. */
-export type WriterSidecarJson = Pick<SidecarJson, 'profile' | 'ropeParameters' | 'maxPositionEmbeddings' | 'slidingWindow' | 'blockSize' | 'layers' | 'headDim' | 'indexHeadDim' | 'compressRates'>
+export type WriterSidecarJson = Pick<SidecarJson, 'profile' | 'ropeParameters' | 'maxPositionEmbeddings' | 'slidingWindow' | 'blockSize' | 'layers' | 'headDim' | 'indexHeadDim' | 'compressRates' | 'cacheMath'>
 
 /**
  * Refuse a capture whose sidecar does not describe the target's decoder, naming what differs:
