@@ -5,7 +5,7 @@
 //   - the capture hook's whole kv path over T tokens of every layer, `decoder` (the profile's own
 //     sidecar, as the stack exports it) and `mlx-cpu` (export-weights --cache-math mlx-cpu), fed the
 //     same attention inputs (bf16 values), the median of --replays timed passes each, interleaved;
-//   - the kv projection at a V4 width (k = 4096, n = 512; m = 1 and 128): the decoder profile's
+//   - the kv projection at a V4 width (k = 4096, n = 512; m = 1 and 16): the decoder profile's
 //     matmulBf16, the mlx-cpu mxfp8 and affine kernels in native code, and their TypeScript
 //     references (m = 1 only: they are scalar loops).
 // Nothing here is asserted: times depend on the machine and on whatever else it is running.
@@ -69,7 +69,7 @@ function bf16Values (n: number, seed: number, scale = 1): Float32Array {
 }
 
 async function tiny (name: string, fn: () => void): Promise<{ ms: number, samples: number }> {
-  const bench = new Bench({ time: TIME_MS, warmupTime: 100 })
+  const bench = new Bench({ time: TIME_MS, warmupTime: 100, iterations: 5 })
   bench.add(name, fn)
   await bench.run()
   const r = bench.tasks[0].result
@@ -139,7 +139,7 @@ async function main (): Promise<void> {
     const deq = affineDequantized(aw, MLX_CPU)
     const pmx = prepareMxfp8(mxw)
     const paf = prepareAffine(aw, MLX_CPU, deq)
-    for (const m of [1, 128]) {
+    for (const m of [1, 16]) {
       const x = bf16Values(m * k, 8)
       const out = new Float32Array(m * n)
       const f = 2 * m * n * k
