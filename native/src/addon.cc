@@ -187,6 +187,7 @@ static Napi::Object Init (Napi::Env env, Napi::Object exports) {
   exports.Set("mxRoundTrip", Napi::Function::New(env, pdb::MxRoundTripEntry, "mxRoundTrip"));
   exports.Set("decodeBf16Array", Napi::Function::New(env, pdb::DecodeBf16ArrayEntry, "decodeBf16Array"));
   exports.Set("exactBf16Codes", Napi::Function::New(env, pdb::ExactBf16CodesEntry, "exactBf16Codes"));
+  pdb::RegisterMlxCpu(env, exports);
   exports.Set("setThreads", Napi::Function::New(env, SetThreads, "setThreads"));
   exports.Set("getThreads", Napi::Function::New(env, GetThreads, "getThreads"));
   exports.Set("measurePeakGflops", Napi::Function::New(env, MeasurePeakGflops, "measurePeakGflops"));
