@@ -60,6 +60,9 @@ ${prefillEngineUsage(25)}  --url URL              a deployment's bridged front d
                          --seed or --max-tokens); one run record per pair, the leg moved to paired/
   --legs DIR             where --alone-only writes and --pair-apart reads (default: legs/ in the
                          state directory, which outlives the checkout on a lent machine)
+  --stream-blocks        the embedded stack's front door writes blocks while the engine runs
+                         (capture.streamBlocks; the engine must say stream_blocks in its /health,
+                         else it falls back to writing after the seal); records carry stream timings
   --runs DIR             where run records go (default results/runs in this checkout)
   --micro DIR            micro-benchmark records for the report (default micro/ next to --runs)
   --out DIR              where RESULTS.md, report.html and the charts go (default results/ in this
@@ -76,7 +79,7 @@ checkArgv('cold-bench', argv, {
   sizes: 'string', repeats: 'string', seed: 'string', 'max-tokens': 'string', url: 'string', 'native-url': 'string',
   runs: 'string', micro: 'string', out: 'string', generate: 'negatable', preset: 'string', 'block-size': 'string', decoder: 'string',
   'state-dir': 'string', 'leg-timeout-s': 'string', model: 'string', 'stop-unless-complete': 'boolean', 'bridged-only': 'boolean',
-  'alone-only': 'boolean', 'pair-apart': 'boolean', legs: 'string', ...PREFILL_ENGINE_FLAGS,
+  'alone-only': 'boolean', 'pair-apart': 'boolean', legs: 'string', 'stream-blocks': 'boolean', ...PREFILL_ENGINE_FLAGS,
 })
 
 function fail (message) {
@@ -115,6 +118,7 @@ const opts = {
   bridgedOnly: argv['bridged-only'] === true,
   aloneOnly: argv['alone-only'] === true,
   pairApart: argv['pair-apart'] === true,
+  streamBlocks: argv['stream-blocks'] === true,
   legs: argv.legs === undefined ? undefined : resolve(String(argv.legs)),
   torchFlags: prefillEngineFlags('cold-bench', argv, argv.url !== undefined),
 }
@@ -270,6 +274,10 @@ function bridgedLeg (leg) {
     bridgedTokens: b.bridged_tokens ?? 0,
     stagesMs: { enginePrefill: num(t.engine_prefill), transfer: num(t.transfer), assembly: num(t.assembly), blockWrite: num(t.block_write), decoderTtft: num(t.decoder_ttft), bridgeTotal: num(t.bridge_total) },
     bytes: { capture: bytes.capture ?? 0, fetched: bytes.fetched ?? 0, blocks: bytes.blocks ?? 0 },
+    // Blocks written while the engine ran: how far the writes overlapped the engine.
+    ...(b.stream === undefined
+      ? {}
+      : { stream: { blocksBeforeSeal: b.stream.blocks_before_seal, blocks: b.blocks?.bridged ?? 0, captureMs: num(t.capture), firstBlockMs: num(t.first_block), afterSealMs: num(t.after_seal) } }),
   }
 }
 
@@ -348,7 +356,7 @@ try {
     const stateDir = resolveStateDir(opts.stateDir)
     say(`starting the embedded stack (${opts.preset}, blocks of ${opts.blockSize}) in ${stateDir}`)
     stack = await startEmbeddedStack({
-      stateDir, preset: opts.preset, seed: EMBEDDED_DEFAULTS.seed, blockSize: opts.blockSize, port: 0, torchPrefill, decoderEngine,
+      stateDir, preset: opts.preset, seed: EMBEDDED_DEFAULTS.seed, blockSize: opts.blockSize, port: 0, torchPrefill, decoderEngine, ...(opts.streamBlocks ? { streamBlocks: true } : {}),
       onEvent: (e) => { if (e.kind === 'ready') pids.set(e.name, e.pid) },
       onDeath: (message) => say(`a child died: ${message}`),
     })

@@ -168,6 +168,7 @@ static Napi::Object Init (Napi::Env env, Napi::Object exports) {
   exports.Set("isa", Napi::String::New(env, pdb::kernels().name));
   exports.Set("isas", isas);
   exports.Set("minParallelWork", Napi::Number::New(env, double(pdb::kMinParallelWork)));
+  exports.Set("threadPool", Napi::Boolean::New(env, pdb::kernel_pool_on()));
   exports.Set("matmulF32", Napi::Function::New(env, MatmulF32, "matmulF32"));
   exports.Set("matmulBf16", Napi::Function::New(env, MatmulBf16, "matmulBf16"));
   exports.Set("packStripsF32", Napi::Function::New(env, PackStripsF32, "packStripsF32"));
@@ -186,6 +187,7 @@ static Napi::Object Init (Napi::Env env, Napi::Object exports) {
   exports.Set("mxRoundTrip", Napi::Function::New(env, pdb::MxRoundTripEntry, "mxRoundTrip"));
   exports.Set("decodeBf16Array", Napi::Function::New(env, pdb::DecodeBf16ArrayEntry, "decodeBf16Array"));
   exports.Set("exactBf16Codes", Napi::Function::New(env, pdb::ExactBf16CodesEntry, "exactBf16Codes"));
+  pdb::RegisterMlxCpu(env, exports);
   exports.Set("setThreads", Napi::Function::New(env, SetThreads, "setThreads"));
   exports.Set("getThreads", Napi::Function::New(env, GetThreads, "getThreads"));
   exports.Set("measurePeakGflops", Napi::Function::New(env, MeasurePeakGflops, "measurePeakGflops"));

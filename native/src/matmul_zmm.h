@@ -87,10 +87,9 @@ inline void tile_any (const float* xp, size_t pair_stride, size_t k0, size_t kc,
   }
 }
 
-// x [m, k] into row pairs over k8 = k - k % 8 (pair p at xp + p * k8 * 2).
-inline void pack_pairs (const float* x, size_t m, size_t k, size_t k8, float* xp) {
-  const size_t pairs = (m + 1) / 2;
-  for (size_t p = 0; p < pairs; p++) {
+// Pairs [p0, p1) of x [m, k] into row pairs over k8 = k - k % 8 (pair p at xp + p * k8 * 2).
+inline void pack_pairs (const float* x, size_t m, size_t k, size_t k8, float* xp, size_t p0, size_t p1) {
+  for (size_t p = p0; p < p1; p++) {
     const float* r0 = x + (2 * p) * k;
     const float* r1 = 2 * p + 1 < m ? r0 + k : nullptr;
     float* d = xp + p * k8 * 2;
@@ -206,7 +205,10 @@ void matmul (const float* x, size_t m, size_t k, const typename W::Code* w, size
   Scratch& scratch = call_scratch();
   scratch.resize(pairs * k8 * 2 + chunks * (lanes_floats + wp_floats));
   float* xp = scratch.data();
-  pack_pairs(x, m, k, k8, xp);
+  // The copy of x is split between the threads too (by pairs: a pure copy, nothing is summed), or
+  // at prefill sizes the one thread copying would hold up the others.
+  const int pack_threads = m * k >= kMinParallelWork / 4 ? threads : 1;
+  parallel_ranges(pairs, 4, pack_threads, [&](size_t p0, size_t p1) { pack_pairs(x, m, k, k8, xp, p0, p1); });
   float* slots = xp + pairs * k8 * 2;
   struct Call {
     const float* x; const float* xp; size_t m, k; const typename W::Code* w; size_t n; float* y; bool to_bf16;

@@ -14,6 +14,9 @@ constexpr size_t kMinParallelWork = size_t(1) << 20;
 int kernel_threads ();
 void set_kernel_threads (int n);
 
+// Whether chunks run on the persistent workers (thread_pool.h) or on threads started per call.
+bool kernel_pool_on ();
+
 // Run body(begin, end) over [0, count) split into contiguous chunks whose boundaries are
 // multiples of `grain`, one chunk per thread, on at most `threads` threads (the caller's
 // thread runs the first chunk). If a thread cannot be started its chunk runs on the caller.

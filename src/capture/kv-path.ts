@@ -7,16 +7,24 @@ import type { Tensor } from '../formats/safetensors/index.ts'
 import { viewAs } from '../formats/safetensors/index.ts'
 import { matmulBf16, matmulF32 } from '../kernels/index.ts'
 import { Attention, type AttentionShape } from '../model/engine/attention.ts'
+import type { LayerCache } from '../model/engine/cache.ts'
 import type { WeightSource } from '../model/engine/attention-weights.ts'
 import { modelNumerics } from '../model/engine/numerics.ts'
 import type { MatmulOrder, NumericsProfile } from '../model/profiles/index.ts'
 import type { Linear } from '../model/weights/index.ts'
 import { sidecarRope, type SidecarJson } from '../wire/sidecar-format.ts'
+import { buildMlxCpuKvPath } from './mlx-cpu/kv-path.ts'
 
-/** The sidecar's decoder as the capture computes with it: one Attention per layer, of which only the cache update runs. */
+/** One layer's kv path: an empty cache, and the cache update from attention input rows (Attention's, or MLX's arithmetic). */
+export interface KvPathLayer {
+  makeCache: () => LayerCache
+  updateCache: (x: Float32Array, n: number, start: number, cache: LayerCache) => unknown
+}
+
+/** The sidecar's decoder as the capture computes with it: one kv path per layer, of which only the cache update runs. */
 export interface KvPathModel {
   profile: NumericsProfile
-  layers: Attention[]
+  layers: KvPathLayer[]
   hiddenSize: number
   maxPositionEmbeddings: number
 }
@@ -53,8 +61,13 @@ function sidecarWeights (tensors: ReadonlyMap<string, Tensor>, order: MatmulOrde
   }
 }
 
-/** Assemble the kv path of `json` from its weights (tensor name -> tensor, already shape-checked). */
-export function buildKvPath (json: SidecarJson, tensors: ReadonlyMap<string, Tensor>): KvPathModel {
+/**
+ * Assemble the kv path of `json` from its weights (tensor name -> tensor, already shape-checked;
+ * `metadata`: the weights file's): the decoder profile's own, or MLX's arithmetic when the
+ * sidecar's cache math is mlx-cpu.
+ */
+export function buildKvPath (json: SidecarJson, tensors: ReadonlyMap<string, Tensor>, metadata: Record<string, string> = {}): KvPathModel {
+  if (json.cacheMath !== undefined) return buildMlxCpuKvPath(json, tensors, metadata)
   const profile = json.profile
   const source = sidecarWeights(tensors, profile.matmulOrder)
   const numerics = modelNumerics(profile, { rope: sidecarRope(json), headDim: json.headDim, ropeDim: json.ropeDim })

@@ -14,6 +14,7 @@ import { boundariesUpTo, boundarySnapshotValues } from './boundary.ts'
 import { HELD_BYTES_PER_VALUE, heldBytes as heldBytesOf, sealPoint, type LiveLayer } from './budget.ts'
 import { PoolingHook } from './hook.ts'
 import { LayerSpill, removeSpillDir } from './spill.ts'
+import { SegmentPublisher } from './segments.ts'
 import { boundaryTensors } from '../wire/boundary.ts'
 import { encodeLayerFile, layerFileMetadata, writeFileAtomicSync } from '../wire/layer-file.ts'
 import { poolTensorNames } from '../model/engine/cache-layout.ts'
@@ -54,6 +55,13 @@ export interface CaptureSessionOptions {
    * a capture always streams (`spill`), since the rows below P are the decoder's already.
    */
   resume?: ModelCache
+  /**
+   * Publish block segments while the engine runs (segments.ts, wire/segment-file.ts): after each
+   * chunk (`flush`), one file per block whose boundary every layer has passed, listed in
+   * segments.json, so blocks can be written before the capture is sealed. The layer files and the
+   * manifest are the same either way.
+   */
+  segments?: boolean
 }
 
 /** Payload and memory figures of a session. */
@@ -82,6 +90,8 @@ export interface CaptureReport {
   spill: boolean
   /** Bytes that went through the spill files (float32 values, as computed). */
   spilledBytes: number
+  /** Block segments published while the engine ran (0 without `segments`). */
+  segmentsPublished: number
 }
 
 /** A layer cache's pools by name (the main compressor, then a CSA layer's indexer). */
@@ -117,6 +127,8 @@ export class CaptureSession {
   private spilledBytes = 0
   /** P of a continued (warm-extended) capture, else undefined. */
   readonly startToken: number | undefined
+  /** Block segments published as every layer passes a boundary, or null without `segments`. */
+  private readonly segments: SegmentPublisher | null
 
   private constructor (
     private readonly sidecar: Sidecar,
@@ -127,6 +139,7 @@ export class CaptureSession {
     private readonly budget: number | undefined,
     spill: boolean,
     resume: ModelCache | undefined,
+    segments: boolean,
   ) {
     this.startToken = resume?.tokenCount
     this.spills = spill || resume !== undefined ? sidecar.json.layers.map((_, i) => LayerSpill.open(dir, i)) : null
@@ -135,8 +148,16 @@ export class CaptureSession {
       : (layer: number, snapshot: Parameters<typeof boundaryTensors>[1]) => {
           const sp = this.spillOf(layer)
           for (const [name, t] of boundaryTensors(layer, snapshot)) sp.addTensor(name, t)
+          this.segments?.addSnapshot(layer, snapshot)
         }
     this.hook = new PoolingHook(sidecar.kvPath, { blockSize: sidecar.json.blockSize, onBoundary, resume })
+    this.segments = !segments
+      ? null
+      : new SegmentPublisher({
+        dir, requestId, blockSize: sidecar.json.blockSize, firstBlock: (resume?.tokenCount ?? 0) / sidecar.json.blockSize,
+        fingerprint: sidecar.fingerprint, profile: sidecar.profile.name, bf16: sidecar.profile.activations === 'bf16',
+        layers: sidecar.json.layers.map((_, i) => this.hook.layerCache(i)),
+      })
     if (this.spills !== null) {
       // A layer file always has its pools' compressed_kv, [0, dim] before the first entry.
       this.spills.forEach((sp, i) => {
@@ -182,7 +203,7 @@ export class CaptureSession {
       requestId: opts.requestId, tokenCount, sidecarFingerprint: sidecar.fingerprint, profile: sidecar.profile.name,
       numLayers: sidecar.numLayers, memoryBudgetBytes, tokensSha256, startToken: resume?.tokenCount,
     })
-    return new CaptureSession(sidecar, dir, opts.requestId, tokenCount, memoryBudgetBytes, opts.spill === true, resume)
+    return new CaptureSession(sidecar, dir, opts.requestId, tokenCount, memoryBudgetBytes, opts.spill === true, resume, opts.segments === true)
   }
 
   /** T' : tokenCount until the budget seals a shorter prefix. The engine may stop feeding past it. */
@@ -192,14 +213,15 @@ export class CaptureSession {
 
   /** Cache bytes held in memory now (layers not yet written; streaming: what has not gone to the spill). */
   get heldBytes (): number {
-    if (this.spills === null) return heldBytesOf(this.liveLayers())
+    const segments = this.segments?.heldBytes ?? 0
+    if (this.spills === null) return heldBytesOf(this.liveLayers()) + segments
     let values = 0
     this.geometries.forEach((g, i) => {
       if (this.written[i]) return
       values += layerResidentValues(g, this.hook.position(i))
       for (const [, pool] of pools(this.hook.layerCache(i))) values += pool.entries.heldView().length
     })
-    return values * HELD_BYTES_PER_VALUE
+    return values * HELD_BYTES_PER_VALUE + segments
   }
 
   /** The most cache bytes held at once so far. */
@@ -253,7 +275,11 @@ export class CaptureSession {
       if (cut < this.sealed && cut < reach) this.sealed = cut
       reach = Math.min(reach, this.sealed)
     }
-    if (reach > startPos) this.hook.feed(layer, startPos, rows, reach - startPos)
+    if (reach > startPos) {
+      this.hook.feed(layer, startPos, rows, reach - startPos)
+      // Before the rows spill and before the layer may be written and released below.
+      this.segments?.take(layer, this.spills === null ? this.hook.boundaries(layer) : null, this.hook.layerCache(layer))
+    }
     this.frontier = Math.max(this.frontier, this.hook.position(layer))
     this.notePeak()
     if (this.spills !== null) this.spillRows(layer)
@@ -350,11 +376,14 @@ export class CaptureSession {
     this.listed += add.length
   }
 
-  /** Wait until every landed layer file is listed in the manifest (call between engine chunks). */
+  /**
+   * Publish the block segments every layer has reached (with `segments`), then wait until every
+   * landed layer file is listed in the manifest (call between engine chunks).
+   */
   async flush (): Promise<void> {
-    const chain = this.chain
     try {
-      await chain
+      if (this.segments !== null && this.error === undefined) this.segments.publishReady(this.sealed)
+      await this.chain
     }
     catch (e) {
       if (this.error === undefined) this.error = e
@@ -376,7 +405,8 @@ export class CaptureSession {
     catch {
       // Kept in this.error; sealed as failed below.
     }
-    const own = { hook: this.hookMs, layerWrite: this.writeMs }
+    const own: Record<string, number> = { hook: this.hookMs, layerWrite: this.writeMs }
+    if (this.segments !== null) own.segmentWrite = this.segments.ms
     if (this.error !== undefined) {
       const why = describe(this.error)
       await this.sealFailed(why, own)
@@ -450,6 +480,7 @@ export class CaptureSession {
       memoryBudgetBytes: this.budget ?? null,
       spill: this.spills !== null,
       spilledBytes: this.spilledBytes,
+      segmentsPublished: this.segments?.published ?? 0,
     }
   }
 }

@@ -11,7 +11,8 @@ import { ropeFingerprint } from '../model/rope.ts'
 import { sha256Hex } from '../wire/manifest.ts'
 import { buildKvPath, type KvPathModel } from './kv-path.ts'
 import { kvWeightSpecs, type KvWeightSpec } from './kv-weights.ts'
-import { parseSidecarJson, SIDECAR_JSON, SIDECAR_WEIGHTS, sidecarFingerprint, type SidecarJson } from '../wire/sidecar-format.ts'
+import { mlxCpuWeightSpecs } from './mlx-cpu/sidecar-weights.ts'
+import { DEFAULT_CACHE_MATH, parseSidecarJson, SIDECAR_JSON, type CacheMathName, SIDECAR_WEIGHTS, sidecarFingerprint, type SidecarJson } from '../wire/sidecar-format.ts'
 
 /** A loaded, verified sidecar: what a capture hook computes with. */
 export interface Sidecar {
@@ -22,6 +23,8 @@ export interface Sidecar {
   fingerprint: string
   /** The decoder's numerics profile, from the sidecar. */
   profile: NumericsProfile
+  /** The cache arithmetic the kv path computes with (`decoder`: the profile's own). */
+  cacheMath: CacheMathName
   numLayers: number
   hiddenSize: number
   /** The engine's kv path over the exported weights. */
@@ -44,8 +47,8 @@ async function readBytes (path: string): Promise<Uint8Array> {
   }
 }
 
-/** The tensors of a whole safetensors file held in memory (views into `bytes`). */
-function tensorsOf (bytes: Uint8Array, file: string): Map<string, Tensor> {
+/** The tensors of a whole safetensors file held in memory (views into `bytes`), and its metadata. */
+function tensorsOf (bytes: Uint8Array, file: string): { tensors: Map<string, Tensor>, metadata: Record<string, string> } {
   if (bytes.length < 8) throw new SafetensorsError(file, `file is ${bytes.length} bytes, shorter than the 8-byte header length`)
   const n = Number(new DataView(bytes.buffer, bytes.byteOffset, 8).getBigUint64(0, true))
   if (8 + n > bytes.length) throw new SafetensorsError(file, `header length ${n} runs past the end of the file (${bytes.length} bytes)`)
@@ -53,12 +56,27 @@ function tensorsOf (bytes: Uint8Array, file: string): Map<string, Tensor> {
   if (8 + n + header.dataLength !== bytes.length) throw new SafetensorsError(file, `header names ${header.dataLength} data bytes but ${bytes.length - 8 - n} follow it`)
   const out = new Map<string, Tensor>()
   for (const t of header.tensors) out.set(t.name, { dtype: t.dtype, shape: [...t.shape], data: bytes.subarray(8 + n + t.begin, 8 + n + t.end) })
-  return out
+  return { tensors: out, metadata: header.metadata }
+}
+
+/** What the weights file must hold: the decoder profile's kv-path weights, or MLX's layout for mlx-cpu. */
+function expectedTensors (json: SidecarJson): Array<{ name: string, shape: number[], dtypes: string[] }> {
+  if (json.cacheMath !== undefined) {
+    let specs
+    try {
+      specs = mlxCpuWeightSpecs(json)
+    }
+    catch (e) {
+      throw new ConfigError('hiddenSize', (e as Error).message)
+    }
+    return specs.map((s) => ({ name: s.name, shape: s.shape, dtypes: [s.dtype] }))
+  }
+  return sidecarWeightSpecs(json).map((s) => ({ name: s.name, shape: s.shape, dtypes: s.kind === 'vector' ? ['F32'] : ['F32', 'BF16'] }))
 }
 
 /** Check the weights file holds exactly the kv-path tensors, in the right shapes and dtypes. */
 function checkWeights (json: SidecarJson, tensors: ReadonlyMap<string, Tensor>, file: string): void {
-  const specs = sidecarWeightSpecs(json)
+  const specs = expectedTensors(json)
   const wanted = new Set(specs.map((s) => s.name))
   for (const name of tensors.keys()) {
     if (!wanted.has(name)) throw new SafetensorsError(file, `tensor ${name} is not a kv-path weight of this sidecar's layers`)
@@ -69,8 +87,7 @@ function checkWeights (json: SidecarJson, tensors: ReadonlyMap<string, Tensor>, 
     if (t.shape.length !== spec.shape.length || t.shape.some((d, i) => d !== spec.shape[i])) {
       throw new SafetensorsError(file, `tensor ${spec.name} has shape [${t.shape.join(', ')}], expected [${spec.shape.join(', ')}]`)
     }
-    const ok = spec.kind === 'vector' ? t.dtype === 'F32' : t.dtype === 'F32' || t.dtype === 'BF16'
-    if (!ok) throw new SafetensorsError(file, `tensor ${spec.name} is ${t.dtype}, expected ${spec.kind === 'vector' ? 'F32' : 'BF16 or F32'}`)
+    if (!spec.dtypes.includes(t.dtype)) throw new SafetensorsError(file, `tensor ${spec.name} is ${t.dtype}, expected ${spec.dtypes.join(' or ')}`)
   }
   const listed = json.weights.tensors
   if (listed.length !== specs.length || [...listed].sort().join('\n') !== [...wanted].sort().join('\n')) {
@@ -91,7 +108,7 @@ export async function loadSidecar (dir: string): Promise<Sidecar> {
   if (bytes.length !== json.weights.bytes) throw new ConfigError('weights.bytes', `is ${json.weights.bytes} but ${weightsFile} has ${bytes.length} bytes`, jsonFile)
   const sha = sha256Hex(bytes)
   if (sha !== json.weights.sha256) throw new ConfigError('weights.sha256', `is ${json.weights.sha256} but ${weightsFile} hashes to ${sha}`, jsonFile)
-  const tensors = tensorsOf(bytes, weightsFile)
+  const { tensors, metadata } = tensorsOf(bytes, weightsFile)
   checkWeights(json, tensors, weightsFile)
   const pf = profileFingerprint(json.profile)
   if (pf !== json.profileFingerprint) throw new ConfigError('profileFingerprint', `is ${json.profileFingerprint} but the profile's data hashes to ${pf}`, jsonFile)
@@ -108,8 +125,9 @@ export async function loadSidecar (dir: string): Promise<Sidecar> {
     json,
     fingerprint,
     profile: json.profile,
+    cacheMath: json.cacheMath?.name ?? DEFAULT_CACHE_MATH,
     numLayers: json.layers.length,
     hiddenSize: json.hiddenSize,
-    kvPath: buildKvPath(json, tensors),
+    kvPath: buildKvPath(json, tensors, metadata),
   }
 }

@@ -4,7 +4,7 @@
 import { ConfigError } from '../errors.ts'
 
 /** How a variable's text becomes a value. */
-type Kind = 'string' | 'integer'
+type Kind = 'string' | 'integer' | 'boolean'
 
 /** One PD_* variable. */
 export interface EnvOverride {
@@ -35,11 +35,13 @@ export const ENV_OVERRIDES: readonly EnvOverride[] = [
   { name: 'PD_CAPTURE_DIR', key: 'capture.dir', kind: 'string', help: "the prefill engine's capture root, read directly when there is no share" },
   { name: 'PD_SPOOL_DIR', key: 'capture.spoolDir', kind: 'string', help: 'where streamed captures are spooled' },
   { name: 'PD_CAPTURE_RETAIN', key: 'capture.retain', kind: 'string', help: 'none, failed or all: which verified captures stay on the prefill side' },
+  { name: 'PD_STREAM_BLOCKS', key: 'capture.streamBlocks', kind: 'boolean', help: 'true or false: write blocks while the engine runs, from the segments it publishes' },
   { name: 'PD_SIDECAR', key: 'sidecar', kind: 'string', help: "the decoder's sidecar directory" },
   { name: 'PD_MIN_TOKENS', key: 'routing.minTokens', kind: 'integer', help: 'shorter prompts go straight to the decoder' },
   { name: 'PD_MIN_TAIL', key: 'routing.minTail', kind: 'integer', help: 'prompts with fewer uncached tokens go straight to the decoder' },
   { name: 'PD_MAX_BRIDGE_TOKENS', key: 'routing.maxBridgeTokens', kind: 'integer', help: 'longer prompts are never bridged' },
   { name: 'PD_QUEUE_MAX', key: 'queue.maxWaiting', kind: 'integer', help: 'bridges that may wait behind the running one' },
+  { name: 'PD_CONCURRENT_BRIDGES', key: 'queue.concurrentBridges', kind: 'integer', help: 'bridges that run at once (their writes overlap the next prefill)' },
   { name: 'PD_QUEUE_WHEN_FULL', key: 'queue.whenFull', kind: 'string', help: 'native (serve natively) or reject (429) when the bridge queue is full' },
   { name: 'PD_DEADLINE_QUEUE_MS', key: 'deadlines.queueMs', kind: 'integer', help: 'bridge queue wait' },
   { name: 'PD_DEADLINE_SUBMIT_MS', key: 'deadlines.submitMs', kind: 'integer', help: 'prefill submit until accepted' },
@@ -60,8 +62,13 @@ export const ENV_OVERRIDES: readonly EnvOverride[] = [
   { name: 'PD_LOG_LEVEL', key: 'log.level', kind: 'string', help: 'log level' },
 ]
 
-function readValue (o: EnvOverride, text: string): string | number {
+function readValue (o: EnvOverride, text: string): string | number | boolean {
   if (o.kind === 'string') return text
+  if (o.kind === 'boolean') {
+    if (text === 'true') return true
+    if (text === 'false') return false
+    throw new ConfigError(o.key, `${o.name}=${JSON.stringify(text)} is neither true nor false`, 'environment')
+  }
   // Plain decimal digits only: `1e3`, `0x10`, `-1` and `12 ` are mistakes, not numbers.
   if (!/^\d{1,16}$/.test(text) || !Number.isSafeInteger(Number(text))) {
     throw new ConfigError(o.key, `${o.name}=${JSON.stringify(text)} is not a non-negative decimal integer`, 'environment')

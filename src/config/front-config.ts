@@ -109,6 +109,12 @@ export const frontConfigSchema = z.strictObject({
      * partial ones too, `all` deletes nothing. A capture whose bridge failed is always kept.
      */
     retain: z.enum(['none', 'failed', 'all']).default('none'),
+    /**
+     * Write blocks while the engine runs, from the block segments it publishes after every chunk,
+     * when the engine says it can (`stream_blocks` in its /health) and the decoder's target builds
+     * blocks; otherwise (or false) the blocks are written after the capture is sealed.
+     */
+    streamBlocks: z.boolean().default(false),
   }).prefault({}),
   /** The decoder's sidecar directory (export-weights): its fingerprint and block size are checked. */
   sidecar: path.optional(),
@@ -125,6 +131,12 @@ export const frontConfigSchema = z.strictObject({
     maxWaiting: int(0).default(4),
     /** A request that finds the queue full: served natively (`native`) or refused with 429 (`reject`). */
     whenFull: z.enum(['native', 'reject']).default('native'),
+    /**
+     * Bridges that run at once: the engine prefills one capture at a time, so with more than one,
+     * a bridge's block writes overlap the next one's prefill. A bridge whose prompt shares full
+     * blocks with a running one waits for it and continues from its blocks (docs/front-door.md).
+     */
+    concurrentBridges: int(1).default(1),
   }).prefault({}),
   deadlines: deadlinesSchema.prefault({}),
   limits: z.strictObject({

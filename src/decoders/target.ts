@@ -6,7 +6,7 @@
 // writeNext until null, finalize; close on failure).
 import type { SidecarJson } from '../wire/sidecar-format.ts'
 import type { ModelCache } from '../model/engine/index.ts'
-import type { CaptureWriter, SpoolTimes } from '../decode/writer/index.ts'
+import type { CaptureWriter, SegmentBlockWriter, SpoolTimes } from '../decode/writer/index.ts'
 
 export type { CaptureWriter }
 
@@ -41,4 +41,10 @@ export interface DecoderTarget {
    * continues from. Absent where the store's state cannot be handed out (llama.cpp's).
    */
   restore?: (tokens: number[]) => Promise<ModelCache | null>
+  /**
+   * Open the capture in `dir` while it still runs, to write its blocks from the block segments the
+   * engine publishes (docs/block-writer.md, *Blocks while the engine runs*). Absent where the
+   * target's entries cannot be built block by block from segments (llama.cpp's state files).
+   */
+  openSegmentWriter?: (dir: string, options: CaptureWriterOptions) => Promise<SegmentBlockWriter>
 }

@@ -6,7 +6,7 @@
 // verdict, and the request is then served natively. Blocks are written atomically and only from a
 // capture whose manifest and checksums validated, so a failed bridge leaves at most complete,
 // correct blocks of a prefix, never a torn file.
-import { tokenIdsSha256 } from '../wire/manifest.ts'
+import { tokenIdsSha256, type CaptureManifest } from '../wire/manifest.ts'
 import type { FrontConfig } from '../config/index.ts'
 import type { BlockWriterReport } from '../decode/writer/index.ts'
 import { deleteFailed, type Retention } from './retention.ts'
@@ -18,6 +18,7 @@ import { retainStage } from './stages/retain.ts'
 import { BridgeRun } from './stages/run.ts'
 import { submitPrefill } from './stages/submit.ts'
 import type { BridgeTimings } from './stages/timings.ts'
+import { streamsBlocks, streamWriteBlocks } from './stages/stream-write.ts'
 import { shortCapture, writeBlocks, writerTimings } from './stages/write.ts'
 
 export { BridgeFailure } from './stages/failure.ts'
@@ -50,6 +51,8 @@ export interface BridgeOutcome {
   timings: BridgeTimings
   /** Byte counts. */
   bytes: Record<string, number>
+  /** With blocks written while the engine ran: how many were put before the capture was sealed. */
+  stream?: { blocksBeforeSeal: number }
 }
 
 /** What to bridge. */
@@ -83,17 +86,33 @@ export async function runBridge (config: FrontConfig, setup: BridgeSetup, job: B
         bytes.carry = carry.bytes
       } else warmDeclined = carry.reason
     }
+    const streamed = await streamsBlocks(run, setup.target)
     try {
-      Object.assign(timings, await submitPrefill(run, captureTokens, tokensSha256, carryId))
+      Object.assign(timings, await submitPrefill(run, captureTokens, tokensSha256, carryId, streamed))
     } catch (e) {
       // The engine holds a carry no request will use: ask it to let go (best effort).
       if (carryId !== undefined) await dropCarry(run, carryId)
       throw e
     }
-    const { at, timings: capture } = await captureSource(run, { requestId, tokenCount: captureTokens.length, sidecarFingerprint: setup.sidecar.fingerprint })
-    Object.assign(timings, capture)
-    const { writer, report, timings: write } = await writeBlocks(run, setup.target, at, { sidecar: setup.sidecar, requestId, tokens: captureTokens })
-    Object.assign(timings, write)
+    let report: BlockWriterReport
+    let manifest: CaptureManifest
+    let stream: BridgeOutcome['stream']
+    if (streamed) {
+      const s = await streamWriteBlocks(run, setup.target, { sidecar: setup.sidecar, requestId, tokens: captureTokens })
+      Object.assign(timings, s.timings)
+      report = s.report
+      manifest = s.manifest
+      stream = { blocksBeforeSeal: s.blocksBeforeSeal }
+      if (s.fetchedBytes !== undefined) bytes.fetched = s.fetchedBytes
+    } else {
+      const { at, timings: capture } = await captureSource(run, { requestId, tokenCount: captureTokens.length, sidecarFingerprint: setup.sidecar.fingerprint })
+      Object.assign(timings, capture)
+      const written = await writeBlocks(run, setup.target, at, { sidecar: setup.sidecar, requestId, tokens: captureTokens })
+      Object.assign(timings, written.timings, transferTimings(at))
+      report = written.report
+      manifest = written.writer.manifest
+      if (at.spooled !== undefined) bytes.fetched = at.spooled.stream.fetchedBytes
+    }
     if (report.blocks === 0) throw run.fail(shortCapture(report, captureTokens.length), 'write')
     const { rescan, timings: rescanned } = await rescanDecoder(run)
     Object.assign(timings, rescanned)
@@ -101,9 +120,7 @@ export async function runBridge (config: FrontConfig, setup: BridgeSetup, job: B
     if (deleteFailed(retention)) run.keepInflightMark()
     Object.assign(timings, retained)
 
-    const manifest = writer.manifest
-    Object.assign(timings, engineTimings(manifest.timings, run.watch?.last), transferTimings(at))
-    if (at.spooled !== undefined) bytes.fetched = at.spooled.stream.fetchedBytes
+    Object.assign(timings, engineTimings(manifest.timings, run.watch?.last))
     Object.assign(timings, writerTimings(report), { bridge_total: run.elapsed() })
     bytes.capture = manifest.payloadBytes
     bytes.blocks = report.bytes
@@ -121,6 +138,7 @@ export async function runBridge (config: FrontConfig, setup: BridgeSetup, job: B
       retention,
       timings: timings as BridgeTimings,
       bytes,
+      ...(stream === undefined ? {} : { stream }),
     }
   } finally {
     await run.end()

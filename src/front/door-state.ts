@@ -8,6 +8,7 @@ import type { FrontConfig } from '../config/index.ts'
 import type { PrefixCacheEvent } from '../decode/prefix-cache/index.ts'
 import { authHeaders } from '../http/api-key.ts'
 import { checkLink, decoderFacts, decoderModels } from './links.ts'
+import { PrefixClaims } from './prefix-claims.ts'
 import { BridgeQueue } from './queue.ts'
 import { clearInflight, retireInterrupted } from './reconcile.ts'
 import { pathRedactor, type Redactor } from './redact.ts'
@@ -22,6 +23,8 @@ export class FrontState {
   /** The config with the spool directory settled (ours when share.url is set and none was given). */
   readonly effective: FrontConfig
   readonly queue: BridgeQueue
+  /** Bridges in flight by the tokens they capture (a shared prefix is prefilled once). */
+  readonly prefixes = new PrefixClaims()
   readonly tokenizer: PromptTokenizer
   readonly redact: Redactor
   /** The decoder's kind (decoder.engine), whose record says what its store and request rules are. */
@@ -45,7 +48,7 @@ export class FrontState {
     this.kind = decoderKind(config.decoder.engine)
     this.auth = authHeaders(apiKey)
     this.effective = { ...config, capture: { ...config.capture, spoolDir } }
-    this.queue = new BridgeQueue(config.queue.maxWaiting)
+    this.queue = new BridgeQueue(config.queue.maxWaiting, config.queue.concurrentBridges)
     this.tokenizer = new PromptTokenizer(config.limits.tokenizeWorkerBytes)
     this.redact = pathRedactor(config, spoolDir)
   }

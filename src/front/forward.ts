@@ -30,6 +30,12 @@ export interface PdBridgeInfo {
   /** What the decoder reported (usage.prompt_tokens_details.cached_tokens or X-Cached-Tokens). */
   cached_tokens: number | null
   blocks: { bridged: number, written: number, reused: number } | null
+  /** A prompt sharing full blocks with a bridge in flight waited for it (then continued from its blocks). */
+  shared_prefix?: { blocks: number, waited_ms: number }
+  /** When the bridge ran (epoch ms, the queue excluded): bridges that overlapped show it here. */
+  window_ms?: { start: number, end: number }
+  /** Blocks written while the engine ran (capture.streamBlocks): how many were put before the capture was sealed. */
+  stream?: { blocks_before_seal: number }
   /** `retention`: what became of the capture on the prefill side (capture.retain). `tokens_sha256`: the digest of the captured token ids the manifest carried and the block writer checked. */
   capture: { request_id: string, state: string, token_count: number, sealed_length: number, tokens_sha256?: string, retention?: string } | null
   rescan: { ok: boolean, error?: string } | null

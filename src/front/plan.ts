@@ -57,7 +57,39 @@ export async function planRequest (state: FrontState, fr: FrontRequest, info: Pd
   if (!route.bridge) return { verdict: declined(route.reason, route.stored === undefined ? undefined : { tokens: route.stored, promptTokens: t }) }
   const links = await linkReport(state)
   if (links.problems.length > 0) return { verdict: declined(links.problems[0]) }
-  return await dispatchBridge(state, setup, { tokens, blocks: route.blocks, storedBlocks: stored }, info, signal)
+  // Registered before anything else is awaited, so a prompt arriving next sees this bridge.
+  const entered = state.prefixes.enter(tokens.slice(0, route.blocks * setup.blockSize), setup.blockSize)
+  try {
+    if (entered.waitFor === undefined) return await dispatchBridge(state, setup, { tokens, blocks: route.blocks, storedBlocks: stored }, info, signal)
+    // A bridge in flight captures full blocks this prompt starts with: wait for it, then route again
+    // over what it stored, so the shared blocks are prefilled once.
+    const t0 = performance.now()
+    await endOrGiveUp(entered.waitFor, config.deadlines.queueMs, signal)
+    info.shared_prefix = { blocks: entered.sharedBlocks, waited_ms: Math.round(performance.now() - t0) }
+    const again = await setup.target.storedBlocks(tokens)
+    const rerouted = decideRoute({ promptTokens: t, storedBlocks: again, blockSize: setup.blockSize }, rules)
+    info.stored_tokens_before = rerouted.cachedTokens
+    if (!rerouted.bridge) return { verdict: declined(rerouted.reason, rerouted.stored === undefined ? undefined : { tokens: rerouted.stored, promptTokens: t }) }
+    return await dispatchBridge(state, setup, { tokens, blocks: rerouted.blocks, storedBlocks: again }, info, signal)
+  } finally {
+    entered.release()
+  }
+}
+
+/** Wait for `ended`, at most `ms`, or until the client leaves: the bridge then goes on either way. */
+async function endOrGiveUp (ended: Promise<void>, ms: number, signal: AbortSignal): Promise<void> {
+  let timer: NodeJS.Timeout | undefined
+  let onAbort: (() => void) | undefined
+  await Promise.race([
+    ended,
+    new Promise<void>((resolve) => { timer = setTimeout(resolve, ms) }),
+    new Promise<void>((resolve) => {
+      onAbort = () => resolve()
+      signal.addEventListener('abort', onAbort, { once: true })
+    }),
+  ])
+  clearTimeout(timer)
+  if (onAbort !== undefined) signal.removeEventListener('abort', onAbort)
 }
 
 /** Run the bridge of `blocks` full blocks of `tokens` in the queue; fills `info` either way. */
@@ -66,7 +98,16 @@ async function dispatchBridge (state: FrontState, setup: BridgeSetup, job: Bridg
   const { tokens } = job
   info.route = 'bridge'
   try {
-    const { result, waitedMs } = await state.queue.run(async () => await runBridge(state.effective, setup, job, state.auth), state.config.deadlines.queueMs, signal)
+    let window = { start: 0, end: 0 }
+    const { result, waitedMs } = await state.queue.run(async () => {
+      const start = Date.now()
+      try {
+        return await runBridge(state.effective, setup, job, state.auth)
+      } finally {
+        window = { start, end: Date.now() }
+      }
+    }, state.config.deadlines.queueMs, signal)
+    info.window_ms = window
     state.bridgeMsAverage = state.bridgeMsAverage === 0 ? result.timings.bridge_total : 0.7 * state.bridgeMsAverage + 0.3 * result.timings.bridge_total
     info.timings_ms = { queue: Math.round(waitedMs), ...result.timings }
     info.bytes = result.bytes
@@ -74,10 +115,11 @@ async function dispatchBridge (state: FrontState, setup: BridgeSetup, job: Bridg
     if (result.startToken > 0) info.resumed_from = result.startToken
     if (result.warmDeclined !== undefined) info.warm_extend_declined = result.warmDeclined
     info.blocks = { bridged: result.report.blocks, written: result.report.written, reused: result.report.reused }
+    if (result.stream !== undefined) info.stream = { blocks_before_seal: result.stream.blocksBeforeSeal }
     info.capture = { request_id: result.requestId, state: result.state, token_count: result.captureTokens, sealed_length: result.sealedLength, tokens_sha256: result.tokensSha256, retention: result.retention }
     info.rescan = result.rescan.ok ? { ok: true } : { ok: false, error: result.rescan.error }
     logger.info({
-      event: 'bridge', request_id: result.requestId, state: result.state, blocks: result.report.blocks, bridged_tokens: result.bridgedTokens, timings: info.timings_ms, bytes: info.bytes, rescan: info.rescan, capture_retention: result.retention,
+      event: 'bridge', request_id: result.requestId, state: result.state, blocks: result.report.blocks, ...(info.stream === undefined ? {} : { stream: info.stream }), bridged_tokens: result.bridgedTokens, timings: info.timings_ms, bytes: info.bytes, rescan: info.rescan, capture_retention: result.retention,
       ...(result.startToken > 0 ? { resumed_from: result.startToken } : {}), ...(result.warmDeclined === undefined ? {} : { warm_extend_declined: result.warmDeclined }),
     }, 'bridged')
     if (deleteFailed(result.retention)) state.retireLater(result.requestId)

@@ -3,8 +3,9 @@
 // so a real decoder's options (sampling, tools) pass through untouched. A prompt the front cannot
 // tokenize exactly as the decoder would (an unknown role, an image part) is not refused: it goes
 // to the decoder natively, which knows its own rules.
-import type { ChatMessage, Tokenizer } from '../model/tokenizer/index.ts'
-import { chatRenderOptions, type ChatRenderOptions } from '../model/tokenizer/index.ts'
+import type { ChatTurn, Tokenizer } from '../model/tokenizer/index.ts'
+import { readChatRequest, type ChatRenderOptions } from '../model/tokenizer/index.ts'
+import { PdBridgeError } from '../errors.ts'
 import { invalidRequest } from './api-error.ts'
 
 /** Which endpoint a request came to. */
@@ -12,7 +13,7 @@ export type Endpoint = 'chat' | 'completion'
 
 /** The prompt, as far as the front door can read it. */
 export type PromptSource =
-  | { kind: 'chat', messages: ChatMessage[], chat?: ChatRenderOptions }
+  | { kind: 'chat', messages: ChatTurn[], chat?: ChatRenderOptions }
   | { kind: 'text', text: string }
   | { kind: 'tokens', tokens: number[] }
   | { kind: 'opaque', why: string }
@@ -40,40 +41,30 @@ function isObject (v: unknown): v is Body {
   return typeof v === 'object' && v !== null && !Array.isArray(v)
 }
 
-const ROLES: Record<string, ChatMessage['role'] | undefined> = {
-  system: 'system',
-  developer: 'system',
-  user: 'user',
-  assistant: 'assistant',
-}
-
-function readMessages (v: unknown): PromptSource {
+// What routing itself needs of the messages is a 400 when wrong; the rest is read as the decoder reads it.
+function checkMessageShapes (v: unknown): void {
   if (v === undefined || v === null) throw invalidRequest("'messages' is required: a non-empty array of messages", 'messages')
   if (!Array.isArray(v)) throw invalidRequest(`'messages' must be an array, got ${typeName(v)}`, 'messages')
   if (v.length === 0) throw invalidRequest("'messages' must not be empty", 'messages')
-  const out: ChatMessage[] = []
-  let opaque: string | undefined
   v.forEach((m, i) => {
     const at = `messages[${i}]`
     if (!isObject(m)) throw invalidRequest(`'${at}' must be an object, got ${typeName(m)}`, at)
     if (typeof m.role !== 'string') throw invalidRequest(`'${at}.role' must be a string, got ${typeName(m.role)}`, `${at}.role`)
-    const role = ROLES[m.role]
-    if (role === undefined) opaque ??= `'${at}.role' is '${m.role}', which the chat template has no place for`
     const content = m.content
-    let text: string | undefined
-    if (typeof content === 'string') text = content
-    else if (Array.isArray(content)) {
-      const parts: string[] = []
-      content.forEach((p, j) => {
-        if (isObject(p) && p.type === 'text' && typeof p.text === 'string') parts.push(p.text)
-        else opaque ??= `'${at}.content[${j}]' is not a text part`
-      })
-      text = parts.join('\n')
-    } else if (content === null || content === undefined) opaque ??= `'${at}.content' is ${content === null ? 'null' : 'missing'}`
-    else throw invalidRequest(`'${at}.content' must be a string or an array of content parts, got ${typeName(content)}`, `${at}.content`)
-    if (role !== undefined && text !== undefined) out.push({ role, content: text })
+    if (content !== null && content !== undefined && typeof content !== 'string' && !Array.isArray(content)) {
+      throw invalidRequest(`'${at}.content' must be a string or an array of content parts, got ${typeName(content)}`, `${at}.content`)
+    }
   })
-  return opaque !== undefined ? { kind: 'opaque', why: opaque } : { kind: 'chat', messages: out, chat: {} }
+}
+
+// Messages, tools and render options as the decoder reads them (readChatRequest); what it would
+// refuse or cannot render is opaque here: the decoder answers it natively, with its own error.
+function readChat (body: Body): PromptSource {
+  checkMessageShapes(body.messages)
+  const read = readChatRequest(body)
+  if (!('error' in read)) return { kind: 'chat', messages: read.messages, chat: read.options }
+  if (read.error.param === 'chat_template_kwargs') throw invalidRequest(read.error.message, 'chat_template_kwargs')
+  return { kind: 'opaque', why: read.error.message }
 }
 
 function isTokenArray (v: unknown[]): v is number[] {
@@ -92,14 +83,6 @@ function readPrompt (v: unknown): PromptSource {
   return { kind: 'opaque', why: `'prompt' is a batch of ${v.length} or holds values that are not token ids` }
 }
 
-// The render options (chat_template_kwargs) go with the messages: the decoder renders with them too.
-function withChatOptions (prompt: PromptSource, body: Record<string, unknown>): PromptSource {
-  if (prompt.kind !== 'chat') return prompt
-  const chat = chatRenderOptions(body)
-  if (typeof chat === 'string') throw invalidRequest(chat, 'chat_template_kwargs')
-  return { ...prompt, chat }
-}
-
 /** Read a parsed body of `endpoint`; a 400 naming the field when a field routing reads has the wrong type. */
 export function readFrontRequest (body: unknown, endpoint: Endpoint): FrontRequest {
   if (!isObject(body)) throw invalidRequest(`the request body must be a JSON object, got ${typeName(body)}`)
@@ -114,17 +97,25 @@ export function readFrontRequest (body: unknown, endpoint: Endpoint): FrontReque
     model: typeof model === 'string' ? model : undefined,
     stream: stream === true,
     includeUsage,
-    prompt: endpoint === 'chat' ? withChatOptions(readMessages(body.messages), body) : readPrompt(body.prompt),
+    prompt: endpoint === 'chat' ? readChat(body) : readPrompt(body.prompt),
   }
 }
 
 /**
  * The prompt's token ids as the decoder computes them: chat through the chat template with the
  * generation prompt (bos first), text encoded with bos (add_special_tokens), ids as given. Null for
- * an opaque prompt or ids outside the vocabulary (the decoder refuses those itself).
+ * an opaque prompt, messages the chat format refuses, or ids outside the vocabulary (the decoder refuses those itself).
  */
 export function promptTokenIds (prompt: PromptSource, tokenizer: Tokenizer, vocabSize: number): number[] | null {
-  if (prompt.kind === 'chat') return tokenizer.encodeChat(prompt.messages, prompt.chat)
+  if (prompt.kind === 'chat') {
+    try {
+      return tokenizer.encodeChat(prompt.messages, prompt.chat)
+    } catch (e) {
+      // Messages the chat format refuses: the decoder refuses them itself, with the same reason.
+      if (e instanceof PdBridgeError) return null
+      throw e
+    }
+  }
   if (prompt.kind === 'text') return tokenizer.encode(prompt.text, { addSpecialTokens: true })
   if (prompt.kind === 'tokens') return prompt.tokens.every((t) => t < vocabSize) ? prompt.tokens : null
   return null

@@ -1,6 +1,7 @@
-// The bridge queue: bridge work for one decoder runs one at a time (each bridge writes into the
-// decoder's store and asks the one prefill engine), at most `maxWaiting` wait behind the running
-// one, and a waiter gives up after a deadline or when its client goes away. Requests that are not
+// The bridge queue: up to `concurrency` bridges for one decoder run at once (1 by default: each
+// bridge writes into the decoder's store and asks the one prefill engine, which prefills one capture
+// at a time; with more, one bridge's block writes overlap the next one's prefill), at most
+// `maxWaiting` wait behind the running ones, and a waiter gives up after a deadline or when its client goes away. Requests that are not
 // bridged never enter it, so they are never blocked behind a long bridge.
 import { PD_ERR, PdBridgeError } from '../errors.ts'
 
@@ -23,6 +24,9 @@ export class QueueLeft extends PdBridgeError {
 /** Counters and the current state. */
 export interface QueueView {
   running: boolean
+  /** Bridges running now, and how many may run at once. */
+  active: number
+  concurrency: number
   waiting: number
   maxWaiting: number
   /** Bridges run to the end (either way), refused for room, left while waiting. */
@@ -36,17 +40,17 @@ interface Waiter {
   leave: (why: QueueLeft) => void
 }
 
-/** A FIFO of bridge tasks, one running at a time. */
+/** A FIFO of bridge tasks, up to `concurrency` running at a time. */
 export class BridgeQueue {
-  private busy = false
+  private active = 0
   private readonly waiters: Waiter[] = []
   private counts = { ran: 0, full: 0, left: 0 }
 
-  constructor (readonly maxWaiting: number) {}
+  constructor (readonly maxWaiting: number, readonly concurrency = 1) {}
 
   /** The state, for /health. */
   get view (): QueueView {
-    return { running: this.busy, waiting: this.waiters.length, maxWaiting: this.maxWaiting, ...this.counts }
+    return { running: this.active > 0, active: this.active, concurrency: this.concurrency, waiting: this.waiters.length, maxWaiting: this.maxWaiting, ...this.counts }
   }
 
   /**
@@ -56,14 +60,16 @@ export class BridgeQueue {
    */
   async run<T> (task: () => Promise<T>, waitMs: number, signal?: AbortSignal): Promise<{ result: T, waitedMs: number }> {
     const t0 = performance.now()
-    if (this.busy) {
+    if (this.active >= this.concurrency) {
       if (this.waiters.length >= this.maxWaiting) {
         this.counts.full++
         throw new QueueFull(this.waiters.length)
       }
+      // A waiter that gets its turn inherits the slot of the bridge that ended.
       await this.wait(waitMs, signal, t0)
+    } else {
+      this.active++
     }
-    this.busy = true
     const waitedMs = performance.now() - t0
     try {
       return { result: await task(), waitedMs }
@@ -102,7 +108,7 @@ export class BridgeQueue {
 
   private next (): void {
     const waiter = this.waiters.shift()
-    if (waiter === undefined) this.busy = false
+    if (waiter === undefined) this.active--
     else waiter.start()
   }
 }

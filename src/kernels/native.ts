@@ -26,6 +26,8 @@ export interface NativeKernels {
   /** The variants this build and CPU can run. */
   isas: KernelIsa[]
   minParallelWork: number
+  /** Chunks run on persistent workers (PD_KERNEL_POOL); absent in builds before the pool. */
+  threadPool?: boolean
   matmulF32 (x: Float32Array, m: number, k: number, w: Float32Array, n: number, out: Float32Array, roundBf16: boolean, order?: number): Float32Array
   matmulBf16 (x: Float32Array, m: number, k: number, w: Uint16Array, n: number, out: Float32Array, roundBf16: boolean, order?: number): Float32Array
   /** W [n, k] into strips of 16 rows (out: ceil(n / 16) * 16 * k codes). */
@@ -86,6 +88,35 @@ export function loadNativeKernels (path: string = DEFAULT_ADDON_PATH): NativeKer
     throw new PdBridgeError(
       `native kernels ${path} have ABI version ${String(addon.abiVersion)}, expected ${EXPECTED_ABI_VERSION} (stale build): run npm run build:native`)
   }
-  if (path === DEFAULT_ADDON_PATH) loaded = addon
+  if (path === DEFAULT_ADDON_PATH) {
+    poolFromEnv()
+    addon.setThreads(threadsFromEnv() ?? addon.getThreads())
+    loaded = addon
+  }
   return addon
+}
+
+/**
+ * PD_KERNEL_THREADS: the kernels' thread count for this process (1..1024), e.g. a decoder held to 2
+ * of a host's cores for a comparison. Unset: the machine's core count. Results never depend on it.
+ */
+export function threadsFromEnv (env: NodeJS.ProcessEnv = process.env): number | undefined {
+  const text = env.PD_KERNEL_THREADS
+  if (text === undefined || text === '') return undefined
+  if (!/^\d{1,4}$/.test(text) || Number(text) < 1 || Number(text) > 1024) {
+    throw new PdBridgeError(`PD_KERNEL_THREADS: ${JSON.stringify(text)} is not an integer from 1 to 1024`)
+  }
+  return Number(text)
+}
+
+/**
+ * PD_KERNEL_POOL: `on` (chunks on persistent workers), `off` (threads started per call), or unset
+ * (on where the machine has 4 or more hardware threads). The addon reads it when it loads; this
+ * refuses any other value by name.
+ */
+export function poolFromEnv (env: NodeJS.ProcessEnv = process.env): 'on' | 'off' | undefined {
+  const text = env.PD_KERNEL_POOL
+  if (text === undefined || text === '') return undefined
+  if (text !== 'on' && text !== 'off') throw new PdBridgeError(`PD_KERNEL_POOL: ${JSON.stringify(text)} is not on or off (or unset)`)
+  return text
 }

@@ -4,6 +4,7 @@
 // decoding, so no spelling of a traversal can reach the file system.
 import { normalizeTarget } from '../http/route-guard.ts'
 import { LAYER_FILE_PATTERN, MANIFEST_FILE, isValidRequestId } from '../wire/manifest.ts'
+import { SEGMENT_FILE_PATTERN, SEGMENT_INDEX_FILE } from '../wire/segment-file.ts'
 
 /** What a request target asks for, or why it is refused. */
 export type ShareRoute =
@@ -16,7 +17,8 @@ export const MAX_TARGET_LENGTH = 1024
 
 /**
  * Route a raw request target (`req.url`). Only `/health` and `/captures/<requestId>/<file>` exist,
- * with `<file>` either `manifest.json` or `layer-<iii>.safetensors`. Refused with 400: anything not
+ * with `<file>` `manifest.json`, `layer-<iii>.safetensors`, or a running capture's block segments
+ * (`segments.json`, `segment-<kkkkkk>.safetensors`). Refused with 400: anything not
  * starting with `/` (absolute-form URLs, `*`), any `%` (names never need escaping, and `%2e%2e`,
  * `%2f`, `%5c`, `%00` are the encoded traversals), backslashes, control bytes, empty segments (`//`,
  * trailing `/`), `.` or `..` anywhere in a segment, ids or file names outside their patterns.
@@ -39,6 +41,8 @@ export function routeTarget (rawTarget: string): ShareRoute {
   if (segments.length !== 3 || segments[0] !== 'captures') return { kind: 'refused', status: 404, reason: 'no such route (GET /captures/<requestId>/<file> or /health)' }
   const [, requestId, file] = segments
   if (!isValidRequestId(requestId)) return refuse(`request id ${JSON.stringify(requestId)} is outside [A-Za-z0-9][A-Za-z0-9._-]{0,127}`)
-  if (file !== MANIFEST_FILE && !LAYER_FILE_PATTERN.test(file)) return refuse(`file ${JSON.stringify(file)} is neither manifest.json nor layer-<iii>.safetensors`)
+  if (file !== MANIFEST_FILE && file !== SEGMENT_INDEX_FILE && !LAYER_FILE_PATTERN.test(file) && !SEGMENT_FILE_PATTERN.test(file)) {
+    return refuse(`file ${JSON.stringify(file)} is none of manifest.json, segments.json, layer-<iii>.safetensors, segment-<kkkkkk>.safetensors`)
+  }
   return { kind: 'file', requestId, file }
 }

@@ -94,6 +94,8 @@ export interface EmbeddedStackOptions {
   externalDecoder?: { url: string, cacheDir: string, modelName: string }
   /** Routing thresholds for the front door (default: 2 blocks minimum, 1 block of uncached tail, the window minus room for an answer). */
   routing?: { minTokens?: number, minTail?: number, maxBridgeTokens?: number }
+  /** The front door writes blocks while the engine runs (capture.streamBlocks; docs/front-door.md). */
+  streamBlocks?: boolean
   onEvent?: (e: StackEvent) => void
   /** A child died while the stack was running (the caller stops the stack); with restarts on (serve), a child given up on after too many restarts. */
   onDeath?: (message: string) => void
@@ -245,7 +247,7 @@ export async function startEmbeddedStack (options: EmbeddedStackOptions): Promis
       decoder: { url: decoder.url, model: checkpoint.dir, modelName, profile, cacheDir: external?.cacheDir ?? cacheDir, blockSize, engine: decoderEngine, ...kind.stack.frontDecoderConfig },
       prefill: { url: prefill.url, ...user.prefill },
       share: { url: share.url },
-      capture: { spoolDir: paths.spool },
+      capture: { spoolDir: paths.spool, ...(options.streamBlocks === true ? { streamBlocks: true } : {}) },
       sidecar: sidecar.dir,
       routing: {
         minTokens: options.routing?.minTokens ?? user.routing?.minTokens ?? 2 * blockSize,

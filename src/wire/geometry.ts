@@ -53,11 +53,22 @@ export interface SidecarGeometryFields {
   slidingWindow: number
   layers: ReadonlyArray<{ compressRatio: number }>
   profile: object
+  /** The cache arithmetic when it is not the decoder profile's own (sidecar-format.ts). */
+  cacheMath?: object
 }
 
 /** The rope parameters of a sidecar's main (sliding) and compress (CSA/HCA) tables. */
 export function sidecarRope (json: Pick<SidecarGeometryFields, 'ropeParameters'>): { main: RopeParams, compress: RopeParams } {
   return { main: json.ropeParameters.sliding_attention, compress: json.ropeParameters.compressed_sparse_attention }
+}
+
+/**
+ * The profile field of the fingerprint: the profile alone for the `decoder` cache math (so every
+ * fingerprint made before cache maths existed is unchanged), else the profile beside the cache
+ * math, so a block computed with one arithmetic is never served to a deployment of the other.
+ */
+function withCacheMath (profile: JsonValue, cacheMath: object | undefined): JsonValue {
+  return cacheMath === undefined ? profile : { profile, cacheMath: cacheMath as JsonValue }
 }
 
 /**
@@ -70,14 +81,17 @@ export class Geometry {
 
   private constructor (readonly inputs: GeometryInputs) {}
 
-  /** A decoder's geometry: its config under its numerics profile. */
-  static fromConfig (cfg: DeepseekV4Config, profile: NumericsProfile | JsonValue): Geometry {
+  /**
+   * A decoder's geometry: its config under its numerics profile, and the cache math its blocks are
+   * computed with when that is not the profile's own (a deployment served by MLX's arithmetic).
+   */
+  static fromConfig (cfg: DeepseekV4Config, profile: NumericsProfile | JsonValue, cacheMath?: object): Geometry {
     return new Geometry({
       rope: cfg.rope,
       maxPositionEmbeddings: cfg.maxPositionEmbeddings,
       slidingWindow: cfg.slidingWindow,
       compressRatios: cfg.compressRatios,
-      profile: profile as JsonValue,
+      profile: withCacheMath(profile as JsonValue, cacheMath),
     })
   }
 
@@ -86,7 +100,7 @@ export class Geometry {
    * the sidecar's own fingerprint, which also covers the exported weights.
    */
   static fromSidecar (json: SidecarGeometryFields, exportedWeightsSha256?: string): Geometry {
-    const profile = json.profile as JsonValue
+    const profile = withCacheMath(json.profile as JsonValue, json.cacheMath)
     return new Geometry({
       rope: sidecarRope(json),
       maxPositionEmbeddings: json.maxPositionEmbeddings,

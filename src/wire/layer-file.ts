@@ -58,15 +58,15 @@ export function exactBf16 (values: Float32Array): Uint16Array | null {
 export function layerFileTensors (layer: number, state: LayerCache, bf16: boolean, snapshots: readonly BoundarySnapshot[] = []): Map<string, Tensor> {
   const out = new Map<string, Tensor>()
   const all = [state.tensors(`layers.${layer}`), ...snapshots.map((s) => boundaryTensors(layer, s))]
-  for (const [name, t] of all.flatMap((m) => [...m])) {
-    if (t.dtype === 'I64') {
-      out.set(name, tensorFrom('I64', t.shape, t.data))
-      continue
-    }
-    const codes = bf16 ? exactBf16(t.data) : null
-    out.set(name, codes === null ? tensorFrom('F32', t.shape, t.data) : tensorFrom('BF16', t.shape, codes))
-  }
+  for (const [name, t] of all.flatMap((m) => [...m])) out.set(name, fileTensor(t, bf16))
   return out
+}
+
+/** A cache tensor in file form: I64 as it is; floats BF16 when `bf16` and every value is a bf16 value, else F32. */
+export function fileTensor (t: DumpTensor, bf16: boolean): Tensor {
+  if (t.dtype === 'I64') return tensorFrom('I64', t.shape, t.data)
+  const codes = bf16 ? exactBf16(t.data) : null
+  return codes === null ? tensorFrom('F32', t.shape, t.data) : tensorFrom('BF16', t.shape, codes)
 }
 
 /**

@@ -7,6 +7,7 @@ import { ConfigError } from '../errors.ts'
 import { Geometry } from './geometry.ts'
 import { LAYER_TYPES, type LayerType, type RopeParams } from '../model/config.ts'
 import { WEIGHT_FORMATS, WEIGHT_GROUPS, type NumericsProfile, type WeightFormat, type WeightGroup } from '../model/profiles/types.ts'
+import type { RoundingPoints } from '../numerics/mlx-cpu/rounding-points.ts'
 
 /** The format tag of sidecar.json; a reader refuses any other version by name. */
 export const SIDECAR_FORMAT = 'pd-bridge-sidecar/1'
@@ -21,6 +22,21 @@ export interface SidecarLayer {
   layerType: LayerType
   /** 0 for sliding layers, the CSA or HCA ratio otherwise. */
   compressRatio: number
+}
+
+/** The cache arithmetics a deployment can choose (docs/capture.md, "Cache math"). */
+export const CACHE_MATHS = ['decoder', 'mlx-cpu'] as const
+export type CacheMathName = typeof CACHE_MATHS[number]
+/** Today's path, and what a sidecar without a `cacheMath` field means. */
+export const DEFAULT_CACHE_MATH: CacheMathName = 'decoder'
+
+/**
+ * A sidecar's cache arithmetic other than the decoder's own: MLX's CPU arithmetic (oMLX's cache,
+ * docs/mlx-cpu-arithmetic.md) with the rounding points it was exported for, as data.
+ */
+export interface SidecarCacheMath {
+  name: 'mlx-cpu'
+  rounding: RoundingPoints
 }
 
 /** The contents of sidecar.json (format `pd-bridge-sidecar/1`). */
@@ -47,6 +63,11 @@ export interface SidecarJson {
   ropeParameters: Record<LayerType, RopeParams>
   /** ropeFingerprint(params, maxPositionEmbeddings) per layer type: the effective table, for the window check. */
   ropeFingerprints: Record<LayerType, string>
+  /**
+   * The cache arithmetic when it is not the decoder profile's (absent: `decoder`, the profile's own
+   * kv path). With `mlx-cpu` the weights file holds the cache path's weights as MLX quantizes them.
+   */
+  cacheMath?: SidecarCacheMath
   /** The weights file: name, size, SHA-256 of its bytes, and its tensors in file order. */
   weights: { file: typeof SIDECAR_WEIGHTS, bytes: number, sha256: string, tensors: string[] }
   /** The geometry fingerprint (see `sidecarFingerprint`). */
@@ -80,6 +101,19 @@ const profileSchema = z.strictObject({
   referenceQuant: z.strictObject({ windowFp8: z.boolean(), mainPoolFp8: z.boolean(), indexerFp4: z.boolean() }),
 })
 
+const roundTo = z.enum(['bf16', 'f32'])
+const cacheMathSchema = z.strictObject({
+  name: z.literal('mlx-cpu'),
+  rounding: z.strictObject({
+    backend: z.string().min(1),
+    checked: z.string(),
+    quantizedMatmul: z.strictObject({ product: roundTo, sum: roundTo, scaled: roundTo, dequantized: roundTo }),
+    rmsNorm: z.strictObject({ scaled: roundTo, weighted: roundTo }),
+    rope: z.strictObject({ tables: roundTo, product: roundTo, result: roundTo }),
+    pooling: z.strictObject({ overlapGate: roundTo, simpleGate: roundTo, weights: roundTo, product: roundTo, sum: roundTo }),
+  }),
+})
+
 const perLayerType = <T extends z.ZodType>(s: T) => z.strictObject({
   sliding_attention: s, compressed_sparse_attention: s, heavily_compressed_attention: s,
 })
@@ -100,6 +134,7 @@ const sidecarSchema = z.strictObject({
   layers: z.array(z.strictObject({ index: z.int().nonnegative(), layerType: z.enum(LAYER_TYPES as [LayerType, ...LayerType[]]), compressRatio: z.int().nonnegative() })).min(1),
   ropeParameters: perLayerType(ropeSchema),
   ropeFingerprints: perLayerType(hex64),
+  cacheMath: cacheMathSchema.optional(),
   weights: z.strictObject({ file: z.literal(SIDECAR_WEIGHTS), bytes: positiveInt, sha256: hex64, tensors: z.array(z.string().min(1)) }),
   fingerprint: hex64,
 })
@@ -111,9 +146,9 @@ export { sidecarRope } from './geometry.ts'
  * The sidecar's geometry fingerprint: the block store's `geometryFingerprint` over the rope tables
  * (main and compress), max_position_embeddings, the window, the per-layer ratios, and as `profile`
  * the decoder's profile data together with the exported weights' SHA-256, so a re-export under
- * other weights is another geometry.
+ * other weights is another geometry; a cache math other than `decoder` is folded in beside the profile.
  */
-export function sidecarFingerprint (json: Pick<SidecarJson, 'ropeParameters' | 'maxPositionEmbeddings' | 'slidingWindow' | 'layers' | 'profile'>, weightsSha256: string): string {
+export function sidecarFingerprint (json: Pick<SidecarJson, 'ropeParameters' | 'maxPositionEmbeddings' | 'slidingWindow' | 'layers' | 'profile' | 'cacheMath'>, weightsSha256: string): string {
   return Geometry.fromSidecar(json, weightsSha256).fingerprint
 }
 
@@ -146,6 +181,10 @@ export function parseSidecarJson (text: string, file: string): SidecarJson {
 /** Cross-field rules of a sidecar; throws ConfigError naming the field. */
 export function checkSidecarJson (json: SidecarJson, file?: string): void {
   const fail = (field: string, problem: string): never => { throw new ConfigError(field, problem, file) }
+  // MLX's cache is bf16 values; a profile that stores f32 activations would misstate the blocks.
+  if (json.cacheMath !== undefined && json.profile.activations !== 'bf16') {
+    fail('profile.activations', `is ${json.profile.activations}, but the ${json.cacheMath.name} cache math computes bf16 values: export with a bf16-activation profile (decoder)`)
+  }
   json.layers.forEach((l, i) => {
     if (l.index !== i) fail(`layers.${i}.index`, `is ${l.index}; layers must be listed 0..${json.layers.length - 1} in order`)
     const want = l.layerType === 'sliding_attention' ? 0 : l.layerType === 'compressed_sparse_attention' ? json.compressRates.csa : json.compressRates.hca

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { exportWeights, loadSidecar, sidecarWeightSpecs, type Sidecar } from '../../src/capture/index.ts'
 import { readSafetensors, serializeSafetensors, tensorFrom, viewAs, type Tensor } from '../../src/formats/safetensors/index.ts'
 import { makeCheckpoint } from '../../src/model/checkpoint/index.ts'
+import { Attention } from '../../src/model/engine/attention.ts'
 import { getProfile } from '../../src/model/profiles/index.ts'
 import { ropeFingerprint } from '../../src/model/rope.ts'
 import { prepareWeights } from '../../src/model/weights/index.ts'
@@ -191,7 +192,9 @@ describe('loadSidecar refuses a stale or edited sidecar, naming the file and fie
 
 describe('the kv path reads nothing but the sidecar', () => {
   it('the query and output projections are absent, and say so if anything reads them', () => {
-    const layer = decoder.kvPath.layers[1].weights
+    const attention = decoder.kvPath.layers[1]
+    if (!(attention instanceof Attention)) throw new Error('the decoder cache math builds the engine\'s Attention')
+    const layer = attention.weights
     expect(() => layer.qA.apply(new Float32Array(256), 1)).toThrow(/model\.layers\.1\.self_attn\.q_a_proj\.weight is not in the sidecar; the kv path must not read it/)
     expect(() => layer.indexer!.weightsProj.apply(new Float32Array(256), 1)).toThrow(/not in the sidecar/)
   })

@@ -53,7 +53,7 @@ describe('4xx answers in OpenAI\'s error shape', () => {
       /^the prompt \(3 tokens\) \+ max_tokens \(32766\) = 32769 tokens, more than max_position_embeddings \(32768\)$/],
     ['max_tokens over --max-tokens', '/v1/chat/completions', chat({ max_tokens: 5000 }), 400, 'invalid_request_error', 'max_tokens', null, /'max_tokens' is 5000, more than this server allows \(--max-tokens 4096\)/],
     ['n over the limit', '/v1/chat/completions', chat({ n: 9 }), 400, 'invalid_request_error', 'n', null, /'n' must be an integer between 1 and 8, got 9/],
-    ['an unsupported role', '/v1/chat/completions', JSON.stringify({ messages: [{ role: 'tool', content: 'x', tool_call_id: 'a' }] }), 400, 'invalid_request_error', 'messages[0].role', 'unsupported_value', /'tool'/],
+    ['an unsupported role', '/v1/chat/completions', JSON.stringify({ messages: [{ role: 'function', content: 'x', name: 'a' }] }), 400, 'invalid_request_error', 'messages[0].role', 'unsupported_value', /'function'/],
     ['a temperature over 2', '/v1/chat/completions', chat({ temperature: 2.5 }), 400, 'invalid_request_error', 'temperature', null, /'temperature' must be between 0 and 2, got 2.5/],
     ['a token id outside the vocabulary', '/v1/completions', JSON.stringify({ prompt: [0, 600] }), 400, 'invalid_request_error', 'prompt', null, /'prompt\[1\]' is 600, not a token id below vocab_size \(512\)/],
     ['a body over --max-body-bytes', '/v1/chat/completions', chat({ user: 'x'.repeat(MAX_BODY) }), 413, 'request_too_large_error', null, 'request_too_large', /--max-body-bytes 4000/],

@@ -15,7 +15,7 @@ function refusal (parse: (b: unknown) => unknown, body: unknown): ApiError {
 }
 
 describe('chat bodies that are accepted', () => {
-  it('reads messages, roles (developer as system), text parts, limits, stop and stream options', () => {
+  it('reads messages, roles (developer kept: a Jinja template renders it as system), text parts, limits, stop and stream options', () => {
     const r = parseChatRequest({
       model: 'm',
       messages: [
@@ -43,7 +43,7 @@ describe('chat bodies that are accepted', () => {
     expect(r).toEqual({
       endpoint: 'chat',
       model: 'm',
-      prompt: { kind: 'chat', messages: [{ role: 'system', content: 'be brief' }, { role: 'user', content: 'a\nb' }, { role: 'assistant', content: 'c' }, { role: 'user', content: 'd' }], chat: { kwargs: { thinking: true } } },
+      prompt: { kind: 'chat', messages: [{ role: 'developer', content: 'be brief' }, { role: 'user', content: 'a\nb' }, { role: 'assistant', content: 'c', name: 'x' }, { role: 'user', content: 'd' }], chat: { kwargs: { thinking: true } } },
       maxTokens: 5,
       maxTokensParam: 'max_completion_tokens',
       stop: ['X'],
@@ -64,6 +64,37 @@ describe('chat bodies that are accepted', () => {
     expect(parseCompletionRequest({ prompt: 'a', logprobs: 3 }).sampling).toMatchObject({ logprobs: true, topLogprobs: 3 })
     expect(parseCompletionRequest({ prompt: 'a', logprobs: 0 }).sampling).toMatchObject({ logprobs: true, topLogprobs: 0 })
     expect(parseCompletionRequest({ prompt: 'a', logprobs: null }).sampling).toMatchObject({ logprobs: false, topLogprobs: 0 })
+  })
+
+  it('reads tools, tool calls, tool results, reasoning in history and reasoning_effort (vLLM\'s fields)', () => {
+    const tools = [{ type: 'function', function: { name: 'get_weather', description: 'now', parameters: { type: 'object', properties: {} } } }]
+    const call = { id: 'c1', type: 'function', function: { name: 'get_weather', arguments: '{"city": "Paris"}' } }
+    const r = parseChatRequest({
+      messages: [
+        { role: 'user', content: 'weather?' },
+        { role: 'assistant', content: null, reasoning_content: 'use the tool', tool_calls: [call] },
+        { role: 'tool', tool_call_id: 'c1', content: [{ type: 'text', text: 'sunny' }] },
+        { role: 'assistant', content: 'Sunny.', reasoning: 'vLLM calls it reasoning' },
+      ],
+      tools,
+      tool_choice: 'auto',
+      reasoning_effort: 'max',
+      chat_template_kwargs: { thinking: true },
+    })
+    expect(r.prompt).toEqual({
+      kind: 'chat',
+      messages: [
+        { role: 'user', content: 'weather?' },
+        { role: 'assistant', reasoning_content: 'use the tool', tool_calls: [call] },
+        { role: 'tool', tool_call_id: 'c1', content: 'sunny' },
+        { role: 'assistant', content: 'Sunny.', reasoning_content: 'vLLM calls it reasoning' },
+      ],
+      chat: { kwargs: { thinking: true, reasoning_effort: 'max' }, tools },
+    })
+    // chat_template_kwargs' own reasoning_effort wins; an empty tools list is no tools.
+    expect(parseChatRequest({ messages: user, tools: [], reasoning_effort: 'high', chat_template_kwargs: { reasoning_effort: 'max' } }).prompt)
+      .toMatchObject({ chat: { kwargs: { reasoning_effort: 'max' } } })
+    expect((parseChatRequest({ messages: user, tools: [] }).prompt as { chat: object }).chat).toEqual({})
   })
 
   it('defaults: no model, no limit, no stop, not streamed; null counts as absent', () => {
@@ -94,11 +125,14 @@ describe('refusals name the field and the problem', () => {
     ['messages not an array', { messages: 'hi' }, 'messages', /must be an array, got a string/, null],
     ['no messages', { messages: [] }, 'messages', /empty/, null],
     ['a message that is not an object', { messages: [3] }, 'messages[0]', /must be an object/, null],
-    ['a tool role', { messages: [{ role: 'tool', content: 'x' }] }, 'messages[0].role', /'tool'.*system, developer, user and assistant/, 'unsupported_value'],
+    ['a function role', { messages: [{ role: 'function', content: 'x' }] }, 'messages[0].role', /'function'.*system, developer, user, assistant and tool/, 'unsupported_value'],
+    ['a tool message without tool_call_id', { messages: [{ role: 'tool', content: 'x' }] }, 'messages[0].tool_call_id', /'messages\[0\]\.tool_call_id' is required: a string/, null],
     ['a role that is not a string', { messages: [{ role: 1, content: 'x' }] }, 'messages[0].role', /must be a string, got a number/, null],
     ['missing content', { messages: [{ role: 'user' }] }, 'messages[0].content', /required/, null],
-    ['an image part', { messages: [{ role: 'user', content: [{ type: 'image_url', image_url: {} }] }] }, 'messages[0].content', /'image_url' part.*text parts only/, null],
-    ['tool calls', { messages: [{ role: 'assistant', content: '', tool_calls: [{}] }] }, 'messages[0].tool_calls', /not supported/, 'unsupported_value'],
+    ['an image part', { messages: [{ role: 'user', content: [{ type: 'image_url', image_url: {} }] }] }, 'messages[0].content', /'image_url' part; only text parts are rendered/, 'unsupported_value'],
+    ['a tool call without a function', { messages: [{ role: 'assistant', content: '', tool_calls: [{}] }] }, 'messages[0].tool_calls[0].function', /must be an object \{name, arguments\}/, null],
+    ['tool call arguments that are not a string', { messages: [{ role: 'assistant', tool_calls: [{ id: 'a', type: 'function', function: { name: 'f', arguments: {} } }] }] }, 'messages[0].tool_calls[0].function.arguments', /must be a string, got an object/, null],
+    ['tool calls on a user message', { messages: [{ role: 'user', content: 'x', tool_calls: [] }] }, 'messages[0].tool_calls', /only for assistant messages/, null],
     ['max_tokens of the wrong type', { messages: user, max_tokens: 'ten' }, 'max_tokens', /must be an integer, got a string/, null],
     ['max_tokens 0', { messages: user, max_tokens: 0 }, 'max_tokens', /at least 1, got 0/, null],
     ['fractional max_completion_tokens', { messages: user, max_completion_tokens: 2.5 }, 'max_completion_tokens', /integer, got 2.5/, null],
@@ -118,7 +152,12 @@ describe('refusals name the field and the problem', () => {
     ['top_logprobs without logprobs', { messages: user, top_logprobs: 2 }, 'top_logprobs', /needs 'logprobs' set to true/, null],
     ['top_logprobs over 20', { messages: user, logprobs: true, top_logprobs: 21 }, 'top_logprobs', /between 0 and 20, got 21/, null],
     ['a logit bias', { messages: user, logit_bias: { 5: 10 } }, 'logit_bias', /not supported/, 'unsupported_value'],
-    ['tools', { messages: user, tools: [{ type: 'function' }] }, 'tools', /not supported/, 'unsupported_value'],
+    ['a tool without a function', { messages: user, tools: [{ type: 'function' }] }, 'tools[0].function', /must be an object/, null],
+    ['a tool of another type', { messages: user, tools: [{ type: 'web_search' }] }, 'tools[0].type', /only "function" tools/, 'unsupported_value'],
+    ['tools not an array', { messages: user, tools: {} }, 'tools', /must be an array/, null],
+    ['a forced tool choice', { messages: user, tool_choice: 'required' }, 'tool_choice', /constrained decoding/, 'unsupported_value'],
+    ['tools with stream', { messages: user, stream: true, tools: [{ type: 'function', function: { name: 'f' } }] }, 'stream', /not split into tool_calls/, 'unsupported_value'],
+    ['reasoning_effort not a string', { messages: user, reasoning_effort: 3 }, 'reasoning_effort', /must be a string/, null],
     ['a JSON response format', { messages: user, response_format: { type: 'json_object' } }, 'response_format', /not supported/, 'unsupported_value'],
     ['stream not a boolean', { messages: user, stream: 'yes' }, 'stream', /boolean, got a string/, null],
     ['stream_options without stream', { messages: user, stream_options: { include_usage: true } }, 'stream_options', /only allowed when 'stream' is true/, null],

@@ -28,7 +28,7 @@ describe('defaults', () => {
     expect(config.listen).toEqual({ host: '127.0.0.1', port: 8012 })
     expect(config.decoder).toEqual({ url: 'http://127.0.0.1:8011', kvCacheType: 'F32', profile: 'decoder', blockSize: 2048, requestRules: 'auto', omlxBlocks: 'leave' })
     expect(config.routing).toEqual({ minTokens: 1024, minTail: 256, maxBridgeTokens: 262144 })
-    expect(config.queue).toEqual({ maxWaiting: 4, whenFull: 'native' })
+    expect(config.queue).toEqual({ maxWaiting: 4, whenFull: 'native', concurrentBridges: 1 })
     expect(config.deadlines).toMatchObject({ submitMs: 10000, captureMs: 1800000, writeMs: 600000, rescanMs: 30000, linkMs: 3000 })
     expect(config.prefill.url).toBeUndefined()
     expect(config.share.url).toBeUndefined()
@@ -76,7 +76,7 @@ describe('file validation', () => {
 describe('PD_* overrides', () => {
   it('every variable sets its key, over the file', () => {
     const values: Record<string, string> = {}
-    for (const o of ENV_OVERRIDES) values[o.name] = o.kind === 'integer' ? '7' : o.key.endsWith('url') ? 'http://10.0.0.9:9' : o.key === 'queue.whenFull' ? 'reject' : o.key === 'capture.retain' ? 'all' : o.key === 'decoder.requestRules' ? 'embedded' : o.key === 'decoder.engine' ? 'llama.cpp' : o.key === 'decoder.kvCacheType' ? 'F16' : o.key === 'log.level' ? 'warn' : `/v/${o.name}`
+    for (const o of ENV_OVERRIDES) values[o.name] = o.kind === 'integer' ? '7' : o.kind === 'boolean' ? 'true' : o.key.endsWith('url') ? 'http://10.0.0.9:9' : o.key === 'queue.whenFull' ? 'reject' : o.key === 'capture.retain' ? 'all' : o.key === 'decoder.requestRules' ? 'embedded' : o.key === 'decoder.engine' ? 'llama.cpp' : o.key === 'decoder.kvCacheType' ? 'F16' : o.key === 'log.level' ? 'warn' : `/v/${o.name}`
     const { config, env } = parseFrontConfig({ ...minimal, routing: { minTokens: 100 } }, values)
     expect(env).toEqual(ENV_OVERRIDES.map((o) => o.name))
     for (const o of ENV_OVERRIDES) {

@@ -251,6 +251,29 @@ describe('a cold long prompt is bridged', () => {
   })
 })
 
+describe('a chat with tools is bridged as the decoder renders it', () => {
+  it('tools, a tool call, its result and reasoning in history (OpenAI shapes): the same prompt ids as the decoder alone, complete', async () => {
+    const p = chatPrompt(art.tokenizer, 103, 700)
+    const call = { id: 'c1', type: 'function', function: { name: 'lookup', arguments: '{"q": "marigold", "n": 2.0}' } }
+    const messages = [
+      ...p.messages,
+      { role: 'assistant', content: '', reasoning_content: 'I should look it up.', tool_calls: [call] },
+      { role: 'tool', tool_call_id: 'c1', content: [{ type: 'text', text: 'found 2' }] },
+      { role: 'developer', content: 'Answer briefly.' },
+      { role: 'user', content: 'And so?' },
+    ]
+    const body = { model: stack.modelName, messages, tools: [{ type: 'function', function: { name: 'lookup', parameters: { type: 'object', properties: { q: { type: 'string' } } } } }], max_tokens: MAX, return_token_ids: true }
+    const viaFront = await client(fronts.main).chat.completions.create(body as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming).withResponse()
+    const alone = await (await fetch(`${stack.reference.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })).json() as { prompt_token_ids: number[], choices: Array<{ token_ids: number[] }> }
+    const front = viaFront.data as unknown as { prompt_token_ids: number[], choices: Array<{ token_ids: number[] }>, usage: OpenAI.CompletionUsage, pd_bridge: Record<string, any> }
+    expect(front.prompt_token_ids).toEqual(alone.prompt_token_ids)
+    expect(front.pd_bridge.prompt_tokens).toBe(alone.prompt_token_ids.length)
+    expect(viaFront.response.headers.get('x-pd-bridge')).toBe('complete')
+    expect(front.usage.prompt_tokens_details?.cached_tokens).toBe(bridgeable(alone.prompt_token_ids.length))
+    expect(front.choices[0].token_ids).toEqual(alone.choices[0].token_ids)
+  })
+})
+
 describe('the capture request carries the token digest', () => {
   it('the front door\'s submit sends tokens_sha256 of the ids it asks for; the engine accepts it, the manifest and the writer agree', async () => {
     const p = chatPrompt(art.tokenizer, 131, 700)

@@ -2,6 +2,7 @@
 // decoder's cached tokens, the request reader, the SSE parser and the bridge queue.
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
+import { PrefixClaims } from '../../src/front/prefix-claims.ts'
 import { BridgeQueue, QueueFull, QueueLeft, SseParser, confirmBridge, decideRoute, declined, refused, restoredVerdict, readFrontRequest, usableBlocks, verdictHeader, verdictText, FrontApiError } from '../../src/front/index.ts'
 
 const rules = { minTokens: 512, minTail: 256, maxBridgeTokens: 8192 }
@@ -96,8 +97,13 @@ describe('request reader', () => {
 
   it('reads model, stream, include_usage and the prompt of both endpoints', () => {
     expect(readFrontRequest({ model: 'm', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'developer', content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }] }, { role: 'user', content: 'hi' }] }, 'chat'))
-      .toEqual({ endpoint: 'chat', model: 'm', stream: true, includeUsage: true, prompt: { kind: 'chat', messages: [{ role: 'system', content: 'a\nb' }, { role: 'user', content: 'hi' }], chat: {} } })
+      .toEqual({ endpoint: 'chat', model: 'm', stream: true, includeUsage: true, prompt: { kind: 'chat', messages: [{ role: 'developer', content: 'a\nb' }, { role: 'user', content: 'hi' }], chat: {} } })
     expect(readFrontRequest({ messages: [{ role: 'user', content: 'x' }], chat_template_kwargs: { thinking: true } }, 'chat').prompt).toEqual({ kind: 'chat', messages: [{ role: 'user', content: 'x' }], chat: { kwargs: { thinking: true } } })
+    // Tools, tool calls and tool results are read as the decoder reads them, so the front renders the same prompt.
+    const tools = [{ type: 'function', function: { name: 'f' } }]
+    const call = { id: 'c', type: 'function', function: { name: 'f', arguments: '{}' } }
+    expect(readFrontRequest({ messages: [{ role: 'user', content: 'x' }, { role: 'assistant', content: null, tool_calls: [call] }, { role: 'tool', tool_call_id: 'c', content: 'ok' }], tools, reasoning_effort: 'high' }, 'chat').prompt)
+      .toEqual({ kind: 'chat', messages: [{ role: 'user', content: 'x' }, { role: 'assistant', tool_calls: [call] }, { role: 'tool', tool_call_id: 'c', content: 'ok' }], chat: { kwargs: { reasoning_effort: 'high' }, tools } })
     expect(readFrontRequest({ prompt: 'hello' }, 'completion').prompt).toEqual({ kind: 'text', text: 'hello' })
     expect(readFrontRequest({ prompt: [5, 6] }, 'completion').prompt).toEqual({ kind: 'tokens', tokens: [5, 6] })
     expect(readFrontRequest({ prompt: [[5, 6]] }, 'completion').prompt).toEqual({ kind: 'tokens', tokens: [5, 6] })
@@ -107,7 +113,8 @@ describe('request reader', () => {
   it('what the front cannot tokenize as the decoder would is opaque (sent natively), not refused', () => {
     expect(readFrontRequest({ messages: [{ role: 'tool', content: 'x' }] }, 'chat').prompt.kind).toBe('opaque')
     expect(readFrontRequest({ messages: [{ role: 'user', content: [{ type: 'image_url' }] }] }, 'chat').prompt.kind).toBe('opaque')
-    expect(readFrontRequest({ messages: [{ role: 'assistant', content: null }] }, 'chat').prompt.kind).toBe('opaque')
+    expect(readFrontRequest({ messages: [{ role: 'user', content: null }] }, 'chat').prompt.kind).toBe('opaque')
+    expect(readFrontRequest({ messages: [{ role: 'user', content: 'x' }], tool_choice: 'required' }, 'chat').prompt.kind).toBe('opaque')
     expect(readFrontRequest({ prompt: ['a', 'b'] }, 'completion').prompt.kind).toBe('opaque')
     expect(readFrontRequest({ prompt: [1.5] }, 'completion').prompt.kind).toBe('opaque')
   })
@@ -188,6 +195,27 @@ describe('bridge queue', () => {
     expect((await q.run(async () => 1, 100)).result).toBe(1)
   })
 
+  it('concurrency 2: two run at once, the third waits for a slot and takes the first one freed', async () => {
+    const q = new BridgeQueue(1, 2)
+    const [g1, g2] = [gate(), gate()]
+    const started: string[] = []
+    const a = q.run(async () => { started.push('a'); await g1.wait }, 1000)
+    const b = q.run(async () => { started.push('b'); await g2.wait }, 1000)
+    const c = q.run(async () => { started.push('c') }, 5000)
+    await Promise.resolve()
+    expect(started).toEqual(['a', 'b'])
+    expect(q.view).toMatchObject({ running: true, active: 2, concurrency: 2, waiting: 1 })
+    await expect(q.run(async () => 1, 100)).rejects.toBeInstanceOf(QueueFull)
+    g2.open()
+    await b
+    await c
+    expect(started).toEqual(['a', 'b', 'c'])
+    expect(q.view).toMatchObject({ active: 1, waiting: 0 })
+    g1.open()
+    await a
+    expect(q.view).toMatchObject({ running: false, active: 0 })
+  })
+
   it('maxWaiting 0: one running, every other refused at once', async () => {
     const q = new BridgeQueue(0)
     const g = gate()
@@ -196,5 +224,35 @@ describe('bridge queue', () => {
     g.open()
     await running
     expect((await q.run(async () => 2, 100)).result).toBe(2)
+  })
+})
+
+describe('prefix claims', () => {
+  it('a prompt sharing a full block with a bridge in flight waits for the latest such bridge; one sharing none does not', async () => {
+    const claims = new PrefixClaims()
+    const bs = 4
+    const first = claims.enter([1, 2, 3, 4, 5, 6, 7, 8], bs)
+    expect(first.waitFor).toBeUndefined()
+    // Shares tokens 0..4: one full block.
+    const second = claims.enter([1, 2, 3, 4, 5, 9, 9, 9, 9], bs)
+    expect(second.sharedBlocks).toBe(1)
+    // Shares three tokens only: no full block.
+    const apart = claims.enter([1, 2, 3, 0, 5, 6, 7, 8], bs)
+    expect(apart.waitFor).toBeUndefined()
+    // Shares one block with the first and two with the second: waits for the later one, the second.
+    const third = claims.enter([1, 2, 3, 4, 5, 9, 9, 9], bs)
+    let thirdMayGo = false
+    void third.waitFor?.then(() => { thirdMayGo = true })
+    let secondMayGo = false
+    void second.waitFor?.then(() => { secondMayGo = true })
+    first.release()
+    await Promise.resolve()
+    expect([secondMayGo, thirdMayGo]).toEqual([true, false])
+    second.release()
+    await Promise.resolve()
+    expect(thirdMayGo).toBe(true)
+    third.release()
+    apart.release()
+    expect(claims.size).toBe(0)
   })
 })

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { NumericsError, PdBridgeError } from '../../src/errors.ts'
 import { loadNativeKernels, matmulBf16, matmulF32, reference, rmsNorm, setKernelThreads } from '../../src/kernels/index.ts'
-import { EXPECTED_ABI_VERSION } from '../../src/kernels/native.ts'
+import { EXPECTED_ABI_VERSION, poolFromEnv, threadsFromEnv } from '../../src/kernels/native.ts'
 
 const F = (n: number) => new Float32Array(n)
 
@@ -151,6 +151,31 @@ describe('loadNativeKernels: a missing or stale addon', () => {
       expect(EXPECTED_ABI_VERSION).toBe(loadNativeKernels().abiVersion)
     } finally {
       rmSync(dir, { recursive: true, force: true })
+    }
+  })
+})
+
+describe('PD_KERNEL_THREADS', () => {
+  it('reads a thread count from 1 to 1024 and refuses anything else by name', () => {
+    expect(threadsFromEnv({})).toBeUndefined()
+    expect(threadsFromEnv({ PD_KERNEL_THREADS: '' })).toBeUndefined()
+    expect(threadsFromEnv({ PD_KERNEL_THREADS: '1' })).toBe(1)
+    expect(threadsFromEnv({ PD_KERNEL_THREADS: '16' })).toBe(16)
+    expect(threadsFromEnv({ PD_KERNEL_THREADS: '1024' })).toBe(1024)
+    for (const bad of ['0', '1025', '-2', '2.5', 'two', ' 4', '99999']) {
+      expect(() => threadsFromEnv({ PD_KERNEL_THREADS: bad })).toThrow(new PdBridgeError(`PD_KERNEL_THREADS: ${JSON.stringify(bad)} is not an integer from 1 to 1024`))
+    }
+  })
+})
+
+describe('PD_KERNEL_POOL', () => {
+  it('takes on, off or nothing and refuses anything else by name', () => {
+    expect(poolFromEnv({})).toBeUndefined()
+    expect(poolFromEnv({ PD_KERNEL_POOL: '' })).toBeUndefined()
+    expect(poolFromEnv({ PD_KERNEL_POOL: 'on' })).toBe('on')
+    expect(poolFromEnv({ PD_KERNEL_POOL: 'off' })).toBe('off')
+    for (const bad of ['ON', '1', 'yes', 'auto']) {
+      expect(() => poolFromEnv({ PD_KERNEL_POOL: bad })).toThrow(new PdBridgeError(`PD_KERNEL_POOL: ${JSON.stringify(bad)} is not on or off (or unset)`))
     }
   })
 })

@@ -163,8 +163,8 @@ process.stdout.write(JSON.stringify({ isa: k.isa, isas: k.isas, results }))
 interface CaseResult { sha256: string, length: number, nan: number, canonical: number, finite: number, elements: Array<[number, string]> }
 interface ChildOutput { isa: string, isas: string[], results: Record<string, CaseResult> }
 
-function runChild (isa: string | undefined): ChildOutput {
-  const env: NodeJS.ProcessEnv = { ...process.env, PDB_ISA_ADDON: DEFAULT_ADDON_PATH }
+function runChild (isa: string | undefined, extra: NodeJS.ProcessEnv = {}): ChildOutput {
+  const env: NodeJS.ProcessEnv = { ...process.env, PDB_ISA_ADDON: DEFAULT_ADDON_PATH, ...extra }
   if (isa === undefined) delete env.PD_KERNELS_ISA
   else env.PD_KERNELS_ISA = isa
   const text = execFileSync(process.execPath, ['-e', CHILD], { env, encoding: 'utf8', maxBuffer: 64 << 20 })
@@ -215,6 +215,18 @@ describe('kernel ISA dispatch', () => {
       expect(avx512.status).not.toBe(0)
       expect(avx512.stderr).toMatch(/PD_KERNELS_ISA=avx512, but this (CPU lacks AVX-512|build has no AVX-512 kernels)/)
     }
+  })
+
+  // Chunks on the persistent workers or on threads started per call (native/src/thread_pool.h): the
+  // split is the same, so every output buffer must be too, on the widest ISA and on portable.
+  it.each([usable[0], 'portable'])('%s: the worker pool (PD_KERNEL_POOL=on) and threads per call (off) give byte-identical outputs', (isa) => {
+    const on = runChild(isa, { PD_KERNEL_POOL: 'on' })
+    const off = runChild(isa, { PD_KERNEL_POOL: 'off' })
+    expect(Object.keys(on.results).length).toBeGreaterThan(100)
+    expect(on.results).toEqual(off.results)
+    const pool = (mode: string): string => execFileSync(process.execPath, ['-e', 'process.stdout.write(String(require(process.env.PDB_ISA_ADDON).threadPool))'],
+      { env: { ...process.env, PDB_ISA_ADDON: DEFAULT_ADDON_PATH, PD_KERNEL_POOL: mode }, encoding: 'utf8' })
+    expect([pool('on'), pool('off')]).toEqual(['true', 'false'])
   })
 
   const vectorIsas = usable.filter((isa) => isa !== 'portable')

@@ -3,7 +3,8 @@
 // (blocks of 64 tokens). Against a plain llama.cpp session of the same GGUF (evaluate + greedy, no
 // store): a cold prompt writes one state per boundary and answers cached 0; the same prompt again
 // restores the longest boundary below its end and answers the same ids; a longer prompt hits the
-// shared prefix; streaming; foreign, truncated and copied-in state files; a mismatched GGUF, and
+// shared prefix; streaming; a chat with tools rendered as the front door and llama.cpp's own template
+// engine render it; foreign, truncated and copied-in state files; a mismatched GGUF, and
 // bad flags, refused at launch by the real CLI.
 import { spawn } from 'node:child_process'
 import { copyFileSync, readdirSync, readFileSync, truncateSync, writeFileSync } from 'node:fs'
@@ -16,7 +17,10 @@ import { LlamaCppModel, NODE_LLAMA_CPP_VERSION } from '../../src/engines/llama-c
 import { stateGeometry } from '../../src/engines/llama-cpp/state/index.ts'
 import { LlamaCppStateStore, STATE_SUFFIX } from '../../src/engines/llama-cpp/store/index.ts'
 import { loadDeepseekV4Config, type DeepseekV4Config } from '../../src/model/config.ts'
-import { renderChat, type ChatMessage } from '../../src/model/tokenizer/index.ts'
+import { ChatFormat, renderChat, type ChatMessage, type ChatRenderOptions, type ChatTurn } from '../../src/model/tokenizer/index.ts'
+import { LlamaCppChatTemplate } from '../../src/engines/llama-cpp/chat-template.ts'
+import { promptTokenIds, readFrontRequest } from '../../src/front/prompt.ts'
+import { readGgufHeader } from '../../src/formats/gguf/index.ts'
 import { exportGguf } from '../../src/model/gguf/index.ts'
 import { cutAtEos, makeTiny, tempDir, tinyTokenizer } from '../decoder-server/helpers.ts'
 
@@ -162,6 +166,31 @@ describe('the llama.cpp decoder', () => {
     expect(text).toBe(whole.choices[0].message.content)
     expect(whole.usage?.prompt_tokens_details?.cached_tokens).toBe(0)
     expect(usage?.prompt_tokens_details?.cached_tokens).toBe(Math.floor((prompt.length - 1) / BLOCK) * BLOCK)
+  })
+
+  it('a chat with tools, a tool call and its result: the prompt ids the front door computes, the text llama.cpp\'s own engine renders from the GGUF', async () => {
+    const body = {
+      model: MODEL_NAME, max_tokens: MAX, return_token_ids: true,
+      tools: [{ type: 'function', function: { name: 'lookup', parameters: { type: 'object', properties: { q: { type: 'string' } } } } }],
+      messages: [
+        { role: 'developer', content: 'Use tools.' },
+        { role: 'user', content: 'Find the sea. '.repeat(6) },
+        { role: 'assistant', content: '', reasoning_content: 'look it up', tool_calls: [{ id: 'c1', type: 'function', function: { name: 'lookup', arguments: '{"q": "sea"}' } }] },
+        { role: 'tool', tool_call_id: 'c1', content: 'the sea is wide' },
+        { role: 'user', content: 'So?' },
+      ],
+    }
+    const front = readFrontRequest(body, 'chat')
+    const frontIds = promptTokenIds(front.prompt, tokenizer, cfg.vocabSize)
+    const data = await client.chat.completions.create(body as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming) as unknown as { prompt_token_ids: number[], choices: Array<{ token_ids: number[] }> }
+    expect(frontIds).not.toBeNull()
+    expect(data.prompt_token_ids).toEqual(frontIds)
+    const template = (await readGgufHeader(gguf)).metadata.get('tokenizer.chat_template') as { value: string }
+    const ours = ChatFormat.fromConfig(JSON.parse(readFileSync(join(modelDir, 'tokenizer_config.json'), 'utf8'))) as ChatFormat
+    const llama = await LlamaCppChatTemplate.compile(template.value, ours.specials)
+    const chat = front.prompt as { messages: ChatTurn[], chat: ChatRenderOptions }
+    expect(tokenizer.encode(llama.render(chat.messages, chat.chat))).toEqual(data.prompt_token_ids)
+    expect(data.choices[0].token_ids).toEqual(await plainGreedy(data.prompt_token_ids))
   })
 
   it('an F16 state under a prompt\'s key is refused with a logged reason; the prompt is served as a miss, correctly', async () => {

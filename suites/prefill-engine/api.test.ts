@@ -49,6 +49,7 @@ describe('the engine announces itself', () => {
       queue_length: 0, running: null, accepted_requests: 0, engine_prefilled_tokens: 0, max_queue: 1, max_tokens: 4096, prefix_caching: false,
       // The prefill profile is not the decoder's: a carry of the decoder's cache would not continue this engine's own prefill.
       warm_extend: { supported: false, reason: expect.stringMatching(/prefills under profile prefill and the decoder's cache is under decoder/) },
+      stream_blocks: true,
     })
     const models = await call(`${engine.url}/v1/models`)
     expect(models.body).toMatchObject({ object: 'list', data: [{ id: 'tiny', object: 'model', owned_by: 'pd-bridge', max_model_len: 32768 }] })

@@ -52,6 +52,7 @@ describe('parsePrefillRequest refuses bad bodies with a 400 naming the field', (
     ['not an object', [1, 2], undefined, 'must be a JSON object, got an array'],
     ['null body', null, undefined, 'got null'],
     ['unknown field', { tokens: [1], temperature: 0 }, 'temperature', 'unknown field "temperature"'],
+    ['stream_blocks not a boolean', { tokens: [1], stream_blocks: 1 }, 'stream_blocks', 'stream_blocks must be true or false, got'],
     ['no prompt', { request_id: 'x' }, undefined, 'give exactly one of tokens, prompt or messages'],
     ['two prompts', { tokens: [1], prompt: 'hi' }, 'prompt', 'not tokens and prompt'],
     ['tokens not an array', { tokens: '1 2 3' }, 'tokens', 'tokens must be an array'],

@@ -53,6 +53,7 @@ describe('--help: usage on stdout, exit 0, nothing started or written', () => {
     ['load.mjs', 'Usage: npx zx protocols/load.mjs [options]'],
     ['window-gate.mjs', 'Usage: node protocols/window-gate.mjs <pd-bridge gate options> [--suite]'],
     ['fuzz.mjs', 'Usage: node protocols/fuzz.mjs [options]'],
+    ['sampling.mjs', 'Usage: node protocols/sampling.mjs [options]'],
   ] as const) {
     it(`protocols/${script} --help (and -h)`, async () => {
       const cwd = await mkdtemp(join(dir, 'cwd-'))
@@ -114,6 +115,8 @@ describe('command-line mistakes: one line, exit 2, nothing started', () => {
       [[protocol('needle.mjs'), '--prefill-engine', 'torch', '--torch-device', 'tpu'], 'needle: --torch-device tpu: expected cpu, cuda or cuda:N'],
       [[protocol('window-gate.mjs'), '--launch', 'a', '--prefill-config', 'b', '--frob'], 'window-gate: pd-bridge gate: unknown option \'--frob\'; see pd-bridge gate --help'],
       [[protocol('window-gate.mjs'), '--launch', 'a', '--prefill-config', 'b', '--no-report'], 'window-gate: --no-report: this protocol reads the gate\'s report.json; give --report-dir DIR instead (or leave the default)'],
+      [[protocol('sampling.mjs'), '--prompts', '0'], 'sampling: --prompts must be an integer >= 1, got 0'],
+      [[protocol('sampling.mjs'), '--engines', 'vllm'], 'sampling: --engines vllm: expected ours or llama.cpp'],
     ]
     for (const [args, line] of cases) {
       const r = await node(args)

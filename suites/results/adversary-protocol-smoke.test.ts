@@ -34,5 +34,5 @@ describe('the adversary protocol, small run on the embedded stack', () => {
     } finally {
       await rm(dir, { recursive: true, force: true })
     }
-  }, 900_000)
+  })
 })

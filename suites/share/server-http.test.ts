@@ -201,6 +201,6 @@ describe('request log', () => {
     expect(added).toHaveLength(2)
     expect(added[0]).toMatchObject({ method: 'GET', target: layerPath, status: 206, bytes: 10, range: 'bytes=0-9', complete: true })
     expect(added[1]).toMatchObject({ status: 400, bytes: expect.any(Number) })
-    expect(added[1].reason).toContain('neither manifest.json nor layer')
+    expect(added[1].reason).toContain('none of manifest.json, segments.json, layer')
   })
 })

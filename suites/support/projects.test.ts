@@ -60,18 +60,16 @@ describe('the projects of vitest.config.ts', () => {
 
 describe('the wall-clock limits of integration and e2e tests', () => {
   // A test that sets its own limit below the hang limit fails on a loaded machine although it is
-  // correct (suites/llama-cpp/demo.test.ts did, at load 10): each such limit is refused here.
+  // correct (suites/llama-cpp/demo.test.ts did, at load 10); one at or above it is a second home for
+  // the one limit (the adversary smoke repeated 900_000). Each such limit is refused here.
   const ownLimit = /^\s*\}\)?, ([0-9_]+)\)\s*$|vi\.setConfig\(\{[^}]*(?:test|hook)Timeout: ([0-9_]+)/gm
 
-  it('no integration or e2e file sets a per-test or per-hook limit below the hang limit', () => {
+  it('no integration or e2e file sets a per-test or per-hook limit of its own', () => {
     const found: string[] = []
     const assigned = assignProjects(listTestFiles(ROOT), PROJECT_LISTS)
     for (const file of [...assigned.files.integration, ...assigned.files.e2e]) {
       const text = readFileSync(join(ROOT, file), 'utf8')
-      for (const m of text.matchAll(ownLimit)) {
-        const ms = Number((m[1] ?? m[2]).replace(/_/g, ''))
-        if (ms < HANG_LIMIT_MS) found.push(`${file}: ${m[0].trim()}`)
-      }
+      for (const m of text.matchAll(ownLimit)) found.push(`${file}: ${m[0].trim()}`)
     }
     expect(found).toEqual([])
   })

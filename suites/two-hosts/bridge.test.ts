@@ -14,6 +14,7 @@ import { loadTokenizer } from '../../src/model/tokenizer/index.ts'
 import { chatBody, runLeg, sameAnswer } from '../../src/stack/demo/legs.ts'
 import { buildDemoPrompt } from '../../src/stack/demo/prompt.ts'
 import { CLI_PATH } from '../../src/stack/child.ts'
+import { HANG_LIMIT_MS } from '../support/hang-limit.ts'
 import { tempDir } from '../support/temp-dir.ts'
 
 const execFileAsync = promisify(execFile)
@@ -55,9 +56,9 @@ describe.skipIf(unavailable !== null)('two hosts over a shaped link', () => {
     const prompt = buildDemoPrompt(tokenizer, 700, randomBytes(4).readUInt32LE(0))
     const body = chatBody(deployment.modelName, prompt.messages, 16)
     const before = hosts.counters().prefillSentBytes
-    const bridged = await runLeg('bridged', deployment.frontUrl, body, 600_000)
+    const bridged = await runLeg('bridged', deployment.frontUrl, body, HANG_LIMIT_MS)
     const sent = hosts.counters().prefillSentBytes - before
-    const alone = await runLeg('alone', deployment.aloneUrl, body, 600_000)
+    const alone = await runLeg('alone', deployment.aloneUrl, body, HANG_LIMIT_MS)
     expect(bridged.verdict).toBe('complete')
     expect(bridged.cachedTokens).toBe(512)
     expect(sameAnswer(bridged, alone)).toBe(true)
@@ -77,9 +78,9 @@ describe.skipIf(unavailable !== null)('two hosts over a shaped link', () => {
       const tokenizer = await loadTokenizer(deployment.decodeHost.model)
       const prompt = buildDemoPrompt(tokenizer, 700, randomBytes(4).readUInt32LE(0))
       const body = chatBody(deployment.modelName, prompt.messages, 16)
-      const bridged = await runLeg('bridged', deployment.frontUrl, body, 600_000)
+      const bridged = await runLeg('bridged', deployment.frontUrl, body, HANG_LIMIT_MS)
       hosts.clearLoss()
-      const alone = await runLeg('alone', deployment.aloneUrl, body, 600_000)
+      const alone = await runLeg('alone', deployment.aloneUrl, body, HANG_LIMIT_MS)
       // TCP retransmits what was lost: complete, or declined and served natively; the answer is the same.
       expect(bridged.verdict).toMatch(/^(complete$|declined: )/)
       expect(sameAnswer(bridged, alone)).toBe(true)
@@ -89,7 +90,7 @@ describe.skipIf(unavailable !== null)('two hosts over a shaped link', () => {
     }
     const tables = await onHost(hosts.onDecodeHost, 'import { execFileSync } from \'node:child_process\'; console.log(execFileSync(\'nft\', [\'list\', \'tables\'], { encoding: \'utf8\' }).trim())')
     expect(tables).not.toContain(LOSS_TABLE)
-  }, 900_000)
+  })
 
   it('requires the deployment key on the link, and the decoder is not on the link at all', async () => {
     const status = (url: string, key?: string): string => `const r = await fetch(${JSON.stringify(url)}${key === undefined ? '' : `, { headers: { authorization: 'Bearer ${key}' } }`}); console.log(r.status)`

@@ -76,6 +76,18 @@ export const bridgedLegSchema = answerSchema.extend({
   capturePeakHeldBytes: bytes.optional(),
   /** Whether the prefill engine streamed its captures (--spill-capture / PD_CAPTURE_SPILL), where known. */
   captureSpill: z.boolean().optional(),
+  /**
+   * Blocks written while the engine ran (cold-bench --stream-blocks, pd_bridge.stream): how many of
+   * the blocks were put before the capture was sealed, the whole capture stage (engine and writes
+   * overlapped), when the first block was put in it, and what was left after the seal.
+   */
+  stream: z.object({
+    blocksBeforeSeal: z.number().int().nonnegative(),
+    blocks: z.number().int().nonnegative(),
+    captureMs: ms.nullable(),
+    firstBlockMs: ms.nullable(),
+    afterSealMs: ms.nullable(),
+  }).strict().optional(),
 }).strict()
 
 /** One run record. */

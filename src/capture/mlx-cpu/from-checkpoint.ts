@@ -9,12 +9,15 @@
 // DeepSeek's (naming.ts's LAYER_RULES) with the `model.` prefix, except the attention's kv norm,
 // which save_pretrained writes as `attn.norm` and oMLX's module calls `attn.kv_norm`
 // (omlx_reference.py hub_names). The CSA indexer's compressor is `attn.indexer.compressor`.
-import type { LoadedCheckpoint } from '../../model/checkpoint/load.ts'
+import type { LoadedCheckpoint as FullCheckpoint } from '../../model/checkpoint/load.ts'
 import type { DeepseekV4Config } from '../../model/config.ts'
 import { bf16Array } from '../../numerics/mlx-cpu/bf16-round.ts'
 import { affineQuantize, mxfp8Quantize } from '../../numerics/mlx-cpu/quantize.ts'
 import type { AffineWeight, Mxfp8Weight } from '../../numerics/mlx-cpu/quantized-matmul.ts'
 import type { MlxCompressorWeights, MlxCpuCacheWeights, MlxCpuLayerWeights } from './weights.ts'
+
+/** A checkpoint's config and (at least the cache path's) weights: a whole loaded one, or export-weights' kv-path read. */
+type LoadedCheckpoint = Pick<FullCheckpoint, 'config' | 'weights'>
 
 const MXFP8 = 'mxfp88/g32'
 const MXFP4 = 'mxfp44/g32'

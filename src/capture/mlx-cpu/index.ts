@@ -6,4 +6,5 @@ export {
   compressorPool, compressorProject, mlxCpuLayerCache,
   type CompressorProjection, type MlxCpuLayerCache, type MlxCpuPoolState,
 } from './layer-cache.ts'
-export { readMlxCpuCacheWeights, type MlxCompressorWeights, type MlxCpuCacheWeights, type MlxCpuLayerWeights } from './weights.ts'
+export { mlxCpuWeightSpecs, mlxCpuWeightTensors, type MlxWeightSpec } from './sidecar-weights.ts'
+export { mlxCpuCacheWeightsFromTensors, readMlxCpuCacheWeights, type MlxCompressorWeights, type MlxCpuCacheWeights, type MlxCpuLayerWeights } from './weights.ts'

@@ -71,18 +71,37 @@ export function compressorPool (w: MlxCompressorWeights, cfg: MlxCpuCacheConfig,
     prevWinGate: overlap && windows > 0 ? rows(p.gate, usable - ratio, usable, width) : null,
   }
   if (windows === 0) return state
-  const pooled = overlap
-    ? overlapCompress(p.kv, p.gate, w.ape, windows, ratio, dim, cfg.rounding)
-    : simpleCompress(p.kv, p.gate, w.ape, windows, ratio, dim, cfg.rounding)
-  const normed = mlxRmsNormRows(pooled, dim, w.norm, cfg.rmsNormEps, cfg.rounding)
-  const inv = ropeInvFreqs(deepseekV4RopeFreqs(cfg.ropeDim, cfg.compressRopeTheta, cfg.compressYarn, ratio, dim))
-  for (let i = 0; i < windows; i++) mlxRopeRow(normed, i * dim, inv, i, cfg.rounding)
-  state.pooled = normed
+  state.pooled = poolWindows(w, cfg, p.kv, p.gate, windows, 0, false)
   return state
 }
 
+/** The compressed layers' rope of a pool's entries (freqs divided by the ratio). */
+export function poolInvFreqs (cfg: MlxCpuCacheConfig, ratio: number, dim: number): Float32Array {
+  return ropeInvFreqs(deepseekV4RopeFreqs(cfg.ropeDim, cfg.compressRopeTheta, cfg.compressYarn, ratio, dim))
+}
+
+/**
+ * Pool `windows` full windows of raw projections (kv, gate: [rows, width] bf16), normalise and rope
+ * them at entry positions first, first+1, … With `withPrevious`, the rows start with the window
+ * before them (ratio 4: its lane A feeds the first pooled window) and that one is not returned.
+ */
+export function poolWindows (w: MlxCompressorWeights, cfg: MlxCpuCacheConfig, kv: Float32Array, gate: Float32Array,
+  windows: number, first: number, withPrevious: boolean, inv = poolInvFreqs(cfg, w.ratio, w.dim)): Float32Array {
+  const { ratio, dim } = w
+  const overlap = ratio === 4
+  if (withPrevious && !overlap) throw new Error('mlx-cpu cache path: only the ratio-4 overlap pools with the previous window')
+  const all = withPrevious ? windows + 1 : windows
+  const pooledAll = overlap
+    ? overlapCompress(kv, gate, w.ape, all, ratio, dim, cfg.rounding)
+    : simpleCompress(kv, gate, w.ape, all, ratio, dim, cfg.rounding)
+  const pooled = withPrevious ? pooledAll.subarray(dim) : pooledAll
+  const normed = mlxRmsNormRows(pooled, dim, w.norm, cfg.rmsNormEps, cfg.rounding)
+  for (let i = 0; i < windows; i++) mlxRopeRow(normed, i * dim, inv, first + i, cfg.rounding)
+  return normed
+}
+
 /** The window's rope: the sliding layers' plain one, the compressed layers' YaRN one. */
-function windowInvFreqs (cfg: MlxCpuCacheConfig, ratio: number): Float32Array {
+export function windowInvFreqs (cfg: MlxCpuCacheConfig, ratio: number): Float32Array {
   return ropeInvFreqs(ratio === 0
     ? deepseekV4RopeFreqs(cfg.ropeDim, cfg.ropeTheta, null, 1, cfg.headDim)
     : deepseekV4RopeFreqs(cfg.ropeDim, cfg.compressRopeTheta, cfg.compressYarn, 1, cfg.headDim))

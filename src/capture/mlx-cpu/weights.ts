@@ -42,7 +42,7 @@ function modesOf (metadata: Record<string, string>): Map<string, string> {
 }
 
 class WeightFile {
-  constructor (readonly tensors: Map<string, Tensor>, readonly modes: Map<string, string>) {}
+  constructor (readonly tensors: ReadonlyMap<string, Tensor>, readonly modes: Map<string, string>) {}
 
   get (name: string): Tensor {
     const t = this.tensors.get(name)
@@ -100,6 +100,11 @@ class WeightFile {
 /** Reads an MLX cache-weights file (harness/fixtures/mlx/<model>-mxq-cache-weights.safetensors). */
 export async function readMlxCpuCacheWeights (path: string): Promise<MlxCpuCacheWeights> {
   const { metadata, tensors } = await readSafetensors(path)
+  return mlxCpuCacheWeightsFromTensors(metadata, tensors)
+}
+
+/** The cache path's weights from tensors in MLX's layout (a cache-weights file's, or an mlx-cpu sidecar's). */
+export function mlxCpuCacheWeightsFromTensors (metadata: Record<string, string>, tensors: ReadonlyMap<string, Tensor>): MlxCpuCacheWeights {
   const file = new WeightFile(tensors, modesOf(metadata))
   const layers: MlxCpuLayerWeights[] = []
   for (let i = 0; file.has(`model.layers.${i}.attn.wkv.weight`); i++) {

@@ -15,7 +15,7 @@ const FLOAT_BYTES: Record<string, number> = { F32: 4, BF16: 2 }
 
 // Hashed through one reused 1 MiB buffer: no per-chunk garbage, so the open costs the same memory
 // whatever the file size.
-async function sha256OfFile (path: string): Promise<string> {
+export async function sha256OfFile (path: string): Promise<string> {
   const hash = createHash('sha256')
   const fh = await open(path, 'r')
   try {

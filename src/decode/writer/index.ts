@@ -7,3 +7,4 @@ export { openCaptureFiles, LayerFileReader, type OpenedCapture } from './capture
 export { readBlockState, blockPayloadFromState, blockCacheBytes } from './block-state.ts'
 export { payloadDigest, payloadTensorBytes } from './digest.ts'
 export { HeldBytes, type HeldPart } from './held-bytes.ts'
+export { SegmentBlockWriter, type SegmentWriterOptions } from './segment-writer.ts'

@@ -19,7 +19,7 @@ export interface BlockTarget {
 }
 
 /** The sidecar fields the writer checks and uses. */
-export type WriterSidecarJson = Pick<SidecarJson, 'profile' | 'ropeParameters' | 'maxPositionEmbeddings' | 'slidingWindow' | 'blockSize' | 'layers' | 'headDim' | 'indexHeadDim' | 'compressRates'>
+export type WriterSidecarJson = Pick<SidecarJson, 'profile' | 'ropeParameters' | 'maxPositionEmbeddings' | 'slidingWindow' | 'blockSize' | 'layers' | 'headDim' | 'indexHeadDim' | 'compressRates' | 'cacheMath'>
 
 /**
  * Refuse a capture whose sidecar does not describe the target's decoder, naming what differs:
@@ -46,7 +46,7 @@ export function checkCaptureTarget (json: WriterSidecarJson, target: BlockTarget
   }
   const geometry = Geometry.fromSidecar(json).fingerprint
   if (geometry !== layout.geometryFingerprint) {
-    throw new PdBridgeError(`${where} (profile ${json.profile.name}) gives geometry ${geometry}, the store's is ${layout.geometryFingerprint}: another rope table, window or profile; its blocks would never be served`)
+    throw new PdBridgeError(`${where} (profile ${json.profile.name}${json.cacheMath === undefined ? '' : `, cache math ${json.cacheMath.name}`}) gives geometry ${geometry}, the store's is ${layout.geometryFingerprint}: another rope table, window or profile; its blocks would never be served`)
   }
   const rule = storageRuleFor(json.profile)
   if (rule !== target.storage) throw new PdBridgeError(`${where}'s profile ${json.profile.name} stores blocks as ${rule}, the target as ${target.storage}`)

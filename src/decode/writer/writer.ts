@@ -92,7 +92,7 @@ export interface SpoolTimes {
   lastLayer: number
 }
 
-function checkTokens (tokens: ArrayLike<number>): void {
+export function checkTokens (tokens: ArrayLike<number>): void {
   if (tokens === null || typeof tokens !== 'object' || typeof tokens.length !== 'number') throw new PdBridgeError('block writer: tokens must be an array of token ids')
   for (let i = 0; i < tokens.length; i++) {
     if (!Number.isSafeInteger(tokens[i]) || tokens[i] < 0) throw new PdBridgeError(`block writer: token ${i} is ${String(tokens[i])}, not a non-negative integer token id`)
@@ -304,21 +304,9 @@ export class BlockWriter {
       await this.writeAll()
       this.finished = true
       const t = performance.now()
-      const problems: string[] = []
       const bs = this.target.store.layout.blockSize
-      for (const b of this.done) {
-        const loaded = await this.target.store.load(b.hash)
-        if (loaded === null) {
-          const why = this.target.store.refusalOf(b.hash)
-          if (why?.reason === 'integrity') problems.push(`block ${b.block} (${b.hash}): the stored tensors differ from what was built (its content no longer matches its digest: ${why.detail}; quarantined)`)
-          else problems.push(`block ${b.block} (${b.hash}): not servable from the store after the write${why === undefined ? '' : ` (${why.reason}: ${why.detail})`}`)
-          continue
-        }
-        if (loaded.info.hash !== b.hash || loaded.info.tokenCount !== bs) problems.push(`block ${b.block} (${b.hash}): metadata says hash ${loaded.info.hash}, ${loaded.info.tokenCount} tokens`)
-        else if (payloadDigest(loaded.payload) !== b.digest) problems.push(`block ${b.block} (${b.hash}): the stored tensors differ from what was built`)
-      }
+      await verifyWritten(this.target, this.done, this.requestId)
       this.timings.verify = performance.now() - t
-      if (problems.length > 0) throw new PdBridgeError(`block writer ${this.requestId}: ${problems.length} of ${this.done.length} blocks failed verification: ${problems.join('; ')}`)
       const m = this.capture.manifest
       const timings: Record<string, number> = { ...this.timings, total: performance.now() - this.started }
       if (this.spool !== undefined) {
@@ -358,11 +346,33 @@ export class BlockWriter {
 }
 
 /**
+ * Re-read every written block through the store and check it: servable (the store's compatibility
+ * and content-digest checks), naming its own key and the block size as its token count, and with
+ * the payload fingerprint recorded when it was built. Throws one PdBridgeError listing every bad block.
+ */
+export async function verifyWritten (target: BlockTarget, done: ReadonlyArray<WrittenBlock & { digest: string }>, requestId: string): Promise<void> {
+  const problems: string[] = []
+  const bs = target.store.layout.blockSize
+  for (const b of done) {
+    const loaded = await target.store.load(b.hash)
+    if (loaded === null) {
+      const why = target.store.refusalOf(b.hash)
+      if (why?.reason === 'integrity') problems.push(`block ${b.block} (${b.hash}): the stored tensors differ from what was built (its content no longer matches its digest: ${why.detail}; quarantined)`)
+      else problems.push(`block ${b.block} (${b.hash}): not servable from the store after the write${why === undefined ? '' : ` (${why.reason}: ${why.detail})`}`)
+      continue
+    }
+    if (loaded.info.hash !== b.hash || loaded.info.tokenCount !== bs) problems.push(`block ${b.block} (${b.hash}): metadata says hash ${loaded.info.hash}, ${loaded.info.tokenCount} tokens`)
+    else if (payloadDigest(loaded.payload) !== b.digest) problems.push(`block ${b.block} (${b.hash}): the stored tensors differ from what was built`)
+  }
+  if (problems.length > 0) throw new PdBridgeError(`block writer ${requestId}: ${problems.length} of ${done.length} blocks failed verification: ${problems.join('; ')}`)
+}
+
+/**
  * The first block of a capture that continues the decoder's cache of tokens [0, P) (manifest
  * startToken): P / bs, after checking that P is a block boundary and that the store still holds the
  * block the new chain hangs from (a block of an evicted parent could never be restored). 0 otherwise.
  */
-async function continuedFrom (m: CaptureManifest, keys: readonly string[], target: BlockTarget, bs: number): Promise<number> {
+export async function continuedFrom (m: CaptureManifest, keys: readonly string[], target: BlockTarget, bs: number): Promise<number> {
   const p = m.startToken
   if (p === undefined) return 0
   if (p % bs !== 0) throw new PdBridgeError(`block writer ${m.requestId}: the capture continues from token ${p}, not a multiple of the block size ${bs}`)

@@ -1,7 +1,7 @@
 // Our decoder's block store (oMLX's layout) as the bridge's target: the block writer writes through
 // the decoder's own prefix cache, so geometry, storage rule and keys are the decoder's.
 import type { DecoderPrefixCache } from '../../decode/prefix-cache/index.ts'
-import { BlockWriter, checkCaptureTarget } from '../../decode/writer/index.ts'
+import { BlockWriter, checkCaptureTarget, SegmentBlockWriter } from '../../decode/writer/index.ts'
 import type { DecoderTarget } from '../target.ts'
 
 /** The store label /health reports for a block store. */
@@ -20,5 +20,6 @@ export function blockStoreTarget (cache: DecoderPrefixCache, options: { builders
       target: cache, sidecar: o.sidecar, requestId: o.requestId, tokens: o.tokens, builders: options.builders ?? 0, ...(o.spool !== undefined ? { spool: o.spool } : {}),
     }),
     restore: async (tokens) => (await cache.lookup(tokens)).cache,
+    openSegmentWriter: async (dir, o) => await SegmentBlockWriter.open(dir, { target: cache, sidecar: o.sidecar, requestId: o.requestId, tokens: o.tokens }),
   }
 }

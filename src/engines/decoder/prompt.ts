@@ -1,5 +1,6 @@
 // From a checked request to prompt token ids and a completion budget, refusing (400) anything the
 // model cannot hold; this runs before a request is queued, so a refusal never waits.
+import { PdBridgeError } from '../../errors.ts'
 import { badRequest } from './api-error.ts'
 import type { DecoderModel } from './model.ts'
 import type { GenerationRequest, PromptInput } from './request.ts'
@@ -10,7 +11,15 @@ import type { GenerationRequest, PromptInput } from './request.ts'
  * add_special_tokens does), token ids as given (each must be below vocab_size).
  */
 export function promptTokens (model: Pick<DecoderModel, 'tokenizer' | 'config'>, prompt: PromptInput): number[] {
-  if (prompt.kind === 'chat') return model.tokenizer.encodeChat(prompt.messages, prompt.chat)
+  if (prompt.kind === 'chat') {
+    try {
+      return model.tokenizer.encodeChat(prompt.messages, prompt.chat)
+    } catch (e) {
+      // The chat format refuses these messages (a template's raise_exception, a shape the encoding has no place for).
+      if (e instanceof PdBridgeError) throw badRequest(e.message, 'messages')
+      throw e
+    }
+  }
   if (prompt.kind === 'text') return model.tokenizer.encode(prompt.text, { addSpecialTokens: true })
   checkTokenIds(prompt.tokens, model.config.vocabSize)
   return prompt.tokens

@@ -1,13 +1,13 @@
 // Reading an OpenAI /v1/chat/completions or /v1/completions body into one checked generation
 // request. Every refusal is a 400 naming the field; what the embedded decoder cannot honour
-// (logit_bias, best_of, tools, structured output) is refused, never ignored.
-import { chatRenderOptions, type ChatMessage, type ChatRenderOptions } from '../../model/tokenizer/index.ts'
+// (logit_bias, best_of, forced tool choice, streamed tool calls, structured output) is refused, never ignored.
+import { readChatRequest, type ChatRenderOptions, type ChatTurn } from '../../model/tokenizer/index.ts'
 import { badRequest } from './api-error.ts'
 import { GREEDY, MAX_CHOICES, MAX_COMPLETION_LOGPROBS, MAX_TOP_LOGPROBS, type SamplingOptions } from './sampling/index.ts'
 
 /** What to generate from: chat messages (rendered with the chat template), text, or token ids. */
 export type PromptInput =
-  | { kind: 'chat', messages: ChatMessage[], chat?: ChatRenderOptions }
+  | { kind: 'chat', messages: ChatTurn[], chat?: ChatRenderOptions }
   | { kind: 'text', text: string }
   | { kind: 'tokens', tokens: number[] }
 
@@ -144,7 +144,7 @@ function refuseUnsupported (body: Body): void {
     if (!isObject(bias)) throw badRequest(`'logit_bias' must be an object, got ${typeName(bias)}`, 'logit_bias')
     if (Object.keys(bias).length > 0) throw badRequest("'logit_bias' is not supported by the embedded decoder", 'logit_bias', 'unsupported_value')
   }
-  for (const key of ['tools', 'functions']) {
+  for (const key of ['functions']) {
     const v = body[key]
     if (v !== undefined && v !== null && !(Array.isArray(v) && v.length === 0)) throw badRequest(`'${key}' is not supported by the embedded decoder`, key, 'unsupported_value')
   }
@@ -186,48 +186,16 @@ function readCommon (body: unknown, endpoint: 'chat' | 'completion'): { body: Bo
   }
 }
 
-const ROLES: Record<string, ChatMessage['role'] | undefined> = {
-  system: 'system',
-  // OpenAI's newer name for system instructions; the chat template has only system.
-  developer: 'system',
-  user: 'user',
-  assistant: 'assistant',
-}
-
-function readContent (v: unknown, at: string): string {
-  if (typeof v === 'string') return v
-  if (!Array.isArray(v)) throw badRequest(`'${at}' must be a string or an array of text parts, got ${typeName(v)}`, at)
-  return v.map((part, j) => {
-    if (!isObject(part) || part.type !== 'text') {
-      const what = isObject(part) && typeof part.type === 'string' ? `a '${part.type}' part` : typeName(part)
-      throw badRequest(`'${at}[${j}]' is ${what}; the embedded decoder takes text parts only`, at)
-    }
-    return readString(part.text, `${at}[${j}].text`)
-  }).join('\n')
-}
-
-/** Check a /v1/chat/completions body. */
+/** Check a /v1/chat/completions body: messages, tools and render options as the front door reads them. */
 export function parseChatRequest (raw: unknown): GenerationRequest {
   const { body, common } = readCommon(raw, 'chat')
-  const list = body.messages
-  if (list === undefined || list === null) throw badRequest("'messages' is required", 'messages')
-  if (!Array.isArray(list)) throw badRequest(`'messages' must be an array, got ${typeName(list)}`, 'messages')
-  if (list.length === 0) throw badRequest("'messages' is empty; at least one message is needed", 'messages')
-  const messages = list.map((m, i): ChatMessage => {
-    const at = `messages[${i}]`
-    if (!isObject(m)) throw badRequest(`'${at}' must be an object, got ${typeName(m)}`, at)
-    const roleText = readString(m.role, `${at}.role`)
-    const role = Object.hasOwn(ROLES, roleText) ? ROLES[roleText] : undefined
-    if (role === undefined) {
-      throw badRequest(`'${at}.role' is '${roleText}'; the embedded decoder's chat template supports system, developer, user and assistant`, `${at}.role`, 'unsupported_value')
-    }
-    if (m.tool_calls !== undefined && m.tool_calls !== null) throw badRequest(`'${at}.tool_calls' is not supported by the embedded decoder`, `${at}.tool_calls`, 'unsupported_value')
-    if (m.content === undefined || m.content === null) throw badRequest(`'${at}.content' is required`, `${at}.content`)
-    return { role, content: readContent(m.content, `${at}.content`) }
-  })
-  const chat = chatRenderOptions(body)
-  if (typeof chat === 'string') throw badRequest(chat, 'chat_template_kwargs')
-  return { ...common, prompt: { kind: 'chat', messages, chat } }
+  const read = readChatRequest(body)
+  if ('error' in read) throw badRequest(read.error.message, read.error.param, read.error.unsupported ? 'unsupported_value' : undefined)
+  // A streamed reply goes out piece by piece, before it could be split into tool calls.
+  if (common.stream && read.options.tools !== undefined) {
+    throw badRequest("'tools' with 'stream': true is not supported by the embedded decoder (a streamed reply is not split into tool_calls); send 'stream': false", 'stream', 'unsupported_value')
+  }
+  return { ...common, prompt: { kind: 'chat', messages: read.messages, chat: read.options } }
 }
 
 function readTokenIds (v: unknown[], at: string): number[] {

@@ -1,5 +1,7 @@
 // The OpenAI response bodies: chat.completion, chat.completion.chunk and text_completion (whole and
 // streamed), with usage.prompt_tokens_details.cached_tokens as oMLX and OpenAI report cache hits.
+import { randomUUID } from 'node:crypto'
+import type { ReplyParts } from '../../model/tokenizer/index.ts'
 import type { GenerationOutcome } from './generate.ts'
 
 /** OpenAI's usage object. */
@@ -77,6 +79,21 @@ export interface FinishedChoice {
   outcome: GenerationOutcome
   finish: FinishedReason
   logprobs: object | null
+  /** The reply split by the chat format (reasoning, tool calls), where the format defines a split. */
+  parts?: ReplyParts
+}
+
+// OpenAI's assistant message: content null when the reply is only tool calls; reasoning beside it as vLLM puts it.
+function assistantMessage (c: FinishedChoice): object {
+  if (c.parts === undefined) return { role: 'assistant', content: c.outcome.text, refusal: null }
+  const calls = c.parts.tool_calls.map((call) => ({ id: `call_${randomUUID().replaceAll('-', '').slice(0, 24)}`, ...call }))
+  return {
+    role: 'assistant',
+    content: calls.length > 0 && c.parts.content === '' ? null : c.parts.content,
+    refusal: null,
+    ...(c.parts.reasoning_content === undefined ? {} : { reasoning_content: c.parts.reasoning_content }),
+    ...(calls.length > 0 ? { tool_calls: calls } : {}),
+  }
 }
 
 /** A whole chat.completion. */
@@ -85,9 +102,10 @@ export function chatCompletion (head: ResponseHead, choices: readonly FinishedCh
     ...opening(head, 'chat.completion'),
     choices: choices.map((c, index) => ({
       index,
-      message: { role: 'assistant', content: c.outcome.text, refusal: null },
+      message: assistantMessage(c),
       logprobs: c.logprobs,
-      finish_reason: c.finish,
+      // A reply that ended by calling tools finishes with tool_calls, as OpenAI's does.
+      finish_reason: c.finish === 'stop' && (c.parts?.tool_calls.length ?? 0) > 0 ? 'tool_calls' : c.finish,
       ...tokenIdFields(promptIds === undefined ? undefined : c.outcome.completionIds, 'token_ids'),
     })),
     usage: usageOf(choices.map((c) => c.outcome)),

@@ -28,6 +28,7 @@ import { ChunkMaker, chatCompletion, textCompletion, timingsOf, usageOf, type De
 import { isRandom } from './sampling/index.ts'
 import { SseWriter } from './sse.ts'
 import { storeIdentity } from '../../decode/store/index.ts'
+import type { ReplyParts } from '../../model/tokenizer/index.ts'
 
 /** What the server shows of a prefix cache, whichever engine it belongs to: stats for /health, and a rescan. */
 export interface ServedCacheInfo {
@@ -360,6 +361,13 @@ export async function startDecoderServer (opts: DecoderServerOptions): Promise<D
     return outcomes
   }
 
+  // A chat reply split as the checkpoint's chat format defines (DeepSeek-V4: reasoning, DSML tool calls).
+  function replyParts (parsed: GenerationRequest, text: string): ReplyParts | undefined {
+    const parse = model.tokenizer.chatFormat.parseReply
+    if (parsed.prompt.kind !== 'chat' || parse === undefined) return undefined
+    return parse.call(model.tokenizer.chatFormat, text, parsed.prompt.chat)
+  }
+
   async function wholeGeneration (reply: FastifyReply, parsed: GenerationRequest, head: ResponseHead, job: GenerationJob, promptIds: number[] | undefined, extra: DecoderExtra,
     signal: AbortSignal): Promise<GenerationOutcome[]> {
     const outcomes = await runChoices(parsed, job, (choice) => ({
@@ -374,6 +382,7 @@ export async function startDecoderServer (opts: DecoderServerOptions): Promise<D
       outcome: o,
       finish: o.finishReason as FinishedChoice['finish'],
       logprobs: o.logprobs === undefined ? null : new LogprobsFormat(model.tokenizer).format(parsed.endpoint, o.logprobs),
+      parts: replyParts(parsed, o.text),
     }))
     const build = parsed.endpoint === 'chat' ? chatCompletion : textCompletion
     await reply.send(build(head, choices, promptIds, extra))

@@ -27,6 +27,8 @@ export interface PrefillJob {
   captureDir?: string
   /** A warm-extended request: the carry it continues from (removed when the job ends) and its boundary P. */
   resume?: { carryId: string, path: string, startToken: number }
+  /** Publish block segments after every chunk (the capture's `segments`). */
+  streamBlocks?: boolean
 }
 
 /** True once a job will not change again. */

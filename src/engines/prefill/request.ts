@@ -35,9 +35,11 @@ export interface PrefillRequest {
    * P; the engine then prefills only tokens [P, T) (docs/warm-extend.md).
    */
   resume?: { carryId: string }
+  /** Publish block segments while the prefill runs (docs/prefill-engine.md, `stream_blocks`). */
+  streamBlocks?: boolean
 }
 
-const FIELDS = ['request_id', 'tokens', 'prompt', 'messages', 'memory_budget_bytes', 'tokens_sha256', 'resume'] as const
+const FIELDS = ['request_id', 'tokens', 'prompt', 'messages', 'memory_budget_bytes', 'tokens_sha256', 'resume', 'stream_blocks'] as const
 const PROMPT_FIELDS: readonly PromptSource[] = ['tokens', 'prompt', 'messages']
 const ROLES: ReadonlyArray<ChatMessage['role']> = ['system', 'user', 'assistant']
 
@@ -133,6 +135,8 @@ export function parsePrefillRequest (body: unknown, limits: RequestLimits): Pref
     }
     memoryBudgetBytes = b
   }
+  const streamBlocks = body.stream_blocks
+  if (streamBlocks !== undefined && typeof streamBlocks !== 'boolean') throw badRequest(`stream_blocks must be true or false, got ${describe(streamBlocks)}`, 'stream_blocks')
   const given = PROMPT_FIELDS.filter((f) => body[f] !== undefined)
   if (given.length === 0) throw badRequest('the prompt is missing: give exactly one of tokens, prompt or messages')
   if (given.length > 1) throw badRequest(`give exactly one of tokens, prompt or messages, not ${given.join(' and ')}`, given[1])
@@ -172,5 +176,5 @@ export function parsePrefillRequest (body: unknown, limits: RequestLimits): Pref
     }
     resume = { carryId: r.carry_id }
   }
-  return { requestId, source, tokens, tokensSha256, memoryBudgetBytes, ...(resume === undefined ? {} : { resume }) }
+  return { requestId, source, tokens, tokensSha256, memoryBudgetBytes, ...(resume === undefined ? {} : { resume }), ...(streamBlocks === true ? { streamBlocks } : {}) }
 }

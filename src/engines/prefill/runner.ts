@@ -32,7 +32,7 @@ export interface CaptureSink {
  * Opens the capture of one request (CaptureSession.start with the engine's sidecar and root). `tokens`
  * are the very ids the engine prefills; the capture records their digest for the block writer.
  */
-export type StartCapture = (opts: { requestId: string, tokenCount: number, tokens: Int32Array, memoryBudgetBytes?: number, resumeFrom?: string }) => Promise<CaptureSink>
+export type StartCapture = (opts: { requestId: string, tokenCount: number, tokens: Int32Array, memoryBudgetBytes?: number, resumeFrom?: string, segments?: boolean }) => Promise<CaptureSink>
 
 /** What a runner needs. */
 export interface RunnerDeps {
@@ -73,7 +73,9 @@ export function makeCaptureRunner (deps: RunnerDeps): JobRunner {
     let session: CaptureSink | undefined
     try {
       const resumeFrom = job.resume?.path
-      session = await deps.startCapture({ requestId: job.requestId, tokenCount, tokens: job.tokens, memoryBudgetBytes: job.memoryBudgetBytes, ...(resumeFrom === undefined ? {} : { resumeFrom }) })
+      session = await deps.startCapture({
+        requestId: job.requestId, tokenCount, tokens: job.tokens, memoryBudgetBytes: job.memoryBudgetBytes, ...(resumeFrom === undefined ? {} : { resumeFrom }), ...(job.streamBlocks === true ? { segments: true } : {}),
+      })
       job.captureDir = session.dir
       const sink = session
       const hook: AttnInputHook = (layer, startPos, rows, count) => { sink.onAttentionInput(layer, startPos, rows, count) }

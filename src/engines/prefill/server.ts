@@ -242,6 +242,7 @@ async function serve (p: ServeParts): Promise<PrefillEngineServer> {
       timings: {},
       submittedAt: performance.now(),
       ...(resume === undefined ? {} : { resume }),
+      ...(request.streamBlocks === true ? { streamBlocks: true } : {}),
     }
     const ahead = queue.submit(job, (position) => {
       log({ event: 'queued', request_id: requestId, source: request.source, token_count: job.tokens.length, queue_position: position, ...(resume === undefined ? {} : { start_token: resume.startToken }) })
@@ -355,6 +356,8 @@ async function serve (p: ServeParts): Promise<PrefillEngineServer> {
         max_tokens: p.maxTokens,
         prefix_caching: false,
         warm_extend: resumeRefusal() === undefined ? { supported: true } : { supported: false, reason: resumeRefusal() },
+        // Takes `stream_blocks`: block segments published after every chunk (docs/prefill-engine.md).
+        stream_blocks: true,
       },
     }
   }

@@ -6,7 +6,7 @@ import type { BridgeRun } from './run.ts'
 import { stopwatch, type BridgeTimings } from './timings.ts'
 
 /** Ask the prefill engine for the capture of `tokens`; throws the submit's BridgeFailure. */
-export async function submitPrefill (run: BridgeRun, tokens: number[], tokensSha256: string, carryId?: string): Promise<Pick<BridgeTimings, 'submit'>> {
+export async function submitPrefill (run: BridgeRun, tokens: number[], tokensSha256: string, carryId?: string, streamBlocks = false): Promise<Pick<BridgeTimings, 'submit'>> {
   const { config, auth } = run
   const d = config.deadlines
   const prefillUrl = config.prefill.url as string
@@ -19,6 +19,7 @@ export async function submitPrefill (run: BridgeRun, tokens: number[], tokensSha
         request_id: run.requestId, tokens, tokens_sha256: tokensSha256,
         ...(config.prefill.memoryBudgetBytes !== undefined ? { memory_budget_bytes: config.prefill.memoryBudgetBytes } : {}),
         ...(carryId === undefined ? {} : { resume: { carry_id: carryId } }),
+        ...(streamBlocks ? { stream_blocks: true } : {}),
       },
       timeoutMs: d.submitMs,
       headers: auth,

@@ -10,8 +10,15 @@ export type BridgeTimings = {
   submit: number
   /** The capture source: the engine's prefill and the transfer (local mount or share), overlapped. */
   capture: number
-  /** The writer's whole stage: open, every block, finalize. */
+  /**
+   * The writer's whole stage: open, every block, finalize. With blocks streamed while the engine
+   * runs, only what is left once the capture is sealed (the last segments and the verification).
+   */
   block_stage: number
+  /** Streamed: when the first block was put, from the start of the capture stage. */
+  first_block?: number
+  /** Streamed: from seeing the capture sealed to every block written and verified (the tail the engine's end leaves). */
+  after_seal?: number
   /** The decoder's rescan. */
   rescan: number
   /** The capture's retention (the engine's delete, or nothing under capture.retain). */

@@ -5,7 +5,7 @@ import { PdBridgeError } from '../../errors.ts'
 import { tensorFrom, writeShardedCheckpoint, type Tensor } from '../../formats/safetensors/index.ts'
 import { pythonStyleJson, toHfConfigJson, type DeepseekV4Config } from '../config.ts'
 import { HF_FORMAT_VERSION } from '../config/defaults.ts'
-import { buildTokenizerFiles, PAD_TOKEN, NAMED_SPECIAL_TOKENS } from '../tokenizer/index.ts'
+import { buildTokenizerFiles, PAD_TOKEN, NAMED_SPECIAL_TOKENS, type CheckpointChatFormat, type TokenizerStructure } from '../tokenizer/index.ts'
 import { initialValues, mirrorIndexerHeads } from './init.ts'
 import { deepseekLayout } from './naming.ts'
 import { expectedParameters } from './params.ts'
@@ -32,6 +32,10 @@ export interface MakeCheckpointOptions {
    * queries so its top-k never meets exact ties (see mirrorIndexerHeads). Needs an even index_n_heads.
    */
   mirrorIndexerHeads?: boolean
+  /** The tokenizer.json structure (default gpt2, which every committed fixture was made with; deepseek-v3 is DeepSeek's published one). */
+  tokenizerStructure?: TokenizerStructure
+  /** How chats render (default make-checkpoint's template; deepseek-v4-encoding writes no template, as DeepSeek ships V4). */
+  chatFormat?: CheckpointChatFormat
   /** Called after each tensor is generated (for progress: generation is most of the time on large presets). */
   onTensor?: (done: number, total: number) => void
 }
@@ -152,7 +156,7 @@ export async function makeCheckpoint (opts: MakeCheckpointOptions): Promise<Made
   const side: Record<string, string> = {
     'config.json': checkpointConfigJson(cfg),
     'generation_config.json': generationConfigJson(cfg),
-    ...buildTokenizerFiles(cfg.vocabSize, cfg.maxPositionEmbeddings, needle ? needleVocabulary() : []),
+    ...buildTokenizerFiles(cfg.vocabSize, cfg.maxPositionEmbeddings, needle ? needleVocabulary() : [], { structure: opts.tokenizerStructure, chatFormat: opts.chatFormat }),
   }
   for (const [name, text] of Object.entries(side)) await writeFile(join(opts.out, name), text)
 

@@ -114,14 +114,20 @@ function tokenizerJson (layout: VocabLayout, structure: TokenizerStructure): str
     .replace('"@MERGES@"', () => layout.merges.length ? `[\n${merges}\n    ]` : '[]') + '\n'
 }
 
+/** How a made checkpoint renders chats: make-checkpoint's Jinja template, or DeepSeek-V4's encoding (no template). */
+export type CheckpointChatFormat = 'template' | 'deepseek-v4-encoding'
+
+/** The chat formats, by name (for options and errors). */
+export const CHECKPOINT_CHAT_FORMATS: readonly CheckpointChatFormat[] = ['template', 'deepseek-v4-encoding']
+
 /**
  * All three files for a vocabulary of `vocabSize` tokens (with `added` ordinary added tokens) and a
  * context of `modelMaxLength`, in the given tokenizer.json structure (the vocabulary and merges do
- * not depend on it).
+ * not depend on it), with make-checkpoint's template or none (DeepSeek-V4's encoding).
  */
 export function buildTokenizerFiles (
   vocabSize: number, modelMaxLength: number, added: readonly string[] = [],
-  options: { structure?: TokenizerStructure, trainingText?: string } = {},
+  options: { structure?: TokenizerStructure, trainingText?: string, chatFormat?: CheckpointChatFormat } = {},
 ): TokenizerFiles {
   const structure = options.structure ?? 'gpt2'
   const layout = vocabLayout(vocabSize, added, options.trainingText)
@@ -135,7 +141,8 @@ export function buildTokenizerFiles (
     clean_up_tokenization_spaces: false,
     model_max_length: modelMaxLength,
     tokenizer_class: 'PreTrainedTokenizerFast',
-    chat_template: CHAT_TEMPLATE,
+    // A V4 checkpoint as DeepSeek ships it has no template: it renders with DeepSeek's encoding.
+    ...(options.chatFormat === 'deepseek-v4-encoding' ? {} : { chat_template: CHAT_TEMPLATE }),
   }
   const map = {
     bos_token: specialTokenEntry(BOS_TOKEN),

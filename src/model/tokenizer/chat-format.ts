@@ -18,6 +18,29 @@ export interface ChatTurn {
   name?: unknown
 }
 
+/** What a chat format makes of a reply it defines a shape for (reasoning, tool calls). */
+export interface ReplyParts {
+  content: string
+  /** The reasoning the reply opened with, when the format has one. */
+  reasoning_content?: string
+  /** Tool calls in OpenAI's shape (arguments a JSON string); empty when none were made. */
+  tool_calls: Array<{ type: 'function', function: { name: string, arguments: string } }>
+}
+
+/** A way to turn chat messages into prompt text: a Jinja template, or DeepSeek's own encoding. */
+export interface ChatRenderer {
+  /** Which family: 'jinja' (tokenizer_config.json's template) or 'deepseek-v4' (DeepSeek's encoding). */
+  readonly kind: string
+  /** sha256 of what decides the rendering: two ends that render alike show the same digest. */
+  readonly digest: string
+  /** The Jinja source, for a template format (what export-gguf writes as tokenizer.chat_template). */
+  readonly template?: string
+  /** The prompt text for these messages (to be encoded without adding special tokens). */
+  render: (messages: readonly ChatTurn[], options?: ChatRenderOptions) => string
+  /** Split a reply into reasoning, content and tool calls; absent where the format defines no such shape. */
+  parseReply?: (text: string, options?: ChatRenderOptions) => ReplyParts
+}
+
 /** How to render: what vLLM's chat request fields map to. */
 export interface ChatRenderOptions {
   /** Append the assistant's opening (default true: a prompt for a completion). */
@@ -40,8 +63,25 @@ function tokenString (v: unknown): string | undefined {
   return undefined
 }
 
+/**
+ * The variables a template is rendered with, as apply_chat_template gives them: the request's
+ * kwargs, then (not overridable) the special-token strings, messages, add_generation_prompt and tools.
+ */
+export function templateContext (messages: readonly ChatTurn[], options: ChatRenderOptions, specials: Readonly<Record<string, string>>): Record<string, unknown> {
+  const context: Record<string, unknown> = {
+    ...options.kwargs,
+    ...specials,
+    // OpenAI's developer role is the template's system role (templates of this family know no other).
+    messages: messages.some((m) => m.role === 'developer') ? messages.map((m) => m.role === 'developer' ? { ...m, role: 'system' } : m) : messages,
+    add_generation_prompt: options.addGenerationPrompt ?? true,
+  }
+  if (options.tools !== undefined) context.tools = options.tools
+  return context
+}
+
 /** A compiled chat template with the special-token strings it is rendered with. */
-export class ChatFormat {
+export class ChatFormat implements ChatRenderer {
+  readonly kind = 'jinja'
   /** sha256 of the template and its special tokens: two ends that render alike show the same digest. */
   readonly digest: string
   private readonly compiled: Template
@@ -76,13 +116,7 @@ export class ChatFormat {
 
   /** The prompt text for these messages (to be encoded without adding special tokens). */
   render (messages: readonly ChatTurn[], options: ChatRenderOptions = {}): string {
-    const context: Record<string, unknown> = {
-      ...options.kwargs,
-      ...this.specials,
-      messages,
-      add_generation_prompt: options.addGenerationPrompt ?? true,
-    }
-    if (options.tools !== undefined) context.tools = options.tools
+    const context = templateContext(messages, options, this.specials)
     try {
       return this.compiled.render(context)
     } catch (e) {

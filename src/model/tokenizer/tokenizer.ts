@@ -6,7 +6,8 @@ import { join } from 'node:path'
 import { ConfigError, PdBridgeError } from '../../errors.ts'
 import { AddedMatcher, type AddedToken, type Segment } from './added-tokens.ts'
 import { CHAT_TEMPLATE } from './chat.ts'
-import { ChatFormat, loadChatFormat, type ChatRenderOptions, type ChatTurn } from './chat-format.ts'
+import { ChatFormat, loadChatFormat, type ChatRenderer, type ChatRenderOptions, type ChatTurn } from './chat-format.ts'
+import { loadEncodingFormat } from './deepseek-v4-format.ts'
 import { BOS_TOKEN, EOS_TOKEN, PAD_TOKEN } from './specials.ts'
 import { tokenBytes, toByteLevel } from './byte-level.ts'
 import { digestOf } from './digest.ts'
@@ -39,8 +40,11 @@ function isObject (v: unknown): v is Json {
 export class Tokenizer {
   /** sha256 of the tokenizer.json text it was read from: two ends that tokenize alike show the same digest. */
   readonly digest: string
-  /** The checkpoint's chat format (tokenizer_config.json); without one, make-checkpoint's CHAT_TEMPLATE. */
-  chat: ChatFormat | undefined
+  /**
+   * The checkpoint's chat format: tokenizer_config.json's template; without one, DeepSeek-V4's encoding
+   * for a V4 checkpoint (config.json); else make-checkpoint's CHAT_TEMPLATE.
+   */
+  chat: ChatRenderer | undefined
   private readonly vocab: Map<string, number>
   private readonly tokensById: string[]
   private readonly ranks: Map<string, number>
@@ -158,7 +162,7 @@ export class Tokenizer {
   }
 
   /** The chat format prompts are rendered with. */
-  get chatFormat (): ChatFormat {
+  get chatFormat (): ChatRenderer {
     return this.chat ?? builtinChat()
   }
 
@@ -282,7 +286,7 @@ export class Tokenizer {
   }
 }
 
-/** Load `<dir>/tokenizer.json`, with the chat format of `<dir>/tokenizer_config.json` when it has one. */
+/** Load `<dir>/tokenizer.json` with the checkpoint's chat format (see Tokenizer.chat). */
 export async function loadTokenizer (dir: string): Promise<Tokenizer> {
   const file = join(dir, 'tokenizer.json')
   let text: string
@@ -300,7 +304,7 @@ export async function loadTokenizer (dir: string): Promise<Tokenizer> {
     throw new ConfigError('(root)', `not valid JSON: ${(err as Error).message}`, file)
   }
   const tokenizer = Tokenizer.fromJson(json, file, digestOf(text))
-  tokenizer.chat = await loadChatFormat(dir)
+  tokenizer.chat = await loadChatFormat(dir) ?? await loadEncodingFormat(dir)
   return tokenizer
 }
 

@@ -67,7 +67,9 @@ export function mxfp8Matmul (x: Float32Array, m: number, w: Mxfp8Weight, points:
         for (let i = g * 32; i < g * 32 + 32; i++) gsum = add(gsum + product(x[xo + i] * MLX_E4M3_VALUES[codes[wo + i]]))
         sum = add(sum + scaled(mxScale(scales[j * groups + g]) * gsum))
       }
-      out[r * n + j] = sum
+      // A NaN output is the positive quiet NaN: which NaN `a + b` of two NaNs gives depends on
+      // operand order, which the JIT does not promise (the native kernels store the same).
+      out[r * n + j] = sum === sum ? sum : NaN
     }
   }
   return out
@@ -107,7 +109,9 @@ export function affineMatmul (x: Float32Array, m: number, w: AffineWeight, point
       const wo = j * k
       let sum = 0
       for (let i = 0; i < k; i++) sum = add(sum + product(x[xo + i] * dequantized[wo + i]))
-      out[r * n + j] = sum
+      // A NaN output is the positive quiet NaN: which NaN `a + b` of two NaNs gives depends on
+      // operand order, which the JIT does not promise (the native kernels store the same).
+      out[r * n + j] = sum === sum ? sum : NaN
     }
   }
   return out

@@ -1,0 +1,32 @@
+// MLX 0.32.2's CPU quantized matmuls as the mlx-cpu cache math needs them (docs/mlx-cpu-arithmetic.md):
+// the bf16 kernels fp_qmm_t (mxfp8, group 32) and _qmm_t (affine) have no float accumulator; every
+// product and every partial sum is rounded to the model dtype. Each output is one sequential chain
+// in k order, so a thread computes whole outputs and the thread count cannot change a bit. The
+// TypeScript references are src/numerics/mlx-cpu/quantized-matmul.ts (mxfp8Matmul, affineMatmul).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace pdb {
+
+// Rounding flags (a RoundingPoints entry's quantizedMatmul, bf16 = set): product, sum, scaled.
+constexpr int kMlxRoundProduct = 1;
+constexpr int kMlxRoundSum = 2;
+constexpr int kMlxRoundScaled = 4;
+
+// The weights come prepared once (src/numerics/mlx-cpu/native.ts): k-major float values, so the
+// loops over outputs read contiguous memory.
+//
+// out[m, n] = x[m, k] . w[n, k]^T, w mxfp8 given as wt [k, n] (the decoded e4m3 values) and
+// st [k/32, n] (the e8m0 scales 2^(s-127)). Per output: per group of 32, gsum += x.w; then
+// sum += scale . gsum.
+void mlx_mxfp8_matmul (const float* x, size_t m, size_t k, const float* wt, const float* st, size_t n, int rounding,
+                       float* out, int threads);
+
+// out[m, n] = x[m, k] . w[n, k]^T with w dequantized (bf16(bf16(scale.q) + bias)) and given
+// k-major as wt [k, n]: one running sum over k.
+void mlx_affine_matmul (const float* x, size_t m, size_t k, const float* wt, size_t n, int rounding, float* out,
+                        int threads);
+
+}  // namespace pdb

@@ -1,0 +1,110 @@
+// Where a batched decode step's time goes (docs/BENCHMARK-PROTOCOL.md, "Batched decode"): the
+// engine in this process, B sequences with their own prompt in their own cache, one decodeBatch step
+// of all of them at a time (the step the decoder's batcher runs), B levels interleaved over the
+// repeats so a busy machine slows every level alike. Per level: step time (min and median),
+// tokens/s, throughput over one sequence's, and one step's time inside each kernel
+// (lib/kernel-clock.ts). One JSON record in --out; nothing is asserted.
+//
+//   npx tsx protocols/batch-step.ts --model DIR [--levels 1,2,4,8] [--prompt 64] [--repeats 8] [--threads N]
+import { mkdir, writeFile } from 'node:fs/promises'
+import { cpus, loadavg } from 'node:os'
+import { join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { parseArgs } from 'node:util'
+import { loadNativeKernels } from '../src/kernels/native.ts'
+import { DeepseekV4Engine, type ModelCache } from '../src/model/engine/index.ts'
+import { clockKernels, type KernelClock } from './lib/kernel-clock.ts'
+
+const REPO = resolve(fileURLToPath(new URL('..', import.meta.url)))
+const USAGE = `Usage: npx tsx protocols/batch-step.ts --model DIR [options]
+
+  --model DIR     checkpoint directory (profile decoder)
+  --levels L      batch sizes, comma-separated (default 1,2,4,8)
+  --prompt N      prompt tokens per sequence before the steps (default 64)
+  --repeats N     timed steps per level, levels interleaved (default 8)
+  --threads N     kernel threads (default: PD_KERNEL_THREADS, else the machine's cores)
+  --out DIR       where the record goes (default results/batch)
+  --note TEXT     kept in the record`
+
+const { values: opts } = parseArgs({
+  options: {
+    model: { type: 'string' }, levels: { type: 'string', default: '1,2,4,8' }, prompt: { type: 'string', default: '64' },
+    repeats: { type: 'string', default: '8' }, threads: { type: 'string' }, out: { type: 'string', default: join(REPO, 'results', 'batch') },
+    note: { type: 'string', default: '' }, help: { type: 'boolean' },
+  },
+})
+if (opts.help === true || opts.model === undefined) {
+  console.log(USAGE)
+  process.exit(opts.help === true ? 0 : 2)
+}
+const levels = opts.levels.split(',').map(Number)
+const promptTokens = Number(opts.prompt)
+const repeats = Number(opts.repeats)
+const addon = loadNativeKernels()
+if (opts.threads !== undefined) addon.setThreads(Number(opts.threads))
+if ([...levels, promptTokens, repeats, addon.getThreads()].some((v) => !Number.isInteger(v) || v < 1)) {
+  console.error(`batch-step: --levels, --prompt, --repeats and --threads take positive integers\n${USAGE}`)
+  process.exit(2)
+}
+
+const engine = await DeepseekV4Engine.load(opts.model, 'decoder')
+const vocab = engine.config.vocabSize
+const widest = Math.max(...levels)
+const prompt = (i: number): number[] => Array.from({ length: promptTokens }, (_, t) => 2 + ((i * 104729 + t * 7919 + 17) % (vocab - 3)))
+/** Fresh caches for a level: sequence i holds prompt(i) (made outside the timed steps). */
+function caches (b: number): ModelCache[] {
+  return Array.from({ length: b }, (_, i) => {
+    const c = engine.newCache()
+    engine.prefill(prompt(i), c, { logits: 'none' })
+    return c
+  })
+}
+const tokensFor = (b: number): number[] => Array.from({ length: b }, (_, i) => 2 + (i * 31) % (vocab - 3))
+
+const byLevel = new Map(levels.map((b) => [b, { caches: caches(b), ms: [] as number[] }]))
+for (const b of levels) engine.decodeBatch(tokensFor(b), byLevel.get(b)!.caches) // warm: first-call costs
+for (let r = 0; r < repeats; r++) {
+  for (const b of levels) {
+    const level = byLevel.get(b)!
+    const t0 = performance.now()
+    engine.decodeBatch(tokensFor(b), level.caches)
+    level.ms.push(performance.now() - t0)
+  }
+}
+const clocks = new Map<number, KernelClock>()
+for (const b of levels) {
+  const level = byLevel.get(b)!
+  clocks.set(b, clockKernels(addon, () => { engine.decodeBatch(tokensFor(b), level.caches) }))
+}
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, c) => a - c)
+  return s.length % 2 === 1 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2
+}
+const one = byLevel.get(Math.min(...levels))!
+const rows = levels.map((b) => {
+  const ms = byLevel.get(b)!.ms
+  const row = {
+    batch: b, step_ms_min: Math.min(...ms), step_ms_median: median(ms),
+    tokens_per_s_best: b * 1000 / Math.min(...ms), tokens_per_s_median: b * 1000 / median(ms),
+    throughput_vs_smallest_median: (b / median(ms)) / (Math.min(...levels) / median(one.ms)),
+    one_step_inside_kernels: clocks.get(b)!,
+  }
+  const top = Object.entries(row.one_step_inside_kernels.kernels).slice(0, 5).map(([k, v]) => `${k} ${v.ms.toFixed(1)} ms`).join(', ')
+  console.error(`batch-step: B=${b}: step ${row.step_ms_median.toFixed(1)} ms median (${row.step_ms_min.toFixed(1)} min), ${row.tokens_per_s_median.toFixed(1)} tok/s, ${row.throughput_vs_smallest_median.toFixed(2)}x; ${top}`)
+  return row
+})
+const at = new Date().toISOString()
+const cfg = engine.config
+const record = {
+  kind: 'batch-step', version: 1, at, note: opts.note,
+  machine: { cpu: cpus()[0]?.model ?? 'unknown', cores: cpus().length, threads: addon.getThreads(), kernel_pool: addon.threadPool ?? null, isa: addon.isa, node: process.version },
+  load_average: loadavg(),
+  model: { dir_name: opts.model.split('/').filter(Boolean).at(-1), hidden_size: cfg.hiddenSize, layers: cfg.numHiddenLayers, experts: cfg.nRoutedExperts, experts_per_token: cfg.numExpertsPerTok, profile: 'decoder' },
+  settings: { levels, prompt_tokens: promptTokens, repeats, widest },
+  levels: rows,
+}
+await mkdir(opts.out, { recursive: true })
+const file = join(opts.out, `batch-step-${at.replace(/[:.]/g, '-')}.json`)
+await writeFile(file, JSON.stringify(record, null, 2) + '\n')
+console.log(file)

@@ -1,0 +1,80 @@
+// A running capture's block segments brought from the share into the bridge's spool directory, in
+// the capture's own layout (manifest.json, segments.json, segment-XXXXXX.safetensors), so the
+// segment writer reads the spool exactly as it reads a local mount. Each step fetches the manifest
+// first and the segment index after it: the engine lists every segment before it seals, so an index
+// fetched after a sealed manifest is complete. A segment is written into the spool only after its
+// size and SHA-256 matched the index; the local index lists only segments that landed.
+import { mkdir } from 'node:fs/promises'
+import { join } from 'node:path'
+import { request } from 'undici'
+import { CaptureIntegrityError, PD_ERR, PdBridgeError } from '../../errors.ts'
+import { writeFileAtomicSync } from '../../wire/layer-file.ts'
+import { MANIFEST_FILE, parseManifest, sha256Hex, writeManifestAtomic, type CaptureManifest } from '../../wire/manifest.ts'
+import { encodeSegmentIndex, parseSegmentIndex, SEGMENT_INDEX_FILE, type SegmentEntry } from '../../wire/segment-file.ts'
+
+/** Where a mirror reads from and writes to. */
+export interface SegmentMirrorOptions {
+  baseUrl: string
+  requestId: string
+  /** The spool directory of this request (created here). */
+  dir: string
+  headers: Record<string, string>
+  signal: AbortSignal
+  /** Each GET must answer within this. */
+  timeoutMs: number
+}
+
+/** Mirrors one capture's manifest and segments from the share, a step at a time. */
+export class SegmentMirror {
+  private readonly landed: SegmentEntry[] = []
+  private created = false
+  fetchedBytes = 0
+
+  constructor (private readonly o: SegmentMirrorOptions) {}
+
+  // GET one file of the capture: its bytes, or null on a 404 (not there yet).
+  private async get (file: string): Promise<Uint8Array | null> {
+    const url = `${this.o.baseUrl.replace(/\/+$/, '')}/captures/${encodeURIComponent(this.o.requestId)}/${file}`
+    const signal = AbortSignal.any([AbortSignal.timeout(this.o.timeoutMs), this.o.signal])
+    let res
+    try {
+      res = await request(url, { headers: this.o.headers, signal })
+    } catch (e) {
+      throw new PdBridgeError(`share: GET ${file}: ${(e as Error).message}`, { code: this.o.signal.aborted ? PD_ERR.SHARE_ABORTED : PD_ERR.SHARE_HTTP })
+    }
+    const bytes = new Uint8Array(await res.body.arrayBuffer())
+    if (res.statusCode === 404) return null
+    if (res.statusCode !== 200) throw new PdBridgeError(`share: GET ${file} answered ${res.statusCode}`, { code: PD_ERR.SHARE_HTTP })
+    this.fetchedBytes += bytes.length
+    return bytes
+  }
+
+  /** One step: the manifest (null before the engine wrote one), then every new segment. */
+  async step (): Promise<CaptureManifest | null> {
+    if (!this.created) {
+      await mkdir(this.o.dir, { recursive: true })
+      this.created = true
+    }
+    const raw = await this.get(MANIFEST_FILE)
+    if (raw === null) return null
+    const manifest = parseManifest(new TextDecoder().decode(raw), `share:${this.o.requestId}/${MANIFEST_FILE}`)
+    const indexBytes = await this.get(SEGMENT_INDEX_FILE)
+    if (indexBytes !== null) {
+      const source = `share:${this.o.requestId}/${SEGMENT_INDEX_FILE}`
+      const index = parseSegmentIndex(new TextDecoder().decode(indexBytes), source)
+      const fresh = index.segments.slice(this.landed.length)
+      for (const entry of fresh) {
+        const bytes = await this.get(entry.file)
+        if (bytes === null) throw new PdBridgeError(`share: ${entry.file} is listed in ${SEGMENT_INDEX_FILE} but not served`, { code: PD_ERR.SHARE_HTTP })
+        if (bytes.length !== entry.bytes) throw new CaptureIntegrityError(`share:${entry.file}`, `${bytes.length} bytes, ${SEGMENT_INDEX_FILE} lists ${entry.bytes}`)
+        const sha = sha256Hex(bytes)
+        if (sha !== entry.sha256) throw new CaptureIntegrityError(`share:${entry.file}`, `SHA-256 ${sha} does not match ${SEGMENT_INDEX_FILE}'s ${entry.sha256}`)
+        writeFileAtomicSync(join(this.o.dir, entry.file), bytes)
+        this.landed.push(entry)
+      }
+      if (fresh.length > 0) writeFileAtomicSync(join(this.o.dir, SEGMENT_INDEX_FILE), encodeSegmentIndex({ ...index, segments: this.landed }))
+    }
+    await writeManifestAtomic(this.o.dir, manifest)
+    return manifest
+  }
+}

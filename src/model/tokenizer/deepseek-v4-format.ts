@@ -1,0 +1,90 @@
+// DeepSeek-V4's encoding as a chat format, with its options read from the request the way vLLM's
+// deepseek_v4 tokenizer reads them: chat_template_kwargs `thinking` (or `enable_thinking`) picks
+// thinking mode, `drop_thinking` (default true) drops earlier reasoning, `reasoning_effort` "max" or
+// "high" (anything else: none); request tools become a leading system turn.
+import { readFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { ConfigError } from '../../errors.ts'
+import type { ChatRenderer, ChatRenderOptions, ChatTurn, ReplyParts } from './chat-format.ts'
+import { encodeDeepseekV4, parseDeepseekV4Reply, THINK_END, TOOL_CALLS_START } from './deepseek-v4-encoding.ts'
+import { digestOf } from './digest.ts'
+import { EOS_TOKEN } from './specials.ts'
+
+/** The architecture whose checkpoints render with this encoding when they ship no template (as vLLM). */
+export const DEEPSEEK_V4_ARCHITECTURE = 'DeepseekV4ForCausalLM'
+
+// Python truthiness of a JSON value, as `kwargs.get("thinking", False) or ...` judges it.
+function truthy (v: unknown): boolean {
+  if (v === undefined || v === null || v === false || v === 0 || v === '') return false
+  if (Array.isArray(v)) return v.length > 0
+  if (typeof v === 'object') return Object.keys(v).length > 0
+  return true
+}
+
+/** Read thinking mode from a request's options. */
+export function thinkingOf (options: ChatRenderOptions): boolean {
+  const k = options.kwargs ?? {}
+  return truthy(k.thinking) || truthy(k.enable_thinking)
+}
+
+/** DeepSeek-V4's encoding, selected for a V4 checkpoint whose tokenizer_config.json has no chat_template. */
+export class DeepseekV4Format implements ChatRenderer {
+  readonly kind = 'deepseek-v4'
+  readonly digest = digestOf(JSON.stringify({ format: 'deepseek-v4-encoding', version: 1 }))
+
+  render (messages: readonly ChatTurn[], options: ChatRenderOptions = {}): string {
+    const k = options.kwargs ?? {}
+    const effort = k.reasoning_effort === 'max' || k.reasoning_effort === 'high' ? k.reasoning_effort : undefined
+    return encodeDeepseekV4(messages, {
+      thinking: thinkingOf(options),
+      dropThinking: k.drop_thinking === undefined ? true : truthy(k.drop_thinking),
+      reasoningEffort: effort,
+      tools: options.tools,
+    })
+  }
+
+  /**
+   * A generated reply split into reasoning, content and tool calls. The generation may stop before
+   * eos (a length cap, a stop string), so eos is supplied; a reply outside the format (a malformed
+   * tool-call block) is all content, with no tool calls, rather than an error: it is what the model said.
+   */
+  parseReply (text: string, options: ChatRenderOptions = {}): ReplyParts {
+    const thinking = thinkingOf(options)
+    const body = text.endsWith(EOS_TOKEN) ? text : text + EOS_TOKEN
+    try {
+      const parsed = parseDeepseekV4Reply(body, thinking)
+      return thinking ? parsed : { content: parsed.content, tool_calls: parsed.tool_calls }
+    } catch {
+      if (!thinking) return { content: text, tool_calls: [] }
+      // Reasoning that never closed is all reasoning; otherwise the rest is content as said.
+      const end = text.indexOf(THINK_END)
+      const callsAt = text.indexOf(TOOL_CALLS_START)
+      if (end === -1 || (callsAt !== -1 && callsAt < end)) return { content: '', reasoning_content: text, tool_calls: [] }
+      return { content: text.slice(end + THINK_END.length), reasoning_content: text.slice(0, end), tool_calls: [] }
+    }
+  }
+}
+
+/**
+ * DeepSeek-V4's encoding when `<dir>/config.json` names the V4 architecture (vLLM's rule); undefined
+ * otherwise. Called only for a checkpoint whose tokenizer_config.json has no chat_template.
+ */
+export async function loadEncodingFormat (dir: string): Promise<DeepseekV4Format | undefined> {
+  const file = join(dir, 'config.json')
+  let text: string
+  try {
+    text = await readFile(file, 'utf8')
+  } catch (e) {
+    // No config.json beside the tokenizer (a tokenizer-only directory): no encoding to pick.
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined
+    throw new ConfigError('config.json', `cannot read: ${(e as Error).message}`, file)
+  }
+  let config: unknown
+  try {
+    config = JSON.parse(text)
+  } catch (e) {
+    throw new ConfigError('(root)', `not valid JSON: ${(e as Error).message}`, file)
+  }
+  const archs = (config as { architectures?: unknown }).architectures
+  return Array.isArray(archs) && archs.includes(DEEPSEEK_V4_ARCHITECTURE) ? new DeepseekV4Format() : undefined
+}

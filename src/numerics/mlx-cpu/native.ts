@@ -1,0 +1,80 @@
+// The native versions of the two quantized matmuls (native/src/mlx_cpu.cc), bit for bit the
+// TypeScript references in quantized-matmul.ts at any thread count (suites/mlx/native-kernels.test.ts):
+// each output is one sequential chain in k order and a thread computes whole outputs.
+import { PdBridgeError } from '../../errors.ts'
+import { loadNativeKernels } from '../../kernels/native.ts'
+import { affineDequantized, MLX_E4M3_VALUES, mxScale, type AffineWeight, type Mxfp8Weight } from './quantized-matmul.ts'
+import { MLX_CPU, type RoundingPoints } from './rounding-points.ts'
+
+interface MlxNativeKernels {
+  mlxMxfp8Matmul: (x: Float32Array, m: number, k: number, wt: Float32Array, st: Float32Array, n: number, rounding: number, out: Float32Array) => Float32Array
+  mlxAffineMatmul: (x: Float32Array, m: number, k: number, wt: Float32Array, n: number, rounding: number, out: Float32Array) => Float32Array
+}
+
+let cached: MlxNativeKernels | undefined
+
+function kernels (): MlxNativeKernels {
+  if (cached !== undefined) return cached
+  const k = loadNativeKernels() as unknown as Partial<MlxNativeKernels>
+  if (typeof k.mlxMxfp8Matmul !== 'function' || typeof k.mlxAffineMatmul !== 'function') {
+    throw new PdBridgeError('the native addon has no mlx-cpu kernels (a build from before them): run `npm run build:native`')
+  }
+  cached = k as MlxNativeKernels
+  return cached
+}
+
+/** The quantizedMatmul rounding points as the kernels' bit mask: product 1, sum 2, scaled 4 (set = bf16). */
+export function quantizedRoundingMask (points: RoundingPoints): number {
+  const q = points.quantizedMatmul
+  return (q.product === 'bf16' ? 1 : 0) | (q.sum === 'bf16' ? 2 : 0) | (q.scaled === 'bf16' ? 4 : 0)
+}
+
+/** An mxfp8 weight as the native kernel reads it: decoded values and scales, k-major. */
+export interface PreparedMxfp8 { wt: Float32Array, st: Float32Array, n: number, k: number }
+/** An affine weight dequantized (in its rounding points) and laid k-major. */
+export interface PreparedAffine { wt: Float32Array, n: number, k: number }
+
+/** k-major copy of an [n, k] array (once per weight: the kernels read contiguous outputs). */
+function kMajor (v: ArrayLike<number>, n: number, k: number): Float32Array {
+  const t = new Float32Array(n * k)
+  for (let j = 0; j < n; j++) for (let i = 0; i < k; i++) t[i * n + j] = v[j * k + i]
+  return t
+}
+
+/** Decode an mxfp8 weight as the reference does (MLX's e4m3 values, 2^(s-127) scales), k-major. */
+export function prepareMxfp8 (w: Mxfp8Weight): PreparedMxfp8 {
+  const { n, k } = w
+  const groups = k / 32
+  const values = new Float32Array(n * k)
+  for (let i = 0; i < n * k; i++) values[i] = MLX_E4M3_VALUES[w.codes[i]]
+  const scales = Float32Array.from(w.scales, mxScale)
+  return { wt: kMajor(values, n, k), st: kMajor(scales, n, groups), n, k }
+}
+
+/** Dequantize an affine weight (affineDequantized, in `points`) and lay it k-major. */
+export function prepareAffine (w: AffineWeight, points: RoundingPoints = MLX_CPU, dequantized = affineDequantized(w, points)): PreparedAffine {
+  if (dequantized.length !== w.n * w.k) throw new PdBridgeError(`affine matmul: the dequantized weight holds ${dequantized.length} values, not ${w.n} x ${w.k}`)
+  return { wt: kMajor(dequantized, w.n, w.k), n: w.n, k: w.k }
+}
+
+function checkX (what: string, x: Float32Array, m: number, k: number): Float32Array {
+  if (!Number.isSafeInteger(m) || m < 0 || x.length < m * k) throw new PdBridgeError(`${what}: x holds ${x.length} values, fewer than ${m} x ${k}`)
+  return x.length === m * k ? x : x.subarray(0, m * k)
+}
+
+/** mxfp8Matmul (quantized-matmul.ts) in native code over a prepared weight: x [m, k] bf16 values; returns [m, n]. */
+export function mxfp8MatmulNative (x: Float32Array, m: number, w: PreparedMxfp8, points: RoundingPoints = MLX_CPU): Float32Array {
+  const xs = checkX('mxfp8 matmul', x, m, w.k)
+  const out = new Float32Array(m * w.n)
+  if (out.length === 0) return out
+  return kernels().mlxMxfp8Matmul(xs, m, w.k, w.wt, w.st, w.n, quantizedRoundingMask(points), out)
+}
+
+/** affineMatmul (quantized-matmul.ts) in native code over a prepared weight. */
+export function affineMatmulNative (x: Float32Array, m: number, w: PreparedAffine, points: RoundingPoints = MLX_CPU): Float32Array {
+  const xs = checkX('affine matmul', x, m, w.k)
+  const out = new Float32Array(m * w.n)
+  if (out.length === 0) return out
+  // The affine kernel has no scaled group sum: only the product and sum bits apply.
+  return kernels().mlxAffineMatmul(xs, m, w.k, w.wt, w.n, quantizedRoundingMask(points) & 3, out)
+}
