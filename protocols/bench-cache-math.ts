@@ -18,9 +18,9 @@ import { PdBridgeError } from '../src/errors.ts'
 import { getKernelThreads, kernelParallelThreshold, matmulBf16 } from '../src/kernels/index.ts'
 import { f32ToBf16 } from '../src/numerics/bf16.ts'
 import {
-  affineDequantized, affineMatmul, affineMatmulNative, affineQuantize, bf16, MLX_CPU, mxfp8Matmul, mxfp8MatmulNative, mxfp8Quantize,
-  prepareAffine, prepareMxfp8,
+  affineDequantized, affineMatmul, affineQuantize, bf16, MLX_CPU, mxfp8Matmul, mxfp8Quantize,
 } from '../src/numerics/mlx-cpu/index.ts'
+import { affineMatmulNative, mxfp8MatmulNative, prepareAffine, prepareMxfp8 } from '../src/kernels/mlx-cpu.ts'
 import { helpAndExit, readOptions } from './bench-cli.ts'
 import { benchConfig, extraInt, parseBenchOptions } from '../verify/results/bench-options.ts'
 import { prepareBench } from '../verify/results/bench-setup.ts'

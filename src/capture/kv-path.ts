@@ -7,27 +7,15 @@ import type { Tensor } from '../formats/safetensors/index.ts'
 import { viewAs } from '../formats/safetensors/index.ts'
 import { matmulBf16, matmulF32 } from '../kernels/index.ts'
 import { Attention, type AttentionShape } from '../model/engine/attention.ts'
-import type { LayerCache } from '../model/engine/cache.ts'
 import type { WeightSource } from '../model/engine/attention-weights.ts'
 import { modelNumerics } from '../model/engine/numerics.ts'
-import type { MatmulOrder, NumericsProfile } from '../model/profiles/index.ts'
+import type { MatmulOrder } from '../model/profiles/index.ts'
 import type { Linear } from '../model/weights/index.ts'
 import { sidecarRope, type SidecarJson } from '../wire/sidecar-format.ts'
 import { buildMlxCpuKvPath } from './mlx-cpu/kv-path.ts'
 
-/** One layer's kv path: an empty cache, and the cache update from attention input rows (Attention's, or MLX's arithmetic). */
-export interface KvPathLayer {
-  makeCache: () => LayerCache
-  updateCache: (x: Float32Array, n: number, start: number, cache: LayerCache) => unknown
-}
-
-/** The sidecar's decoder as the capture computes with it: one kv path per layer, of which only the cache update runs. */
-export interface KvPathModel {
-  profile: NumericsProfile
-  layers: KvPathLayer[]
-  hiddenSize: number
-  maxPositionEmbeddings: number
-}
+import type { KvPathModel } from './kv-path-model.ts'
+export type { KvPathLayer, KvPathModel } from './kv-path-model.ts'
 
 /**
  * A Linear over held weight values, computed exactly as prepareWeights' PreparedLinear does: bf16

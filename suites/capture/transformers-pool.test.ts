@@ -61,7 +61,7 @@ describe('export-weights then pool, as child processes', () => {
     const r = await cli('export-weights', '--model', setup.ckptDir, '--profile', 'f32', '--out', join(setup.root, 'sidecar'))
     expect(r.stderr).toBe('')
     expect(r.code).toBe(0)
-    expect(r.stdout).toMatch(/profile f32, 4 layers, 28 tensors/)
+    expect(r.stdout).toMatch(/profile f32, cache math decoder, 4 layers, 28 tensors/)
     expect(r.stdout).toMatch(/fingerprint [0-9a-f]{64}/)
     expect(existsSync(join(setup.root, 'sidecar', 'sidecar.json'))).toBe(true)
   })

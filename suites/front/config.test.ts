@@ -26,7 +26,7 @@ describe('defaults', () => {
   it('a config with only the decoder URL gets the documented defaults, and bridging parts stay unset', () => {
     const { config } = parseFrontConfig(minimal)
     expect(config.listen).toEqual({ host: '127.0.0.1', port: 8012 })
-    expect(config.decoder).toEqual({ url: 'http://127.0.0.1:8011', engine: 'ours', kvCacheType: 'F32', profile: 'decoder', blockSize: 2048, requestRules: 'auto' })
+    expect(config.decoder).toEqual({ url: 'http://127.0.0.1:8011', engine: 'ours', kvCacheType: 'F32', profile: 'decoder', blockSize: 2048, requestRules: 'auto', omlxBlocks: 'leave' })
     expect(config.routing).toEqual({ minTokens: 1024, minTail: 256, maxBridgeTokens: 262144 })
     expect(config.queue).toEqual({ maxWaiting: 4, whenFull: 'native', concurrentBridges: 1 })
     expect(config.deadlines).toMatchObject({ submitMs: 10000, captureMs: 1800000, writeMs: 600000, rescanMs: 30000, linkMs: 3000 })

@@ -5,9 +5,9 @@
 import { afterAll, describe, expect, it } from 'vitest'
 import { loadNativeKernels } from '../../src/kernels/native.ts'
 import {
-  affineDequantized, affineMatmul, affineMatmulNative, bf16, MLX_CPU, mxfp8Matmul, mxfp8MatmulNative, prepareAffine, prepareMxfp8,
-  type AffineWeight, type Mxfp8Weight, type RoundingPoints, type RoundTo,
+  affineDequantized, affineMatmul, bf16, MLX_CPU, mxfp8Matmul, type AffineWeight, type Mxfp8Weight, type RoundingPoints, type RoundTo,
 } from '../../src/numerics/mlx-cpu/index.ts'
+import { affineMatmulNative, mxfp8MatmulNative, prepareAffine, prepareMxfp8 } from '../../src/kernels/mlx-cpu.ts'
 
 const addon = loadNativeKernels()
 const threadsBefore = addon.getThreads()

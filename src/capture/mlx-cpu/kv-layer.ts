@@ -9,7 +9,7 @@
 // prevWindowKv/Gate), so pooling a window the moment it is complete gives the one-shot result.
 // suites/mlx/cache-math.test.ts proves it against MLX's fixtures at several chunkings. The two
 // quantized matmuls (nearly all the work) run in native code, bit for bit their TypeScript
-// references (src/numerics/mlx-cpu/native.ts).
+// references (src/kernels/mlx-cpu.ts).
 import { PdBridgeError } from '../../errors.ts'
 import { LayerCache, type CompressorState } from '../../model/engine/cache.ts'
 import { layerCacheLayout, type LayerCacheLayout } from '../../model/engine/cache-layout.ts'
@@ -17,7 +17,7 @@ import type { LayerType } from '../../model/config.ts'
 import { bf16 } from '../../numerics/mlx-cpu/bf16-round.ts'
 import {
   affineMatmulNative, mxfp8MatmulNative, prepareAffine, prepareMxfp8, type PreparedAffine, type PreparedMxfp8,
-} from '../../numerics/mlx-cpu/native.ts'
+} from '../../kernels/mlx-cpu.ts'
 import { mlxRmsNormRows } from '../../numerics/mlx-cpu/rms-norm.ts'
 import { mlxRopeRow } from '../../numerics/mlx-cpu/rope.ts'
 import { rounder } from '../../numerics/mlx-cpu/rounding-points.ts'

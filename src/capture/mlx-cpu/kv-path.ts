@@ -3,7 +3,7 @@
 import { PdBridgeError } from '../../errors.ts'
 import type { Tensor } from '../../formats/safetensors/index.ts'
 import type { SidecarJson } from '../../wire/sidecar-format.ts'
-import type { KvPathModel } from '../kv-path.ts'
+import type { KvPathModel } from '../kv-path-model.ts'
 import { mlxCpuCacheConfigFromSidecar } from './config.ts'
 import { MlxCpuKvLayer } from './kv-layer.ts'
 import { mlxCpuCacheWeightsFromTensors } from './weights.ts'

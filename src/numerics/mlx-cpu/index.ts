@@ -4,10 +4,6 @@ export { bf16, bf16Array, bf16Reference } from './bf16-round.ts'
 export { mlxCos, mlxExp, mlxSin } from './cephes.ts'
 export { fma32, fround } from './f32.ts'
 export { overlapCompress, simpleCompress } from './pooling.ts'
-export {
-  affineMatmulNative, mxfp8MatmulNative, prepareAffine, prepareMxfp8, quantizedRoundingMask,
-  type PreparedAffine, type PreparedMxfp8,
-} from './native.ts'
 export { mlxPowF32 } from './pow.ts'
 export {
   affineDequantized, affineMatmul, MLX_E4M3_VALUES, mxfp8Matmul, mxScale,

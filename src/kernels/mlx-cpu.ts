@@ -1,10 +1,10 @@
 // The native versions of the two quantized matmuls (native/src/mlx_cpu.cc), bit for bit the
-// TypeScript references in quantized-matmul.ts at any thread count (suites/mlx/native-kernels.test.ts):
+// TypeScript references in src/numerics/mlx-cpu/quantized-matmul.ts at any thread count (suites/mlx/native-kernels.test.ts):
 // each output is one sequential chain in k order and a thread computes whole outputs.
-import { PdBridgeError } from '../../errors.ts'
-import { loadNativeKernels } from '../../kernels/native.ts'
-import { affineDequantized, MLX_E4M3_VALUES, mxScale, type AffineWeight, type Mxfp8Weight } from './quantized-matmul.ts'
-import { MLX_CPU, type RoundingPoints } from './rounding-points.ts'
+import { PdBridgeError } from '../errors.ts'
+import { loadNativeKernels } from './native.ts'
+import { affineDequantized, MLX_E4M3_VALUES, mxScale, type AffineWeight, type Mxfp8Weight } from '../numerics/mlx-cpu/quantized-matmul.ts'
+import { MLX_CPU, type RoundingPoints } from '../numerics/mlx-cpu/rounding-points.ts'
 
 interface MlxNativeKernels {
   mlxMxfp8Matmul: (x: Float32Array, m: number, k: number, wt: Float32Array, st: Float32Array, n: number, rounding: number, out: Float32Array) => Float32Array
