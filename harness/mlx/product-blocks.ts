@@ -6,12 +6,12 @@
 // want oMLX's server, which is not run here; oMLX's own prefix-cache code restores the store after).
 //   npx tsx harness/mlx/product-blocks.ts --ckpt DIR --sidecar DIR --tokens FILE [--take N] --block-size N --model-name NAME --out DIR
 // DIR/omlx-store is the oMLX cache directory; DIR/index.json lists the blocks in chain order.
+import { omlxTarget } from '../../src/front/omlx-target.ts'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import { parseArgs } from 'node:util'
 import { CaptureSession, loadSidecar } from '../../src/capture/index.ts'
 import { blockPath, blockKeyChain } from '../../src/decode/store/index.ts'
-import { omlxKind } from '../../src/engines/omlx/index.ts'
 import { DeepseekV4Engine } from '../../src/model/engine/index.ts'
 
 const { values: o } = parseArgs({ options: { ckpt: { type: 'string' }, sidecar: { type: 'string' }, tokens: { type: 'string' }, take: { type: 'string' }, 'block-size': { type: 'string' }, 'model-name': { type: 'string' }, out: { type: 'string' } } })
@@ -29,7 +29,7 @@ mkdirSync(store, { recursive: true })
 const session = await CaptureSession.start({ sidecar, captureRoot: captures, requestId: 'product-bridge', tokenCount: tokens.length, tokens })
 engine.prefill(tokens, engine.newCache(), { logits: 'none', attnInputHook: session.onAttentionInput, maxChunk: tokens.length })
 await session.finish()
-const target = await omlxKind.openTarget({ cacheDir: store, modelName: o['model-name']!, cfg: engine.config, profile: sidecar.profile.name, blockSize })
+const target = await omlxTarget({ cacheDir: store, modelName: o['model-name']!, cfg: engine.config, profile: sidecar.profile.name, blockSize })
 target.checkSidecar(sidecar.json)
 const writer = await target.openWriter(session.dir, { sidecar, requestId: 'product-bridge', tokens })
 while (await writer.writeNext() !== null) { /* one block per step */ }

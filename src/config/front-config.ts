@@ -3,7 +3,6 @@
 // log. One JSON file validated with zod (unknown keys refused, so a typo is an error, not a
 // silently ignored setting), then PD_* environment overrides (env.ts).
 import { z } from 'zod'
-import { OMLX_KIND } from '../engines/omlx/name.ts'
 
 const int = (min: number) => z.int().min(min).max(Number.MAX_SAFE_INTEGER)
 const ms = int(1)
@@ -67,7 +66,7 @@ export const frontConfigSchema = z.strictObject({
     /** The model name in the decoder's block keys and /v1/models; default: asked from the decoder. */
     modelName: z.string().min(1).optional(),
     /** Which decoder it is: `ours` (the embedded decoder, oMLX's block layout), `llama.cpp` (sequence-state files) or `omlx` (oMLX's own cache directory, docs/omlx.md). */
-    engine: z.enum(['ours', 'llama.cpp', OMLX_KIND]).default('ours'),
+    engine: z.enum(['ours', 'llama.cpp', 'omlx']).default('ours'),
     /** llama.cpp's K cache type (its context setting, part of its state geometry); with engine llama.cpp only. */
     kvCacheType: z.enum(['F32', 'F16']).default('F32'),
     /** The decoder's numerics profile (part of the store geometry). */

@@ -15,6 +15,7 @@ import { loadDeepseekV4Config, type DeepseekV4Config } from '../model/config.ts'
 import { loadTokenizer, type Tokenizer } from '../model/tokenizer/index.ts'
 import { llamaCppTarget } from './llama-cpp-target.ts'
 import { externalDecoderKind } from '../engines/external-kinds.ts'
+import { omlxTargetFromConfig } from './omlx-target.ts'
 import { blockStoreTarget, type DecoderTarget } from './target.ts'
 
 /** Everything a bridge computes with. */
@@ -57,7 +58,8 @@ async function readSidecar (dir: string): Promise<{ dir: string, json: SidecarJs
 /** The target of a decoder kind that brings its own (src/engines/external-kinds.ts), or null. */
 async function externalKindTarget (config: FrontConfig, cfg: DeepseekV4Config, log: (event: PrefixCacheEvent) => void, blockKey?: KeyObject): Promise<DecoderTarget | null> {
   const kind = externalDecoderKind(config.decoder.engine)
-  return kind === undefined ? null : await kind.targetFromConfig(config, cfg, log, blockKey)
+  // The one external kind today is oMLX: its target lives with the front door's other targets.
+  return kind === undefined ? null : await omlxTargetFromConfig(config, cfg, log, blockKey)
 }
 
 /**

@@ -253,7 +253,7 @@ describe('a cold long prompt is bridged', () => {
 
 describe('a chat with tools is bridged as the decoder renders it', () => {
   it('tools, a tool call, its result and reasoning in history (OpenAI shapes): the same prompt ids as the decoder alone, complete', async () => {
-    const p = chatPrompt(art.tokenizer, 113, 700)
+    const p = chatPrompt(art.tokenizer, 197, 700)
     const call = { id: 'c1', type: 'function', function: { name: 'lookup', arguments: '{"q": "marigold", "n": 2.0}' } }
     const messages = [
       ...p.messages,

@@ -10,6 +10,7 @@
 //   - oMLX's own blocks in our store: left alone by default (a miss, never quarantined), served with
 //     omlxBlocks 'serve'; a bridged block replaces oMLX's file under the same key without a quarantine.
 //   - bad config is refused before anything is opened.
+import { omlxTarget } from '../../src/front/omlx-target.ts'
 import { createSecretKey } from 'node:crypto'
 import { cp, mkdir, readdir, stat } from 'node:fs/promises'
 import { join } from 'node:path'
@@ -62,7 +63,7 @@ describe('the omlx kind writes the blocks oMLX writes', () => {
     await session.finish()
     // The front door's side: the kind's target, as setup.ts opens it for decoder.engine omlx.
     const dir = await omlxDir('omlx-f32')
-    const target = await omlxKind.openTarget({ cacheDir: dir, modelName: c.model_name, cfg: held.model.ckpt.config, profile: 'f32', blockSize: c.block_size, log: () => {} })
+    const target = await omlxTarget({ cacheDir: dir, modelName: c.model_name, cfg: held.model.ckpt.config, profile: 'f32', blockSize: c.block_size, log: () => {} })
     target.checkSidecar(f32Sidecar.json)
     const w = await target.openWriter(session.dir, { sidecar: f32Sidecar, requestId: 'omlx-f32', tokens })
     while (await w.writeNext() !== null) { /* one block per step */ }

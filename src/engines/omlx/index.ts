@@ -5,12 +5,10 @@
 import { checkOmlxBlockSize, omlxAlignedBlockSize } from './block-size.ts'
 import { OMLX_KIND } from './name.ts'
 import { checkOmlxStoreOptions, openOmlxStore } from './store.ts'
-import { omlxTarget, omlxTargetFromConfig } from './target.ts'
 
 export { OMLX_KIND } from './name.ts'
 export { checkOmlxBlockSize, omlxAlignedBlockSize } from './block-size.ts'
 export { checkOmlxStoreOptions, openOmlxStore, type OmlxBlocksRule, type OmlxStoreOptions } from './store.ts'
-export { omlxTarget, omlxTargetFromConfig } from './target.ts'
 export { OMLX_ADAPTER_FILE } from './adapter-file.ts'
 
 export const omlxKind = {
@@ -25,9 +23,6 @@ export const omlxKind = {
   blockSizeFor: (cfg: { slidingWindow: number }) => omlxAlignedBlockSize(cfg.slidingWindow),
   checkBlockSize: checkOmlxBlockSize,
   checkStoreOptions: checkOmlxStoreOptions,
-  /** The block writer's target in oMLX's directory. */
-  openTarget: omlxTarget,
-  targetFromConfig: omlxTargetFromConfig,
   /** Our store over oMLX's directory (what serves a block oMLX wrote, with omlxBlocks: 'serve'). */
   openStore: openOmlxStore,
 } as const

@@ -4,12 +4,12 @@
 // running oMLX only through the adapter (adapter/pd_bridge_omlx_index.py, docs/omlx.md) or after
 // the model is reloaded; the front door's rescan call has nothing to reach on oMLX and is harmless.
 import type { KeyObject } from 'node:crypto'
-import type { FrontConfig } from '../../config/index.ts'
-import type { PrefixCacheEvent } from '../../decode/prefix-cache/index.ts'
-import { ConfigError } from '../../errors.ts'
-import type { DeepseekV4Config } from '../../model/config.ts'
-import { blockStoreTarget, type DecoderTarget } from '../../front/target.ts'
-import { openOmlxStore, type OmlxStoreOptions } from './store.ts'
+import type { FrontConfig } from '../config/index.ts'
+import type { PrefixCacheEvent } from '../decode/prefix-cache/index.ts'
+import { ConfigError } from '../errors.ts'
+import type { DeepseekV4Config } from '../model/config.ts'
+import { blockStoreTarget, type DecoderTarget } from './target.ts'
+import { openOmlxStore, type OmlxStoreOptions } from '../engines/omlx/store.ts'
 
 /** The writer's target in oMLX's directory; `builders`: the writer's builder threads (0: none). */
 export async function omlxTarget (o: OmlxStoreOptions & { builders?: number }): Promise<DecoderTarget> {
