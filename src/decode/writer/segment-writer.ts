@@ -17,11 +17,10 @@ import {
 } from '../../wire/manifest.ts'
 import { parseSegmentFileMeta, parseSegmentIndex, SEGMENT_INDEX_FILE, type SegmentEntry } from '../../wire/segment-file.ts'
 import { LayerFileReader, sha256OfFile } from './capture-files.ts'
-import { blockCacheBytes, blockPayloadFromState, readBlockState } from './block-state.ts'
-import { payloadDigest, payloadTensorBytes } from './digest.ts'
+import { readBlockState } from './block-state.ts'
 import { HeldBytes } from './held-bytes.ts'
 import { checkCaptureTarget } from './target.ts'
-import { checkTokens, continuedFrom, verifyWritten, type BlockWriterOptions, type BlockWriterReport, type WrittenBlock } from './writer.ts'
+import { checkTokens, continuedFrom, putBlockState, verifyWritten, type BlockWriterOptions, type BlockWriterReport, type WrittenBlock } from './writer.ts'
 
 /** What a segment writer starts from: the writer's options without spool or builder threads. */
 export type SegmentWriterOptions = Omit<BlockWriterOptions, 'spool' | 'builders'>
@@ -104,11 +103,11 @@ export class SegmentBlockWriter {
   }
 
   private async write (entry: SegmentEntry): Promise<void> {
-    const { cfg, store, storage } = this.o.target
+    const { cfg } = this.o.target
     const bs = this.bs
     const k = entry.block
     const path = join(this.dir, entry.file)
-    let t = performance.now()
+    const t = performance.now()
     const size = (await stat(path).catch(() => { throw new PdBridgeError(`${path}: listed in ${SEGMENT_INDEX_FILE} but missing`) })).size
     if (size !== entry.bytes) throw new CaptureIntegrityError(path, `${size} bytes, ${SEGMENT_INDEX_FILE} lists ${entry.bytes}`)
     const sha = await sha256OfFile(path)
@@ -126,17 +125,9 @@ export class SegmentBlockWriter {
         layer: i, layerType: l.layerType, tokens: b, fingerprint: meta.fingerprint, profile: meta.profile, blockSize: bs, ...(k > 0 ? { startToken: k * bs } : {}),
       }, file))
       const state = await readBlockState(cfg, views, k, bs, this.held)
-      this.held.set('cache', blockCacheBytes(state))
       this.timings.read += performance.now() - t
-      t = performance.now()
-      const payload = blockPayloadFromState(cfg, state, k, bs, storage)
-      this.held.set('payload', payloadTensorBytes(payload))
-      const digest = payloadDigest(payload)
-      this.timings.build += performance.now() - t
-      t = performance.now()
       const hash = this.keys[k]
-      const put = await store.put(hash, payload, { parentHash: k > 0 ? this.keys[k - 1] : null })
-      this.timings.write += performance.now() - t
+      const { put, digest } = await putBlockState(this.o.target, state, k, this.keys, this.held, this.timings)
       this.putAt.push(performance.now() - this.started)
       this.done.push({ block: k, hash, boundary: b, written: put.written, bytes: put.bytes, digest })
     } finally {

@@ -16,6 +16,7 @@ import { payloadDigest, payloadTensorBytes } from './digest.ts'
 import type { BuiltBlock } from './block-build.ts'
 import { BlockBuildPool } from './build-pool.ts'
 import { HeldBytes } from './held-bytes.ts'
+import type { ModelCache } from '../../model/engine/index.ts'
 import { checkCaptureTarget, type BlockTarget, type WriterSidecarJson } from './target.ts'
 
 /** What a writer starts from (besides where the capture is). */
@@ -100,6 +101,26 @@ export function checkTokens (tokens: ArrayLike<number>): void {
 }
 
 /** Writes one capture's blocks. Open with `BlockWriter.open`. */
+/**
+ * Block k's state, read: build its payload and put it in the store under keys[k] after keys[k-1].
+ * What both writers (this one and the segment writer) do once a block's state is in hand; held
+ * bytes and the build and write timings are counted as they go.
+ */
+export async function putBlockState (target: Pick<BlockTarget, 'cfg' | 'store' | 'storage'>, state: ModelCache, k: number, keys: readonly string[], held: HeldBytes,
+  timings: Record<string, number>): Promise<{ put: Awaited<ReturnType<BlockTarget['store']['put']>>, digest: string }> {
+  const bs = target.store.layout.blockSize
+  held.set('cache', blockCacheBytes(state))
+  let t = performance.now()
+  const payload = blockPayloadFromState(target.cfg, state, k, bs, target.storage)
+  held.set('payload', payloadTensorBytes(payload))
+  const digest = payloadDigest(payload)
+  timings.build += performance.now() - t
+  t = performance.now()
+  const put = await target.store.put(keys[k], payload, { parentHash: k > 0 ? keys[k - 1] : null })
+  timings.write += performance.now() - t
+  return { put, digest }
+}
+
 export class BlockWriter {
   private readonly held = new HeldBytes()
   private readonly done: Array<WrittenBlock & { digest: string }> = []
@@ -197,22 +218,14 @@ export class BlockWriter {
     const k = this.firstBlock + this.done.length
     if (k >= this.keys.length) return null
     if (this.pool !== undefined || (this.builders > 0 && this.keys.length - k >= 2)) return await this.writeBuilt(k)
-    const { cfg, store, storage } = this.target
+    const { cfg, store } = this.target
     const bs = store.layout.blockSize
     const hash = this.keys[k]
     try {
-      let t = performance.now()
+      const t = performance.now()
       const state = await readBlockState(cfg, this.capture.layers, k, bs, this.held)
-      this.held.set('cache', blockCacheBytes(state))
       this.timings.read += performance.now() - t
-      t = performance.now()
-      const payload = blockPayloadFromState(cfg, state, k, bs, storage)
-      this.held.set('payload', payloadTensorBytes(payload))
-      const digest = payloadDigest(payload)
-      this.timings.build += performance.now() - t
-      t = performance.now()
-      const put = await store.put(hash, payload, { parentHash: k > 0 ? this.keys[k - 1] : null })
-      this.timings.write += performance.now() - t
+      const { put, digest } = await putBlockState(this.target, state, k, this.keys, this.held, this.timings)
       return this.record(k, hash, put, digest)
     } finally {
       // The block's state and payload go out of scope here; nothing of it is kept but the digest.
