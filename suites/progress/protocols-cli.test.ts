@@ -116,7 +116,7 @@ describe('command-line mistakes: one line, exit 2, nothing started', () => {
       [[protocol('window-gate.mjs'), '--launch', 'a', '--prefill-config', 'b', '--frob'], 'window-gate: pd-bridge gate: unknown option \'--frob\'; see pd-bridge gate --help'],
       [[protocol('window-gate.mjs'), '--launch', 'a', '--prefill-config', 'b', '--no-report'], 'window-gate: --no-report: this protocol reads the gate\'s report.json; give --report-dir DIR instead (or leave the default)'],
       [[protocol('sampling.mjs'), '--prompts', '0'], 'sampling: --prompts must be an integer >= 1, got 0'],
-      [[protocol('sampling.mjs'), '--engines', 'vllm'], 'sampling: --engines vllm: expected ours or llama.cpp'],
+      [[protocol('sampling.mjs'), '--engines', 'vllm'], 'sampling: --engines vllm: expected ours, llama.cpp or omlx'],
     ]
     for (const [args, line] of cases) {
       const r = await node(args)
