@@ -62,6 +62,7 @@ export const UNIT: ProjectList = [
   'suites/results/environment.test.ts', 'suites/results/readme-headline.test.ts', 'suites/results/generator.test.ts',
   'suites/results/micro-record.test.ts', 'suites/results/micro-summary.test.ts', 'suites/results/adversary-section.test.ts',
   'suites/results/needle-section.test.ts', 'suites/results/sources.test.ts', 'suites/results/summary.test.ts',
+  'suites/results/over-engine.test.ts',
   'suites/share/manifest.test.ts', 'suites/share/range.test.ts',
   'suites/stack/torch-prefill.test.ts', 'suites/stack/units.test.ts', 'suites/stack/doctor-blocks.test.ts',
   'suites/support/projects.test.ts',

@@ -161,7 +161,7 @@ catch (err) {
 }
 const { generateResults } = await import('../verify/results/generate.ts')
 const { embeddedEnvironment, embeddedModelName, remoteEnvironment } = await import('../verify/results/environment.ts')
-const { RUN_RECORD_SCHEMA, parseRunRecord } = await import('../verify/results/record.ts')
+const { RUN_RECORD_SCHEMA, bridgedOverEngine, parseRunRecord } = await import('../verify/results/record.ts')
 const { APART_LEG_SCHEMA, pairApartLeg, parseApartLeg, promptDigest, readApartLegs, runIdOf } = await import('../verify/results/apart-leg.ts')
 const { resolveProgressMode, startProgress } = await import('../src/progress/index.ts')
 try {
@@ -260,6 +260,8 @@ function bridgedLeg (leg) {
   const b = leg.bridge ?? {}
   const t = b.timings_ms ?? {}
   const bytes = b.bytes ?? {}
+  const stagesMs = { enginePrefill: num(t.engine_prefill), transfer: num(t.transfer), assembly: num(t.assembly), blockWrite: num(t.block_write), decoderTtft: num(t.decoder_ttft), bridgeTotal: num(t.bridge_total) }
+  const overEngine = bridgedOverEngine({ totalMs: leg.totalMs, ttftMs: leg.ttftMs, stagesMs })
   return {
     totalMs: leg.totalMs,
     ttftMs: leg.ttftMs,
@@ -272,12 +274,14 @@ function bridgedLeg (leg) {
     verdict: b.verdict ?? leg.header ?? 'declined',
     route: b.route ?? 'unknown',
     bridgedTokens: b.bridged_tokens ?? 0,
-    stagesMs: { enginePrefill: num(t.engine_prefill), transfer: num(t.transfer), assembly: num(t.assembly), blockWrite: num(t.block_write), decoderTtft: num(t.decoder_ttft), bridgeTotal: num(t.bridge_total) },
+    stagesMs,
     bytes: { capture: bytes.capture ?? 0, fetched: bytes.fetched ?? 0, blocks: bytes.blocks ?? 0 },
     // Blocks written while the engine ran: how far the writes overlapped the engine.
     ...(b.stream === undefined
       ? {}
       : { stream: { blocksBeforeSeal: b.stream.blocks_before_seal, blocks: b.blocks?.bridged ?? 0, captureMs: num(t.capture), firstBlockMs: num(t.first_block), afterSealMs: num(t.after_seal) } }),
+    // Bridged / engine and its floor (docs/torch-rung.md), with or without the streamed write.
+    ...(overEngine === null ? {} : { overEngine }),
   }
 }
 

@@ -30,7 +30,8 @@
 #
 # PD_TORCH_PYTHON (python3), PD_TORCH_DEVICE (cuda), PD_RUNG_PRESET (flash-attn, for hook and bench)
 # and PD_RUNG_BUDGET_S (560: the steps' total) change the defaults; PD_RUNG_COLD_FLAGS (e.g.
-# "--torch-max-chunk 2048") is added to bench and bridged steps' cold-bench; a CPU trial of the script runs
+# "--torch-max-chunk 2048") is added to bench and bridged steps' cold-bench; PD_RUNG_STREAM=1 adds --stream-blocks
+# to bench, bridged and pair (blocks written while the engine runs); a CPU trial of the script runs
 # with PD_TORCH_DEVICE=cpu PD_RUNG_PRESET=tiny and without the setup step.
 #
 # Records land in the checkout's results/ (runs, needle runs and ledger) and results/torch-hook/;
@@ -193,6 +194,7 @@ for step in "${steps[@]}"; do
       esac
       kind=()
       [ "${rung_decoder:-ours}" = llama.cpp ] && kind=(--decoder llama.cpp --torch-dtype f32)
+      [ "${PD_RUNG_STREAM:-0}" = 1 ] && [ "$name" != alone ] && kind+=(--stream-blocks)
       timeout "$limit" node protocols/cold-bench.mjs --preset "$preset" --prefill-engine torch --torch-python "$python" --torch-device "$device" \
         "${kind[@]}" "${legs[@]}" --no-generate --state-dir "$state" ${PD_RUNG_COLD_FLAGS:-} 2>&1 | grep -v '^{"progress'
       [ "$name" = alone ] && find "$state/legs" -maxdepth 1 -name '*.json' -exec cp {} "$out/" \; 2>/dev/null

@@ -88,7 +88,30 @@ export const bridgedLegSchema = answerSchema.extend({
     firstBlockMs: ms.nullable(),
     afterSealMs: ms.nullable(),
   }).strict().optional(),
+  /** Bridged end to end over the engine's prefill, and its floor (bridgedOverEngine); absent where a stage is missing. */
+  overEngine: z.object({ endToEnd: z.number().finite().positive(), floor: z.number().finite().positive() }).strict().optional(),
 }).strict()
+
+/** What bridgedOverEngine reads from a bridged leg. */
+export interface OverEngineInput {
+  totalMs: number
+  ttftMs: number | null
+  stagesMs: { enginePrefill: number | null, decoderTtft: number | null }
+}
+
+/**
+ * Bridged end to end / engine prefill, and the floor beside it (docs/torch-rung.md, *The floor*):
+ * (engine + the decoder's own TTFT after its restore + the answer) / engine, the ratio a bridge
+ * whose own stages took no time would show with this answer. Null where a stage is missing.
+ */
+export function bridgedOverEngine (leg: OverEngineInput): { endToEnd: number, floor: number } | null {
+  const engine = leg.stagesMs.enginePrefill
+  const decoder = leg.stagesMs.decoderTtft
+  if (engine === null || engine <= 0 || decoder === null || leg.ttftMs === null) return null
+  const answer = Math.max(0, leg.totalMs - leg.ttftMs)
+  const round = (x: number): number => Math.round(x * 1000) / 1000
+  return { endToEnd: round(leg.totalMs / engine), floor: round((engine + decoder + answer) / engine) }
+}
 
 /** One run record. */
 export const runRecordSchema = z.object({

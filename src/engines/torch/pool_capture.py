@@ -5,10 +5,16 @@ the TypeScript CaptureSession would (the parity suite's child process, suites/to
   /usr/bin/python3 src/engines/torch/pool_capture.py --sidecar DIR --attn-inputs FILE \
       --capture-root DIR --request-id ID [--tokens FILE.json] [--chunks 128 | 100,37,... | whole]
       [--budget BYTES] [--device cpu|cuda] [--matmul exact|blas] [--via-attach]
+      [--segments [--step] [--fail-after N]]
 
 --attn-inputs holds `oneshot.layers.{i}.attn_input` [T, hidden] (F32 or BF16), the file
 `pd-bridge pool` reads. Chunks are replayed in a forward's order: each chunk through layers
-0..L-1. Prints one JSON line: state, sealedLength, peakHeldBytes, seconds."""
+0..L-1. Prints one JSON line: state, sealedLength, peakHeldBytes, seconds (and segments).
+
+With --segments the session publishes block segments after every chunk, as serve_prefill.py does
+(`stream_blocks`). --step then prints {"chunk": i, "fed": tokens, "segments": n} after each chunk and
+waits for a line on stdin before the next, so a reader can write blocks between chunks; --fail-after N
+seals the capture failed after chunk N ("engine died after chunk N"), as an engine dying mid-prefill."""
 import argparse
 import json
 import os
@@ -80,9 +86,16 @@ def main() -> int:
     p.add_argument('--device', default='cpu')
     p.add_argument('--matmul', default='exact', choices=['exact', 'blas'],
                    help="exact: the profile's accumulation order (bit-exact); blas: torch.matmul (fast, another order)")
+    p.add_argument('--segments', action='store_true', help='publish block segments after every chunk')
+    p.add_argument('--step', action='store_true', help='after each chunk, print a JSON line and wait for a line on stdin')
+    p.add_argument('--fail-after', type=int, help='seal the capture failed after this many chunks')
     p.add_argument('--via-attach', action='store_true',
                    help='feed the rows through attach() on a stand-in model (layers[i].self_attn pre-hooks) instead of calling the session')
     a = p.parse_args()
+    if (a.step or a.fail_after is not None) and not a.segments:
+        p.error('--step and --fail-after go with --segments')
+    if a.segments and a.via_attach:
+        p.error('--segments replays chunk by chunk through the session, not --via-attach')
     sidecar = load_sidecar(a.sidecar)
     _, raw = st_format.read(a.attn_inputs)
     inputs = []
@@ -97,23 +110,31 @@ def main() -> int:
             tokens = json.load(f)
     t0 = time.perf_counter()
     session = CaptureSession.start(sidecar, a.capture_root, a.request_id, total, tokens=tokens,
-                                   memory_budget_bytes=a.budget, device=a.device, matmul=a.matmul)
+                                   memory_budget_bytes=a.budget, device=a.device, matmul=a.matmul, segments=a.segments)
     try:
         sizes = chunk_sizes(a.chunks, total)
         if a.via_attach:
             replay_through_attach(session, inputs, sizes)
         else:
             start = 0
-            for size in sizes:
+            for n, size in enumerate(sizes, 1):
                 for layer, x in enumerate(inputs):
                     session.on_attention_input(layer, start, x[start:start + size])
                 start += size
+                session.flush()
+                if a.step:
+                    print(json.dumps({'chunk': n, 'fed': start, 'segments': session.segments_published}), flush=True)
+                    sys.stdin.readline()
+                if n == a.fail_after:
+                    session.fail(RuntimeError(f'engine died after chunk {n}'))
+                    print(json.dumps({'state': 'failed', 'segments': session.segments_published}))
+                    return 1
         m = session.finish()
     except BaseException as e:
         session.fail(e)
         raise
     print(json.dumps({'state': m['state'], 'sealedLength': m['sealedLength'], 'peakHeldBytes': session.peak_held_bytes,
-                      'seconds': time.perf_counter() - t0}))
+                      'seconds': time.perf_counter() - t0, **({'segments': session.segments_published} if a.segments else {})}))
     return 0
 
 

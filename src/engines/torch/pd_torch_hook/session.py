@@ -3,7 +3,9 @@ attention input rows, the layer files it writes and the manifest it keeps. A lay
 sealed length is written (atomically) and released at once, and listed in the manifest right away;
 past the memory budget the session seals a shorter valid prefix (budget.py) and finish() records
 `partial`. Any error inside the hook is kept: finish() then seals `failed`, never `done`. Every
-layer file carries the layer's boundary snapshots at each multiple of the sidecar's block size."""
+layer file carries the layer's boundary snapshots at each multiple of the sidecar's block size.
+With `segments`, flush() (after every engine chunk) also publishes the block segments every layer
+has reached (segments.py), so the front door writes blocks while the engine runs."""
 import hashlib
 import os
 import time
@@ -16,6 +18,7 @@ from .budget import held_bytes, seal_point
 from .geometry import layer_geometries
 from .kv_path import KvPath, LayerState
 from .layer_file import encode_layer_file, state_tensors, write_file_atomic
+from .segments import SegmentPublisher
 from .sidecar import Sidecar
 
 
@@ -24,7 +27,7 @@ class CaptureError(RuntimeError):
 
 
 class CaptureSession:
-    def __init__(self, sidecar: Sidecar, directory: str, m: dict, budget: Optional[int], kv: KvPath):
+    def __init__(self, sidecar: Sidecar, directory: str, m: dict, budget: Optional[int], kv: KvPath, segments: bool = False):
         js = sidecar.json
         self.sidecar = sidecar
         self.dir = directory
@@ -50,10 +53,12 @@ class CaptureSession:
         # Rows fed, summed over layers (ignored ones included): the engine's progress within a chunk.
         self.rows_seen = 0
         self._manifest = m
+        self.segments = None if not segments else SegmentPublisher(
+            directory, self.request_id, self.block_size, sidecar.fingerprint, js['profile']['name'], self.bf16, self.states)
 
     @staticmethod
     def start(sidecar: Sidecar, capture_root: str, request_id: str, token_count: int, tokens: Optional[Sequence[int]] = None,
-              memory_budget_bytes: Optional[int] = None, device='cpu', matmul: str = 'exact') -> 'CaptureSession':
+              memory_budget_bytes: Optional[int] = None, device='cpu', matmul: str = 'exact', segments: bool = False) -> 'CaptureSession':
         js = sidecar.json
         if not isinstance(token_count, int) or token_count < 1:
             raise CaptureError(f'capture: tokenCount must be a positive integer, got {token_count!r}')
@@ -67,7 +72,7 @@ class CaptureSession:
         kv = KvPath(sidecar, torch.device(device), matmul)
         m = mf.start(capture_root, request_id, token_count, sidecar.fingerprint, js['profile']['name'], sidecar.num_layers,
                      memory_budget_bytes, digest)
-        return CaptureSession(sidecar, os.path.join(capture_root, request_id), m, memory_budget_bytes, kv)
+        return CaptureSession(sidecar, os.path.join(capture_root, request_id), m, memory_budget_bytes, kv, segments)
 
     @property
     def sealed_length(self) -> int:
@@ -75,7 +80,11 @@ class CaptureSession:
 
     @property
     def held_bytes(self) -> int:
-        return held_bytes(self._live())
+        return held_bytes(self._live()) + (self.segments.held_bytes if self.segments is not None else 0)
+
+    @property
+    def segments_published(self) -> int:
+        return self.segments.published if self.segments is not None else 0
 
     @property
     def peak_held_bytes(self) -> int:
@@ -132,6 +141,9 @@ class CaptureSession:
             reach = min(reach, self.sealed)
         if reach > start:
             self._feed(layer, start, rows[:reach - start].to(self.kv.device, torch.float32))
+            if self.segments is not None:
+                # Before the layer may be written and released below.
+                self.segments.take(layer, self.states[layer])
         self.frontier = max(self.frontier, self.positions[layer])
         self.peak = max(self.peak, self.held_bytes)
         spent = 0.0
@@ -153,6 +165,8 @@ class CaptureSession:
             if at % bs == 0:
                 snap = state_tensors(f'layers.{layer}.boundary.{at}', state, self.bf16, with_entries=False)
                 self.snapshots[layer].append((at, snap))
+                if self.segments is not None:
+                    self.segments.add_snapshot(layer, at, snap)
 
     def _live(self):
         return [None if self.written[i] else (g, self.positions[i], self.block_size) for i, g in enumerate(self.geometries)]
@@ -177,13 +191,31 @@ class CaptureSession:
         return spent
 
     def _own_timings(self) -> dict:
-        return {'hook': self.hook_s * 1000, 'layerWrite': self.write_s * 1000}
+        own = {'hook': self.hook_s * 1000, 'layerWrite': self.write_s * 1000}
+        if self.segments is not None:
+            own['segmentWrite'] = self.segments.write_s * 1000
+        return own
+
+    def flush(self) -> None:
+        """Between engine chunks: publish the block segments every layer has reached (with `segments`).
+        A failure is kept, so finish() seals failed."""
+        if self.segments is None or self.error is not None or self.closed:
+            return
+        try:
+            self.segments.publish_ready(self.sealed)
+        except BaseException as e:
+            self.error = e
+            raise
 
     def finish(self, timings: Optional[dict] = None) -> dict:
         """Seal: done when every layer holds all T tokens, partial when the budget sealed a shorter
         prefix; failed (and raise) when the hook failed or a layer never reached the sealed length."""
         if self.closed:
             raise CaptureError(f'capture {self.request_id}: the session is already sealed')
+        try:
+            self.flush()  # the last segments land before the manifest is sealed
+        except BaseException:  # noqa: B902 - kept in self.error; sealed failed below
+            pass
         own = self._own_timings()
         if self.error is not None:
             why = str(self.error) or 'unknown error'

@@ -146,10 +146,10 @@ def make_app(engine: Engine, api_key=None) -> web.Application:
         except ValueError as e:
             raise bad_request(f'the body is not JSON: {e}')
         cfg = engine.model.config
-        rid, tokens, budget, digest = parse(body, cfg.vocab_size, opts.max_tokens, cfg.max_position_embeddings, engine.tokenizer, engine.check_id)
+        rid, tokens, budget, digest, stream = parse(body, cfg.vocab_size, opts.max_tokens, cfg.max_position_embeddings, engine.tokenizer, engine.check_id)
         if len(engine.queue) >= opts.max_queue:
             raise ApiError(429, 'rate_limit_error', f'{opts.max_queue} requests already wait', headers={'Retry-After': engine.retry_after()})
-        job = Job(rid, tokens, budget if budget is not None else opts.memory_budget, digest)
+        job = Job(rid, tokens, budget if budget is not None else opts.memory_budget, digest, stream)
         engine.jobs[rid] = job
         engine.queue.append(job)
         position = len(engine.queue) - 1 + (1 if engine.running else 0)
@@ -207,7 +207,9 @@ def make_app(engine: Engine, api_key=None) -> web.Application:
         return web.json_response({'status': 'stopping' if engine.stopping else 'ok', 'model': opts.model_name, 'profile': 'transformers',
                                   'sidecar_fingerprint': engine.sidecar.fingerprint, 'queue_length': len(engine.queue),
                                   'running': engine.running.id if engine.running else None, 'max_queue': opts.max_queue,
-                                  'max_tokens': opts.max_tokens, 'prefix_caching': False, 'warm_extend': WARM_EXTEND})
+                                  'max_tokens': opts.max_tokens, 'prefix_caching': False, 'warm_extend': WARM_EXTEND,
+                                  # Takes `stream_blocks`: block segments published after every chunk (runner.py).
+                                  'stream_blocks': True})
 
     async def models(_request, _params):
         return web.json_response({'object': 'list', 'data': [{'id': opts.model_name, 'object': 'model', 'owned_by': 'pd-bridge',

@@ -1,16 +1,17 @@
 """Request bodies of POST /v1/prefill (src/engines/prefill/request.ts): exactly one of tokens,
 prompt or messages; request_id, memory_budget_bytes and tokens_sha256 optional (the digest of the
-token ids the front door means: checked against the ids this engine would prefill); unknown fields
+token ids the front door means: checked against the ids this engine would prefill); stream_blocks
+optional (publish block segments after every chunk: runner.py); unknown fields
 refused."""
 import re
 import uuid
-from typing import List, Optional, Tuple
+from typing import List, NamedTuple, Optional
 
 from pd_torch_hook.manifest import token_ids_sha256
 
 from .api_error import bad_request
 
-FIELDS = {'request_id', 'tokens', 'prompt', 'messages', 'memory_budget_bytes', 'tokens_sha256'}
+FIELDS = {'request_id', 'tokens', 'prompt', 'messages', 'memory_budget_bytes', 'tokens_sha256', 'stream_blocks'}
 HEX64 = re.compile(r'^[0-9a-f]{64}$')
 ROLES = {'system', 'user', 'assistant'}
 
@@ -19,7 +20,15 @@ def _is_int(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def parse(body, vocab: int, max_tokens: int, max_pos: int, tokenizer, check_id) -> Tuple[str, List[int], Optional[int], str]:
+class Parsed(NamedTuple):
+    request_id: str
+    tokens: List[int]
+    budget: Optional[int]
+    tokens_sha256: str
+    stream_blocks: bool
+
+
+def parse(body, vocab: int, max_tokens: int, max_pos: int, tokenizer, check_id) -> Parsed:
     if not isinstance(body, dict):
         raise bad_request('the body must be a JSON object')
     for k in body:
@@ -35,6 +44,9 @@ def parse(body, vocab: int, max_tokens: int, max_pos: int, tokenizer, check_id) 
     budget = body.get('memory_budget_bytes')
     if budget is not None and (not _is_int(budget) or budget < 1):
         raise bad_request('memory_budget_bytes must be a positive integer', 'memory_budget_bytes')
+    stream = body.get('stream_blocks', False)
+    if not isinstance(stream, bool):
+        raise bad_request(f'stream_blocks must be true or false, got {stream!r}', 'stream_blocks')
     if 'tokens' in body:
         ids = body['tokens']
         if not isinstance(ids, list) or not ids:
@@ -69,4 +81,4 @@ def parse(body, vocab: int, max_tokens: int, max_pos: int, tokenizer, check_id) 
             raise bad_request(f'tokens_sha256 must be 64 lowercase hex digits (SHA-256 of the token ids as little-endian uint32), got {claimed!r}', 'tokens_sha256')
         if claimed != digest:
             raise bad_request(f'tokens_sha256 is {claimed}, but the {len(ids)} token ids this engine would prefill (from {given[0]}) hash to {digest}', 'tokens_sha256')
-    return rid, ids, budget, digest
+    return Parsed(rid, ids, budget, digest, stream)

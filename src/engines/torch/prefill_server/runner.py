@@ -1,7 +1,9 @@
 """One request: a fresh cache (prefix caching off: every request from position 0), the torch capture
 hook attached, chunked prefill through the base model (no logits are wanted), finish or fail. Each
 chunk runs in a worker thread so status polls are answered between chunks; a shutdown abandons the
-prefill at the next chunk boundary and seals the capture failed."""
+prefill at the next chunk boundary and seals the capture failed. With `stream_blocks`, after every
+chunk the session publishes the block segments every layer has passed, so the front door writes
+those blocks while the next chunk runs."""
 import asyncio
 import time
 
@@ -11,8 +13,9 @@ from pd_torch_hook import CaptureSession, attach
 
 
 class Job:
-    def __init__(self, request_id: str, tokens, budget, tokens_sha256: str):
+    def __init__(self, request_id: str, tokens, budget, tokens_sha256: str, stream_blocks: bool = False):
         self.id, self.tokens, self.budget, self.tokens_sha256 = request_id, tokens, budget, tokens_sha256
+        self.stream_blocks = stream_blocks
         self.state = 'queued'
         self.error = None
         self.prefilled = 0
@@ -30,7 +33,7 @@ async def run_job(job: Job, model, sidecar, root: str, max_chunk: int, device, s
     session = None
     try:
         session = CaptureSession.start(sidecar, root, job.id, len(job.tokens), tokens=job.tokens,
-                                       memory_budget_bytes=job.budget, device=device)
+                                       memory_budget_bytes=job.budget, device=device, segments=job.stream_blocks)
         job.session = session
         ids = torch.tensor([job.tokens], device=device)
         hooks = attach(model, session)
@@ -48,6 +51,8 @@ async def run_job(job: Job, model, sidecar, root: str, max_chunk: int, device, s
                         return model.model(input_ids=chunk, past_key_values=cache, use_cache=True).past_key_values
                 cache = await asyncio.to_thread(step)
                 job.prefilled = c0 + chunk.shape[1]
+                if job.stream_blocks:
+                    await asyncio.to_thread(session.flush)
         finally:
             hooks.remove()
         t1 = time.perf_counter()
