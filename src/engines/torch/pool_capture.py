@@ -5,10 +5,16 @@ the TypeScript CaptureSession would (the parity suite's child process, suites/to
   /usr/bin/python3 src/engines/torch/pool_capture.py --sidecar DIR --attn-inputs FILE \
       --capture-root DIR --request-id ID [--tokens FILE.json] [--chunks 128 | 100,37,... | whole]
       [--budget BYTES] [--device cpu|cuda] [--matmul exact|blas] [--via-attach]
+      [--cache-math decoder|mlx-cpu] [--mutate-rounding GROUP.POINT=bf16|f32]
 
 --attn-inputs holds `oneshot.layers.{i}.attn_input` [T, hidden] (F32 or BF16), the file
 `pd-bridge pool` reads. Chunks are replayed in a forward's order: each chunk through layers
-0..L-1. Prints one JSON line: state, sealedLength, peakHeldBytes, seconds."""
+0..L-1. Prints one JSON line: state, sealedLength, peakHeldBytes, seconds.
+
+--cache-math names the arithmetic the caller expects (refused when the sidecar says another).
+--mutate-rounding is a probe for the parity suite: it changes one rounding point of an mlx-cpu
+sidecar in this process only (the sidecar on disk and its fingerprint stay as they are), so the
+suite can show that its comparison sees a single rounding point."""
 import argparse
 import json
 import os
@@ -68,6 +74,15 @@ def replay_through_attach(session, inputs, sizes) -> None:
     hooks.remove()
 
 
+def mutate_rounding(sidecar, spec: str) -> None:
+    where, _, to = spec.partition('=')
+    group, _, point = where.partition('.')
+    rounding = (sidecar.json.get('cacheMath') or {}).get('rounding')
+    if rounding is None or point not in rounding.get(group, {}) or to not in ('bf16', 'f32'):
+        raise SystemExit(f'--mutate-rounding {spec}: expected GROUP.POINT=bf16|f32 of an mlx-cpu sidecar\'s rounding points')
+    rounding[group][point] = to
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument('--sidecar', required=True)
@@ -82,8 +97,13 @@ def main() -> int:
                    help="exact: the profile's accumulation order (bit-exact); blas: torch.matmul (fast, another order)")
     p.add_argument('--via-attach', action='store_true',
                    help='feed the rows through attach() on a stand-in model (layers[i].self_attn pre-hooks) instead of calling the session')
+    p.add_argument('--cache-math', choices=['decoder', 'mlx-cpu'], help="the cache math expected of the sidecar (default: the sidecar's)")
+    p.add_argument('--mutate-rounding', metavar='GROUP.POINT=TO',
+                   help='probe: change one of an mlx-cpu sidecar\'s rounding points in this process (e.g. pooling.sum=f32)')
     a = p.parse_args()
     sidecar = load_sidecar(a.sidecar)
+    if a.mutate_rounding:
+        mutate_rounding(sidecar, a.mutate_rounding)
     _, raw = st_format.read(a.attn_inputs)
     inputs = []
     for i in range(sidecar.num_layers):
@@ -97,7 +117,8 @@ def main() -> int:
             tokens = json.load(f)
     t0 = time.perf_counter()
     session = CaptureSession.start(sidecar, a.capture_root, a.request_id, total, tokens=tokens,
-                                   memory_budget_bytes=a.budget, device=a.device, matmul=a.matmul)
+                                   memory_budget_bytes=a.budget, device=a.device, matmul=a.matmul,
+                                   cache_math=a.cache_math)
     try:
         sizes = chunk_sizes(a.chunks, total)
         if a.via_attach:
