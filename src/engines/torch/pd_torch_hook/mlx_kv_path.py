@@ -60,6 +60,8 @@ class MlxCpuKvPath:
         if not isinstance(math, dict) or math.get('name') != CACHE_MATH:
             raise MlxCpuConfigError(f'{sidecar.dir}: cacheMath is {math!r}, not {CACHE_MATH}')
         self.rounding = check_rounding(math.get('rounding'), f'{sidecar.dir}/sidecar.json: cacheMath.rounding')
+        if js['profile']['activations'] != 'bf16':
+            raise MlxCpuConfigError(f"{sidecar.dir}: profile.activations is {js['profile']['activations']}, but the mlx-cpu cache math computes bf16 values")
         main = js['ropeParameters']['sliding_attention']
         comp = js['ropeParameters']['compressed_sparse_attention']
         if main['ropeType'] != 'default':
