@@ -4,7 +4,10 @@
 // our CaptureSession on the same inputs with the same sidecar, and compares every layer file
 // tensor by tensor (identical fraction, ulp histogram). Writes one JSON record; prints a summary.
 //
-//   npx tsx protocols/cuda-rung/hook-distance.ts --sidecar DIR --dir DIR --out FILE.json
+//   npx tsx protocols/cuda-rung/hook-distance.ts --sidecar DIR --dir DIR --out FILE.json [--gpu NAME] [--chunk N]
+//
+// The sidecar's cache math (decoder, or mlx-cpu: MLX's CPU arithmetic on both sides) is the one
+// both hooks computed with, and the record names it, with the device the torch hook ran on (--gpu).
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
@@ -13,9 +16,9 @@ import { readManifest } from '../../src/wire/manifest.ts'
 import { readAttentionInputs } from '../../src/cli/commands/pool.ts'
 import { describeDistances, layerFileDistances, type TensorDistance } from '../../harness/layer-file-distance.ts'
 
-const { values } = parseArgs({ options: { sidecar: { type: 'string' }, dir: { type: 'string' }, out: { type: 'string' }, chunk: { type: 'string' } } })
+const { values } = parseArgs({ options: { sidecar: { type: 'string' }, dir: { type: 'string' }, out: { type: 'string' }, chunk: { type: 'string' }, gpu: { type: 'string' } } })
 if (values.sidecar === undefined || values.dir === undefined || values.out === undefined) {
-  process.stderr.write('usage: hook-distance.ts --sidecar DIR --dir DIR (hook_inputs.py --out) --out FILE.json [--chunk N]\n')
+  process.stderr.write('usage: hook-distance.ts --sidecar DIR --dir DIR (hook_inputs.py --out) --out FILE.json [--gpu NAME] [--chunk N]\n')
   process.exit(2)
 }
 const dir = values.dir
@@ -69,5 +72,5 @@ const summary = {
   mismatches: all.filter((d) => d.mismatch !== undefined).map((d) => `${d.name}: ${d.mismatch}`),
   tsHookSeconds: tsSeconds,
 }
-console.log(`GPU hook vs TypeScript hook, T=${count}: ${summary.byteIdenticalFiles}/${summary.layerFiles} layer files byte-identical; ${identical}/${elements} float elements identical (${(100 * summary.identicalFraction).toFixed(5)}%), worst ${summary.worstUlps} ulp, histogram ${JSON.stringify(histogram)}`)
-await writeFile(values.out, JSON.stringify({ schema: 'pd-bridge/hook-distance@1', sidecarFingerprint: sidecar.fingerprint, profile: sidecar.profile.name, summary, layers }, null, 2) + '\n')
+console.log(`GPU hook vs TypeScript hook, cache math ${sidecar.cacheMath}, T=${count}: ${summary.byteIdenticalFiles}/${summary.layerFiles} layer files byte-identical; ${identical}/${elements} float elements identical (${(100 * summary.identicalFraction).toFixed(5)}%), worst ${summary.worstUlps} ulp, histogram ${JSON.stringify(histogram)}`)
+await writeFile(values.out, JSON.stringify({ schema: 'pd-bridge/hook-distance@1', sidecarFingerprint: sidecar.fingerprint, profile: sidecar.profile.name, cacheMath: sidecar.cacheMath, gpu: values.gpu ?? null, summary, layers }, null, 2) + '\n')

@@ -9,7 +9,10 @@ so hook-distance.ts can run the TypeScript hook on the very same inputs and comp
 (docs/torch-rung.md). Prints one JSON line.
 
   python3 protocols/cuda-rung/hook_inputs.py --model DIR --sidecar DIR --out DIR --tokens N
-      [--seed S] [--device cuda] [--dtype bf16|f32] [--max-chunk 4096]"""
+      [--seed S] [--device cuda] [--dtype bf16|f32] [--max-chunk 4096] [--cache-math decoder|mlx-cpu]
+
+The hook computes with the sidecar's cache math; --cache-math makes a sidecar of another one an
+error before the model loads (hook-mlx:T passes mlx-cpu with an mlx-cpu sidecar)."""
 import argparse
 import json
 import os
@@ -39,16 +42,19 @@ def main() -> int:
     p.add_argument('--device', default='cuda')
     p.add_argument('--dtype', default='bf16', choices=['bf16', 'f32'])
     p.add_argument('--max-chunk', type=int, default=4096)
+    p.add_argument('--cache-math', choices=['decoder', 'mlx-cpu'], help="the cache math the sidecar must have (default: the sidecar's)")
     a = p.parse_args()
     os.makedirs(os.path.join(a.out, 'gpu'), exist_ok=True)
     sidecar = load_sidecar(a.sidecar)
+    if a.cache_math is not None and a.cache_math != sidecar.cache_math:
+        raise SystemExit(f'{a.sidecar}: the sidecar was exported for the {sidecar.cache_math} cache math, --cache-math says {a.cache_math}')
     model, _ = load_model(a.model, a.dtype, a.device)
     cfg = model.config
     rng = random.Random(a.seed)
     # Ordinary ids (the first 16 hold the specials), as the benchmark documents would be.
     ids = [rng.randrange(16, cfg.vocab_size) for _ in range(a.tokens)]
     rid = f'hook-{a.tokens}-seed{a.seed}'
-    session = CaptureSession.start(sidecar, os.path.join(a.out, 'gpu'), rid, len(ids), tokens=ids, device=a.device)
+    session = CaptureSession.start(sidecar, os.path.join(a.out, 'gpu'), rid, len(ids), tokens=ids, device=a.device, cache_math=a.cache_math)
     recorded = [[] for _ in model.model.layers]
 
     def recorder(i):
@@ -84,7 +90,8 @@ def main() -> int:
         json.dump(ids, f)
     name = torch.cuda.get_device_name(torch.device(a.device)) if a.device.startswith('cuda') else 'cpu'
     print(json.dumps({'requestId': rid, 'state': manifest['state'], 'sealedLength': manifest['sealedLength'], 'tokens': len(ids),
-                      'prefillWithHookSeconds': seconds, 'device': name, 'torch': torch.__version__, 'dtype': a.dtype}), flush=True)
+                      'prefillWithHookSeconds': seconds, 'device': name, 'torch': torch.__version__, 'dtype': a.dtype,
+                      'cacheMath': sidecar.cache_math}), flush=True)
     return 0
 
 

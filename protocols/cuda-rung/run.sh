@@ -13,6 +13,8 @@
 #                    on the H200 lender; /tmp did), so a later call on the same warm machine finds
 #                    them: ~150 s saved per call at flash-attn
 #   hook:T           GPU hook vs TypeScript hook on the attention inputs of a T-token transformers forward
+#   hook-mlx:T       the same with the mlx-cpu cache math (an mlx-cpu sidecar of the preset's checkpoint;
+#                    MLX's CPU arithmetic on the GPU vs the TypeScript path; the record names the GPU)
 #   downstream:T     transformers' attention inputs vs our decoder's on T seeded tokens, per layer, and
 #                    what they do downstream: the GPU capture bridged into our cache vs our native one
 #                    (arrays, then KL and top-1 agreement of 32 teacher-forced answer steps;
@@ -161,6 +163,17 @@ for step in "${steps[@]}"; do
       mkdir -p results/torch-hook
       timeout "$(( $(left) - 15 ))" node node_modules/tsx/dist/cli.mjs protocols/cuda-rung/hook-distance.ts --sidecar "$sidecar" --dir "$d" \
         --out "results/torch-hook/$(date -u +%Y-%m-%dT%H-%M-%SZ)-$preset-t$arg.json" | tail -4
+      ;;
+    hook-mlx)
+      a=$(timeout "$limit" node node_modules/tsx/dist/cli.mjs protocols/cuda-rung/assets.ts --state-dir "$state" --preset "$preset") || { log "assets failed"; continue; }
+      model=$(echo "$a" | node -pe 'JSON.parse(require("fs").readFileSync(0)).model')
+      sidecar=$(dirname "$state")/sidecar-mlx-cpu-$preset; d=.device-state/hook-mlx-$arg; rm -rf "$d" "$sidecar"
+      timeout "$(( $(left) - 15 ))" node bin/pd-bridge.mjs export-weights --model "$model" --profile decoder --cache-math mlx-cpu --out "$sidecar" || { log "export-weights failed"; continue; }
+      timeout "$(( $(left) - 15 ))" "$python" protocols/cuda-rung/hook_inputs.py --model "$model" --sidecar "$sidecar" --out "$d" --tokens "$arg" --device "$device" --dtype bf16 --cache-math mlx-cpu || { log "hook_inputs failed"; continue; }
+      mkdir -p results/torch-hook
+      gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+      timeout "$(( $(left) - 15 ))" node node_modules/tsx/dist/cli.mjs protocols/cuda-rung/hook-distance.ts --sidecar "$sidecar" --dir "$d" --gpu "${gpu:-$device}" \
+        --out "results/torch-hook/$(date -u +%Y-%m-%dT%H-%M-%SZ)-$preset-t$arg-mlx-cpu.json" | tail -4
       ;;
     downstream)
       a=$(timeout "$limit" node node_modules/tsx/dist/cli.mjs protocols/cuda-rung/assets.ts --state-dir "$state" --preset "$preset") || { log "assets failed"; continue; }

@@ -5,14 +5,14 @@
 // requires the files to be byte-identical (bit-exact caches, the same safetensors layout, the same
 // boundary snapshots). Then the budget: the same budget seals the same prefix on both sides.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { CaptureSession, exportWeights, readCapture, type Sidecar } from '../../src/capture/index.ts'
 import { readManifest } from '../../src/wire/manifest.ts'
 import { serializeSafetensors, tensorFrom, type Tensor } from '../../src/formats/safetensors/index.ts'
 import { DeepseekV4Engine } from '../../src/model/engine/index.ts'
 import { fixtureTokens, nativeRun, replay, seeded, tinySetup, type TinySetup } from '../capture/helpers.ts'
-import { describeDistances, layerFileDistances, type TensorDistance } from '../../harness/layer-file-distance.ts'
+import { compareCaptures } from './compare.ts'
 import { runTorchHook, torchAvailability, TORCH_PYTHON } from './python.ts'
 
 const T = 1100
@@ -83,28 +83,6 @@ describe.skipIf(!torch.ok)('torch hook == TypeScript hook on identical attention
     const r = runTorchHook(args)
     console.log(`torch hook ${id} (chunks ${chunks.length > 40 ? chunks.slice(0, 40) + '...' : chunks}): ${r.state} ${r.sealedLength}/${T} in ${r.seconds.toFixed(1)} s`)
     return { dir: join(setup.root, 'torch', id), peakHeldBytes: r.peakHeldBytes }
-  }
-
-  /** Every layer file of both captures, compared: distances printed, byte identity returned. */
-  async function compareCaptures (label: string, torchDir: string, tsDir: string): Promise<{ identicalFiles: number, files: number, distances: TensorDistance[] }> {
-    const ours = await readManifest(torchDir)
-    const ref = await readManifest(tsDir)
-    expect(ours.layers.map((e) => e.index)).toEqual(ref.layers.map((e) => e.index))
-    let identicalFiles = 0
-    const all: TensorDistance[] = []
-    for (const e of ref.layers) {
-      const a = readFileSync(join(torchDir, e.file))
-      const b = readFileSync(join(tsDir, e.file))
-      if (Buffer.compare(a, b) === 0) identicalFiles++
-      const d = layerFileDistances(a, b)
-      all.push(...d)
-      console.log(describeDistances(`${label}, ${e.file} (${a.length === b.length && Buffer.compare(a, b) === 0 ? 'byte-identical' : 'DIFFERENT BYTES'})`, d))
-    }
-    const elements = all.reduce((s, d) => s + d.elements, 0)
-    const identical = all.reduce((s, d) => s + d.identical, 0)
-    const worst = Math.max(...all.map((d) => d.worstUlps))
-    console.log(`${label}: ${identicalFiles}/${ref.layers.length} layer files byte-identical; ${identical}/${elements} elements identical (${(100 * identical / elements).toFixed(4)}%), worst ${worst} ulp over ${all.length} tensors`)
-    return { identicalFiles, files: ref.layers.length, distances: all }
   }
 
   // The reference every torch capture is held to (the TypeScript hook is chunk-invariant: suites/bitexact).

@@ -32,3 +32,10 @@ export function runTorchHook (args: string[]): PoolCaptureResult {
   const out = execFileSync(TORCH_PYTHON, [POOL_CAPTURE, ...args], { encoding: 'utf8', timeout: HANG_LIMIT_MS, maxBuffer: 16 << 20, stdio: ['ignore', 'pipe', 'pipe'] })
   return JSON.parse(out.trim().split('\n').pop() ?? '') as PoolCaptureResult
 }
+
+/** Run the torch hook expecting it to fail; returns its stderr (throws if it succeeded). */
+export function runTorchHookFailure (args: string[]): string {
+  const r = spawnSync(TORCH_PYTHON, [POOL_CAPTURE, ...args], { encoding: 'utf8', timeout: HANG_LIMIT_MS, maxBuffer: 16 << 20 })
+  if (r.status === 0) throw new Error(`the torch hook succeeded where it should have refused: ${r.stdout.trim()}`)
+  return r.stderr
+}

@@ -5,7 +5,7 @@ the TypeScript CaptureSession would (the parity suite's child process, suites/to
   /usr/bin/python3 src/engines/torch/pool_capture.py --sidecar DIR --attn-inputs FILE \
       --capture-root DIR --request-id ID [--tokens FILE.json] [--chunks 128 | 100,37,... | whole]
       [--budget BYTES] [--device cpu|cuda] [--matmul exact|blas] [--via-attach]
-      [--segments [--step] [--fail-after N]]
+      [--segments [--step] [--fail-after N]] [--cache-math decoder|mlx-cpu] [--mutate-rounding GROUP.POINT=bf16|f32]
 
 --attn-inputs holds `oneshot.layers.{i}.attn_input` [T, hidden] (F32 or BF16), the file
 `pd-bridge pool` reads. Chunks are replayed in a forward's order: each chunk through layers
@@ -14,7 +14,12 @@ the TypeScript CaptureSession would (the parity suite's child process, suites/to
 With --segments the session publishes block segments after every chunk, as serve_prefill.py does
 (`stream_blocks`). --step then prints {"chunk": i, "fed": tokens, "segments": n} after each chunk and
 waits for a line on stdin before the next, so a reader can write blocks between chunks; --fail-after N
-seals the capture failed after chunk N ("engine died after chunk N"), as an engine dying mid-prefill."""
+seals the capture failed after chunk N ("engine died after chunk N"), as an engine dying mid-prefill.
+
+--cache-math names the arithmetic the caller expects (refused when the sidecar says another).
+--mutate-rounding is a probe for the parity suite: it changes one rounding point of an mlx-cpu
+sidecar in this process only (the sidecar on disk and its fingerprint stay as they are), so the
+suite can show that its comparison sees a single rounding point."""
 import argparse
 import json
 import os
@@ -74,6 +79,15 @@ def replay_through_attach(session, inputs, sizes) -> None:
     hooks.remove()
 
 
+def mutate_rounding(sidecar, spec: str) -> None:
+    where, _, to = spec.partition('=')
+    group, _, point = where.partition('.')
+    rounding = (sidecar.json.get('cacheMath') or {}).get('rounding')
+    if rounding is None or point not in rounding.get(group, {}) or to not in ('bf16', 'f32'):
+        raise SystemExit(f'--mutate-rounding {spec}: expected GROUP.POINT=bf16|f32 of an mlx-cpu sidecar\'s rounding points')
+    rounding[group][point] = to
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument('--sidecar', required=True)
@@ -91,12 +105,17 @@ def main() -> int:
     p.add_argument('--fail-after', type=int, help='seal the capture failed after this many chunks')
     p.add_argument('--via-attach', action='store_true',
                    help='feed the rows through attach() on a stand-in model (layers[i].self_attn pre-hooks) instead of calling the session')
+    p.add_argument('--cache-math', choices=['decoder', 'mlx-cpu'], help="the cache math expected of the sidecar (default: the sidecar's)")
+    p.add_argument('--mutate-rounding', metavar='GROUP.POINT=TO',
+                   help='probe: change one of an mlx-cpu sidecar\'s rounding points in this process (e.g. pooling.sum=f32)')
     a = p.parse_args()
     if (a.step or a.fail_after is not None) and not a.segments:
         p.error('--step and --fail-after go with --segments')
     if a.segments and a.via_attach:
         p.error('--segments replays chunk by chunk through the session, not --via-attach')
     sidecar = load_sidecar(a.sidecar)
+    if a.mutate_rounding:
+        mutate_rounding(sidecar, a.mutate_rounding)
     _, raw = st_format.read(a.attn_inputs)
     inputs = []
     for i in range(sidecar.num_layers):
@@ -110,7 +129,8 @@ def main() -> int:
             tokens = json.load(f)
     t0 = time.perf_counter()
     session = CaptureSession.start(sidecar, a.capture_root, a.request_id, total, tokens=tokens,
-                                   memory_budget_bytes=a.budget, device=a.device, matmul=a.matmul, segments=a.segments)
+                                   memory_budget_bytes=a.budget, device=a.device, matmul=a.matmul,
+                                   cache_math=a.cache_math, segments=a.segments)
     try:
         sizes = chunk_sizes(a.chunks, total)
         if a.via_attach:

@@ -1,6 +1,7 @@
 """pd-bridge's torch capture hook: the decoder's caches computed from a torch model's attention
-inputs with the sidecar's weights and the decoder profile's arithmetic, written as our capture
-layer files and manifest (the TypeScript hook's format, byte for byte). Needs only torch and numpy.
+inputs with the sidecar's weights and the sidecar's cache math (the decoder profile's arithmetic,
+or with `--cache-math mlx-cpu` sidecars MLX 0.32.2's CPU arithmetic: mlx_kv_path.py), written as our
+capture layer files and manifest (the TypeScript hook's format, byte for byte). Needs only torch and numpy.
 
     sidecar = load_sidecar(dir)
     session = CaptureSession.start(sidecar, capture_root, request_id, token_count, tokens=ids,

@@ -16,7 +16,8 @@ import torch
 from . import manifest as mf
 from .budget import held_bytes, seal_point
 from .geometry import layer_geometries
-from .kv_path import KvPath, LayerState
+from .cache_math import make_kv_path
+from .kv_path import LayerState
 from .layer_file import encode_layer_file, state_tensors, write_file_atomic
 from .segments import SegmentPublisher
 from .sidecar import Sidecar
@@ -27,7 +28,7 @@ class CaptureError(RuntimeError):
 
 
 class CaptureSession:
-    def __init__(self, sidecar: Sidecar, directory: str, m: dict, budget: Optional[int], kv: KvPath, segments: bool = False):
+    def __init__(self, sidecar: Sidecar, directory: str, m: dict, budget: Optional[int], kv, segments: bool = False):
         js = sidecar.json
         self.sidecar = sidecar
         self.dir = directory
@@ -58,7 +59,9 @@ class CaptureSession:
 
     @staticmethod
     def start(sidecar: Sidecar, capture_root: str, request_id: str, token_count: int, tokens: Optional[Sequence[int]] = None,
-              memory_budget_bytes: Optional[int] = None, device='cpu', matmul: str = 'exact', segments: bool = False) -> 'CaptureSession':
+              memory_budget_bytes: Optional[int] = None, device='cpu', matmul: str = 'exact',
+              cache_math: Optional[str] = None, segments: bool = False) -> 'CaptureSession':
+        """cache_math: the arithmetic the caller expects (decoder or mlx-cpu); None takes the sidecar's."""
         js = sidecar.json
         if not isinstance(token_count, int) or token_count < 1:
             raise CaptureError(f'capture: tokenCount must be a positive integer, got {token_count!r}')
@@ -69,7 +72,10 @@ class CaptureSession:
         if tokens is not None and len(tokens) != token_count:
             raise CaptureError(f'capture: {len(tokens)} token ids given for a {token_count}-token capture')
         digest = None if tokens is None else mf.token_ids_sha256(tokens)
-        kv = KvPath(sidecar, torch.device(device), matmul)
+        try:
+            kv = make_kv_path(sidecar, torch.device(device), matmul, cache_math)
+        except (ValueError, KeyError) as e:
+            raise CaptureError(f'capture: {e}') from None
         m = mf.start(capture_root, request_id, token_count, sidecar.fingerprint, js['profile']['name'], sidecar.num_layers,
                      memory_budget_bytes, digest)
         return CaptureSession(sidecar, os.path.join(capture_root, request_id), m, memory_budget_bytes, kv, segments)

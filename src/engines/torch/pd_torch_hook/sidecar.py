@@ -6,15 +6,18 @@ JSON states it (the TypeScript loader recomputes it; its hash of the store's geo
 import hashlib
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Dict, List
 
 import numpy as np
 
 from . import st_format
+from .mlx_math import RoundingError, check_rounding
 from .rope import rope_fingerprint
 
 SIDECAR_FORMAT = 'pd-bridge-sidecar/1'
+# The cache arithmetics this hook computes (src/wire/sidecar-format.ts CACHE_MATHS).
+CACHE_MATHS = ('decoder', 'mlx-cpu')
 LAYER_TYPES = ('sliding_attention', 'compressed_sparse_attention', 'heavily_compressed_attention')
 
 
@@ -26,8 +29,18 @@ class SidecarError(ValueError):
 class Sidecar:
     dir: str
     json: dict
-    # Every kv-path weight as float32 values (bf16 codes widened exactly), by transformers' name.
+    # Every kv-path weight as float32 values (bf16 codes widened exactly), by transformers' name
+    # (empty for an mlx-cpu sidecar, whose weights are MLX's quantized codes: see `raw`).
     weights: Dict[str, np.ndarray]
+    # The weights file's arrays as stored (BF16 as uint16 codes) and its metadata.
+    raw: Dict[str, np.ndarray] = field(default_factory=dict)
+    metadata: Dict[str, str] = field(default_factory=dict)
+
+    @property
+    def cache_math(self) -> str:
+        """The cache arithmetic the sidecar was exported for: `decoder` (no cacheMath field) or its name."""
+        math = self.json.get('cacheMath')
+        return 'decoder' if math is None else str(math.get('name'))
 
     @property
     def fingerprint(self) -> str:
@@ -67,13 +80,23 @@ def load_sidecar(directory: str) -> Sidecar:
     digest = hashlib.sha256(blob).hexdigest()
     if digest != js['weights']['sha256']:
         raise fail('weights.sha256', f'{wpath} hashes to {digest}, the sidecar says {js["weights"]["sha256"]}')
-    _, raw = st_format.read(wpath)
+    metadata, raw = st_format.read(wpath)
     if sorted(raw) != sorted(js['weights']['tensors']):
         raise fail('weights.tensors', f'{wpath} holds {sorted(raw)}, the sidecar lists {sorted(js["weights"]["tensors"])}')
     for kind in LAYER_TYPES:
         ours = rope_fingerprint(js['ropeParameters'][kind], js['maxPositionEmbeddings'])
         if ours != js['ropeFingerprints'][kind]:
             raise fail(f'ropeFingerprints.{kind}', f'is {js["ropeFingerprints"][kind]}, the parameters give {ours} here')
+    math = js.get('cacheMath')
+    if math is not None:
+        if not isinstance(math, dict) or math.get('name') != 'mlx-cpu':
+            raise fail('cacheMath', f'is {math!r}; this hook computes the cache math {", ".join(CACHE_MATHS)} (decoder: no cacheMath field)')
+        try:
+            check_rounding(math.get('rounding'), 'rounding')
+        except RoundingError as e:
+            raise fail('cacheMath', str(e)) from None
+        # MLX's layout (uint32 codes, e8m0 bytes, bf16): mlx_kv_path.py reads it as stored.
+        return Sidecar(dir=directory, json=js, weights={}, raw=raw, metadata=metadata)
     weights = {}
     for name, arr in raw.items():
         if arr.dtype == np.uint16:
@@ -82,4 +105,4 @@ def load_sidecar(directory: str) -> Sidecar:
             weights[name] = arr.astype(np.float32)
         else:
             raise fail('weights', f'tensor {name} is {arr.dtype}; a sidecar holds BF16 and F32')
-    return Sidecar(dir=directory, json=js, weights=weights)
+    return Sidecar(dir=directory, json=js, weights=weights, raw=raw, metadata=metadata)
