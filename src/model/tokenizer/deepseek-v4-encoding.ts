@@ -327,3 +327,36 @@ export function parseDeepseekV4Reply (text: string, thinking: boolean): ParsedRe
   }
   return { content, reasoning_content: reasoning, tool_calls: calls }
 }
+
+// Where settled text ends from `at`: at the first of `markers`, or where a tail that could still grow
+// into one begins. [the end, the marker met there (undefined when none is whole yet)].
+function settleUntil (text: string, at: number, markers: readonly string[]): [number, string | undefined] {
+  const [next, between, stop] = readUntil(text, at, markers)
+  if (stop !== undefined) return [next - stop.length, stop]
+  let end = text.length
+  for (const m of markers) {
+    for (let k = Math.min(m.length - 1, between.length); k > 0; k--) {
+      if (text.endsWith(m.slice(0, k))) { end = Math.min(end, text.length - k); break }
+    }
+  }
+  return [end, undefined]
+}
+
+/**
+ * The reasoning and content a partial reply has settled: whatever text follows, parseDeepseekV4Reply
+ * of the whole reply (or the plain-content reading of one it refuses) starts its fields with these.
+ * Reasoning runs to the first </think> (or tool-call block); content to the first tool-call block or eos.
+ */
+export function settledDeepseekV4Reply (text: string, thinking: boolean): { content: string, reasoning_content?: string } {
+  let start = 0
+  let reasoning: string | undefined
+  if (thinking) {
+    const [end, stop] = settleUntil(text, 0, [THINK_END, TOOL_CALLS_START])
+    reasoning = text.slice(0, end)
+    if (stop !== THINK_END) return { content: '', reasoning_content: reasoning }
+    start = end + THINK_END.length
+  }
+  const [end] = settleUntil(text, start, [EOS_TOKEN, TOOL_CALLS_START])
+  const content = text.slice(start, end)
+  return reasoning === undefined ? { content } : { content, reasoning_content: reasoning }
+}

@@ -5,8 +5,8 @@
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { ConfigError } from '../../errors.ts'
-import type { ChatRenderer, ChatRenderOptions, ChatTurn, ReplyParts } from './chat-format.ts'
-import { encodeDeepseekV4, parseDeepseekV4Reply, THINK_END, TOOL_CALLS_START } from './deepseek-v4-encoding.ts'
+import type { ChatRenderer, ChatRenderOptions, ChatTurn, ReplyParts, SettledReply } from './chat-format.ts'
+import { encodeDeepseekV4, parseDeepseekV4Reply, settledDeepseekV4Reply, THINK_END, TOOL_CALLS_START } from './deepseek-v4-encoding.ts'
 import { digestOf } from './digest.ts'
 import { EOS_TOKEN } from './specials.ts'
 
@@ -62,6 +62,11 @@ export class DeepseekV4Format implements ChatRenderer {
       if (end === -1 || (callsAt !== -1 && callsAt < end)) return { content: '', reasoning_content: text, tool_calls: [] }
       return { content: text.slice(end + THINK_END.length), reasoning_content: text.slice(0, end), tool_calls: [] }
     }
+  }
+
+  /** What a partial reply has settled, for a stream (parseReply's fields start with it, whatever follows). */
+  settledReply (text: string, options: ChatRenderOptions = {}): SettledReply {
+    return settledDeepseekV4Reply(text, thinkingOf(options))
   }
 }
 

@@ -1,9 +1,9 @@
 // The synthetic DeepSeek-style tokenizer: building its files, and loading/using them.
 export { Tokenizer, loadTokenizer, type EncodeOptions, type DecodeOptions } from './tokenizer.ts'
 export { digestOf } from './digest.ts'
-export { ChatFormat, loadChatFormat, templateContext, type ChatTurn, type ChatRenderOptions, type ChatRenderer, type ReplyParts } from './chat-format.ts'
+export { ChatFormat, loadChatFormat, templateContext, type ChatTurn, type ChatRenderOptions, type ChatRenderer, type ReplyParts, type SettledReply } from './chat-format.ts'
 export { DeepseekV4Format, loadEncodingFormat, DEEPSEEK_V4_ARCHITECTURE } from './deepseek-v4-format.ts'
-export { encodeDeepseekV4, parseDeepseekV4Reply } from './deepseek-v4-encoding.ts'
+export { encodeDeepseekV4, parseDeepseekV4Reply, settledDeepseekV4Reply } from './deepseek-v4-encoding.ts'
 export { chatRenderOptions } from './chat-kwargs.ts'
 export { readChatRequest, type ChatRead, type ChatReadError } from './chat-request.ts'
 export { buildTokenizerFiles, vocabLayout, MIN_VOCAB_SIZE, CHECKPOINT_CHAT_FORMATS, type CheckpointChatFormat, type TokenizerFiles, type VocabLayout } from './build.ts'
