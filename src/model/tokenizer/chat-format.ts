@@ -39,7 +39,7 @@ export interface SettledReply {
 
 /** A way to turn chat messages into prompt text: a Jinja template, or DeepSeek's own encoding. */
 export interface ChatRenderer {
-  /** Which family: 'jinja' (tokenizer_config.json's template) or 'deepseek-v4' (DeepSeek's encoding). */
+  /** Which family: 'jinja' (tokenizer_config.json's template), 'deepseek-v4' or 'deepseek-v3.2' (DeepSeek's encodings). */
   readonly kind: string
   /** sha256 of what decides the rendering: two ends that render alike show the same digest. */
   readonly digest: string
