@@ -1,9 +1,9 @@
-// A streamed chat reply split the way DeepSeek-V4's encoding splits a whole one: whatever the pieces,
+// A streamed chat reply split the way DeepSeek's encodings (V4's, V3.2's) split a whole one: whatever the pieces,
 // what a client accumulates (reasoning, content, tool calls) is the whole answer's split, a tool-call
 // block goes out only as tool_calls, and a reply outside the format stays plain content.
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { DeepseekV4Format, EOS_TOKEN, type ChatRenderOptions } from '../../src/model/tokenizer/index.ts'
+import { DeepseekV32Format, DeepseekV4Format, EOS_TOKEN, type ChatRenderer, type ChatRenderOptions } from '../../src/model/tokenizer/index.ts'
 import { hasText, ReplyStreamer, type ReplyDelta } from '../../src/engines/decoder/reply-stream.ts'
 import { ChunkMaker } from '../../src/engines/decoder/responses.ts'
 
@@ -18,8 +18,8 @@ const VALID = block(call('lookup', param('q', 'the sea', true) + param('n', '3',
 interface Streamed { reasoning: string, content: string, deltas: ReplyDelta[] }
 
 /** Feed `text` to a streamer in the given pieces; what the client accumulates, and the end. */
-function stream (pieces: readonly string[], options: ChatRenderOptions = {}): Streamed & ReturnType<ReplyStreamer['finish']> {
-  const s = ReplyStreamer.for(format, options)!
+function stream (pieces: readonly string[], options: ChatRenderOptions = {}, f: ChatRenderer = format): Streamed & ReturnType<ReplyStreamer['finish']> {
+  const s = ReplyStreamer.for(f, options)!
   const deltas = pieces.map((p) => s.push(p))
   const end = s.finish(pieces.join(''))
   const all = [...deltas, end.delta]
@@ -48,12 +48,14 @@ const reply = fc.oneof(
 )
 
 describe('a streamed reply, split by DeepSeek-V4\'s encoding', () => {
-  it('any reply in any pieces: the accumulated reasoning and content are the whole answer\'s, in either mode', () => {
+  it('any reply in any pieces: the accumulated reasoning and content are the whole answer\'s, in either mode, for V4 and V3.2', () => {
     let withCalls = 0
-    fc.assert(fc.property(reply, fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { maxLength: 8 }), fc.boolean(), (text, at, thinking) => {
+    fc.assert(fc.property(reply, fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { maxLength: 8 }), fc.boolean(), fc.boolean(), (v4Text, at, thinking, v32) => {
       const options = thinking ? THINKING : {}
-      const whole = format.parseReply(text, options)
-      const s = stream(cut(text, at), options)
+      // V3.2 names its call block function_calls; the same replies in its spelling.
+      const [f, text] = v32 ? [new DeepseekV32Format(), v4Text.replaceAll('tool_calls', 'function_calls')] : [format, v4Text]
+      const whole = f.parseReply(text, options)
+      const s = stream(cut(text, at), options, f)
       expect(s.parts).toEqual(whole)
       expect(s.content).toBe(whole.content)
       expect(s.reasoning).toBe(whole.reasoning_content ?? '')
