@@ -193,12 +193,13 @@ async function relayWhole (plan: ForwardPlan, upstream: Upstream, res: ServerRes
   return { status, verdict, cachedTokens: cached }
 }
 
-/** True when a chunk carries generated text. */
+/** True when a chunk carries generated output: text, reasoning or a tool call. */
 function hasText (chunk: Record<string, unknown>): boolean {
   const choice = Array.isArray(chunk.choices) ? chunk.choices[0] as Record<string, unknown> | undefined : undefined
   if (choice === undefined) return false
-  const delta = choice.delta as { content?: unknown } | undefined
-  return (typeof delta?.content === 'string' && delta.content !== '') || (typeof choice.text === 'string' && choice.text !== '')
+  const delta = choice.delta as { content?: unknown, reasoning_content?: unknown, tool_calls?: unknown } | undefined
+  const said = (v: unknown): boolean => typeof v === 'string' && v !== ''
+  return said(delta?.content) || said(delta?.reasoning_content) || Array.isArray(delta?.tool_calls) || said(choice.text)
 }
 
 function isFinish (chunk: Record<string, unknown>): boolean {

@@ -69,13 +69,10 @@ describe('a V4 checkpoint without a template renders with DeepSeek\'s encoding, 
     expect(data.prompt_token_ids).toEqual(tokenizer.encode(rendered.find((x) => x.name === c.name)!.text!))
   })
 
-  it('what the encoding refuses is a 400 naming messages; tools with stream a 400 naming stream', async () => {
+  it('what the encoding refuses is a 400 naming messages', async () => {
     const empty = await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ messages: [{ role: 'developer', content: '' }, { role: 'user', content: 'x' }] }) })
     expect(empty.status).toBe(400)
     expect((await empty.json() as { error: object }).error).toMatchObject({ param: 'messages', message: expect.stringMatching(/developer message needs content/) })
-    const streamed = await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ messages: [{ role: 'user', content: 'x' }], stream: true, tools: [{ type: 'function', function: { name: 'f' } }] }) })
-    expect(streamed.status).toBe(400)
-    expect((await streamed.json() as { error: object }).error).toMatchObject({ param: 'stream', code: 'unsupported_value' })
   })
 })
 

@@ -1,6 +1,6 @@
 // Reading an OpenAI /v1/chat/completions or /v1/completions body into one checked generation
 // request. Every refusal is a 400 naming the field; what the embedded decoder cannot honour
-// (logit_bias, best_of, forced tool choice, streamed tool calls, structured output) is refused, never ignored.
+// (logit_bias, best_of, forced tool choice, structured output) is refused, never ignored.
 import { readChatRequest, type ChatRenderOptions, type ChatTurn } from '../../model/tokenizer/index.ts'
 import { badRequest } from './api-error.ts'
 import { GREEDY, MAX_CHOICES, MAX_COMPLETION_LOGPROBS, MAX_TOP_LOGPROBS, type SamplingOptions } from './sampling/index.ts'
@@ -191,10 +191,6 @@ export function parseChatRequest (raw: unknown): GenerationRequest {
   const { body, common } = readCommon(raw, 'chat')
   const read = readChatRequest(body)
   if ('error' in read) throw badRequest(read.error.message, read.error.param, read.error.unsupported ? 'unsupported_value' : undefined)
-  // A streamed reply goes out piece by piece, before it could be split into tool calls.
-  if (common.stream && read.options.tools !== undefined) {
-    throw badRequest("'tools' with 'stream': true is not supported by the embedded decoder (a streamed reply is not split into tool_calls); send 'stream': false", 'stream', 'unsupported_value')
-  }
   return { ...common, prompt: { kind: 'chat', messages: read.messages, chat: read.options } }
 }
 

@@ -3,6 +3,7 @@
 import { randomUUID } from 'node:crypto'
 import type { ReplyParts } from '../../model/tokenizer/index.ts'
 import type { GenerationOutcome } from './generate.ts'
+import type { ReplyDelta } from './reply-stream.ts'
 
 /** OpenAI's usage object. */
 export interface Usage {
@@ -83,10 +84,20 @@ export interface FinishedChoice {
   parts?: ReplyParts
 }
 
+/** A tool call's id, in OpenAI's spelling. */
+export function toolCallId (): string {
+  return `call_${randomUUID().replaceAll('-', '').slice(0, 24)}`
+}
+
+/** A reply that ended by calling tools finishes with tool_calls, as OpenAI's does; one cut by a cap stays length. */
+export function chatFinishReason (finish: FinishedReason, parts: ReplyParts | undefined): FinishedReason | 'tool_calls' {
+  return finish === 'stop' && (parts?.tool_calls.length ?? 0) > 0 ? 'tool_calls' : finish
+}
+
 // OpenAI's assistant message: content null when the reply is only tool calls; reasoning beside it as vLLM puts it.
 function assistantMessage (c: FinishedChoice): object {
   if (c.parts === undefined) return { role: 'assistant', content: c.outcome.text, refusal: null }
-  const calls = c.parts.tool_calls.map((call) => ({ id: `call_${randomUUID().replaceAll('-', '').slice(0, 24)}`, ...call }))
+  const calls = c.parts.tool_calls.map((call) => ({ id: toolCallId(), ...call }))
   return {
     role: 'assistant',
     content: calls.length > 0 && c.parts.content === '' ? null : c.parts.content,
@@ -104,8 +115,7 @@ export function chatCompletion (head: ResponseHead, choices: readonly FinishedCh
       index,
       message: assistantMessage(c),
       logprobs: c.logprobs,
-      // A reply that ended by calling tools finishes with tool_calls, as OpenAI's does.
-      finish_reason: c.finish === 'stop' && (c.parts?.tool_calls.length ?? 0) > 0 ? 'tool_calls' : c.finish,
+      finish_reason: chatFinishReason(c.finish, c.parts),
       ...tokenIdFields(promptIds === undefined ? undefined : c.outcome.completionIds, 'token_ids'),
     })),
     usage: usageOf(choices.map((c) => c.outcome)),
@@ -165,8 +175,24 @@ export class ChunkMaker {
       : { text: piece, logprobs, finish_reason: null }, {}, index)
   }
 
+  /** A piece of a split chat reply (reasoning and/or content), with the log-probabilities of the tokens it came from. */
+  split (delta: ReplyDelta, index = 0, logprobs: object | null = null): object {
+    return this.chunk({ delta, logprobs, finish_reason: null }, {}, index)
+  }
+
+  /**
+   * A finished reply's tool calls as OpenAI streams them: per call one chunk opening it (index, id,
+   * type, name, empty arguments), then its arguments.
+   */
+  toolCalls (calls: ReplyParts['tool_calls'], index = 0): object[] {
+    return calls.flatMap((call, i) => [
+      this.chunk({ delta: { tool_calls: [{ index: i, id: toolCallId(), type: call.type, function: { name: call.function.name, arguments: '' } }] }, logprobs: null, finish_reason: null }, {}, index),
+      this.chunk({ delta: { tool_calls: [{ index: i, function: { arguments: call.function.arguments } }] }, logprobs: null, finish_reason: null }, {}, index),
+    ])
+  }
+
   /** The chunk with the finish reason (and every generated id, if asked; the seed of a sampled answer). */
-  finish (reason: FinishedReason, completionIds?: readonly number[], index = 0, extra?: DecoderExtra): object {
+  finish (reason: FinishedReason | 'tool_calls', completionIds?: readonly number[], index = 0, extra?: DecoderExtra): object {
     return this.chunk({
       ...(this.endpoint === 'chat' ? { delta: {} } : { text: '' }),
       logprobs: null,

@@ -24,7 +24,8 @@ import { EngineQueue, QueueAbandoned, type QueueStats } from './queue.ts'
 import { bodyTooLarge, notJson, readGenerationRequest, readJsonBody, unknownModel } from './body.ts'
 import type { GenerationRequest } from './request.ts'
 import { LogprobsFormat } from './logprobs.ts'
-import { ChunkMaker, chatCompletion, textCompletion, timingsOf, usageOf, type DecoderExtra, type FinishedChoice, type ResponseHead } from './responses.ts'
+import { ChunkMaker, chatCompletion, chatFinishReason, textCompletion, timingsOf, usageOf, type DecoderExtra, type FinishedChoice, type ResponseHead } from './responses.ts'
+import { hasText, ReplyStreamer } from './reply-stream.ts'
 import { isRandom } from './sampling/index.ts'
 import { SseWriter } from './sse.ts'
 import { storeIdentity } from '../../decode/store/index.ts'
@@ -394,10 +395,15 @@ export async function startDecoderServer (opts: DecoderServerOptions): Promise<D
     reply.hijack()
     const sse = new SseWriter(res)
     const chunks = new ChunkMaker(parsed.endpoint, head, parsed.includeUsage)
+    // Each choice's reply split as the chat format splits a whole one (none for a Jinja template).
+    const splits = new Map<number, ReplyStreamer>()
     let outcomes: GenerationOutcome[]
     try {
       outcomes = await runChoices(parsed, job, (choice) => {
         const format = new LogprobsFormat(model.tokenizer)
+        const split = parsed.prompt.kind === 'chat' ? ReplyStreamer.for(model.tokenizer.chatFormat, parsed.prompt.chat) : undefined
+        if (split !== undefined) splits.set(choice, split)
+        const formatted = (logprobs: Parameters<LogprobsFormat['format']>[1] | undefined): object | null => logprobs === undefined ? null : format.format(parsed.endpoint, logprobs)
         return {
           onStart: async ({ cachedTokens }) => {
             if (choice === 0) sse.open({ 'x-cached-tokens': String(cachedTokens) })
@@ -405,12 +411,24 @@ export async function startDecoderServer (opts: DecoderServerOptions): Promise<D
             const first = chunks.first(choice === 0 ? promptIds : undefined, choice)
             if (first !== null) await sse.send(first)
           },
-          onText: (piece, logprobs) => sse.send(chunks.text(piece, choice, logprobs === undefined ? null : format.format(parsed.endpoint, logprobs))),
+          onText: async (piece, logprobs) => {
+            if (split === undefined) return sse.send(chunks.text(piece, choice, formatted(logprobs)))
+            // Text the format may still claim (a tool-call block, </think>) waits; log-probabilities never do.
+            const delta = split.push(piece)
+            if (hasText(delta) || logprobs !== undefined) await sse.send(chunks.split(delta, choice, formatted(logprobs)))
+          },
           // Between prefill chunks: `: prefill 2560/32768`, so the stream is never silent for long.
           onPrefill: ({ doneTokens, promptTokens }) => sse.comment(`prefill ${doneTokens}/${promptTokens}`),
         }
       }, signal, async (outcome, choice) => {
-        await sse.send(chunks.finish(outcome.finishReason as FinishedChoice['finish'], parsed.returnTokenIds ? outcome.completionIds : undefined, choice, extra))
+        const finish = outcome.finishReason as FinishedChoice['finish']
+        const split = splits.get(choice)
+        const end = split?.finish(outcome.text)
+        if (end !== undefined) {
+          if (hasText(end.delta)) await sse.send(chunks.split(end.delta, choice))
+          for (const chunk of chunks.toolCalls(end.parts.tool_calls, choice)) await sse.send(chunk)
+        }
+        await sse.send(chunks.finish(chatFinishReason(finish, end?.parts), parsed.returnTokenIds ? outcome.completionIds : undefined, choice, extra))
       })
     } catch (e) {
       // The reply is hijacked: fastify's error handler cannot answer any more, so answer here.

@@ -27,9 +27,19 @@ export interface ReplyParts {
   tool_calls: Array<{ type: 'function', function: { name: string, arguments: string } }>
 }
 
+/**
+ * What a partial reply already says for certain: reasoning and content that every continuation of
+ * the text keeps as the start of parseReply's fields (a stream may send them at once). Tool calls
+ * are never settled early: a call block is only known to be one when the reply ends.
+ */
+export interface SettledReply {
+  content: string
+  reasoning_content?: string
+}
+
 /** A way to turn chat messages into prompt text: a Jinja template, or DeepSeek's own encoding. */
 export interface ChatRenderer {
-  /** Which family: 'jinja' (tokenizer_config.json's template) or 'deepseek-v4' (DeepSeek's encoding). */
+  /** Which family: 'jinja' (tokenizer_config.json's template), 'deepseek-v4' or 'deepseek-v3.2' (DeepSeek's encodings). */
   readonly kind: string
   /** sha256 of what decides the rendering: two ends that render alike show the same digest. */
   readonly digest: string
@@ -39,6 +49,8 @@ export interface ChatRenderer {
   render: (messages: readonly ChatTurn[], options?: ChatRenderOptions) => string
   /** Split a reply into reasoning, content and tool calls; absent where the format defines no such shape. */
   parseReply?: (text: string, options?: ChatRenderOptions) => ReplyParts
+  /** For a stream: what of a partial reply parseReply of any longer reply starts with; present with parseReply. */
+  settledReply?: (text: string, options?: ChatRenderOptions) => SettledReply
 }
 
 /** How to render: what vLLM's chat request fields map to. */

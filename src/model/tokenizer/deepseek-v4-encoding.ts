@@ -16,8 +16,8 @@ import { parsePythonJson, pythonJsonDumps, PyFloat } from './python-json.ts'
 export const THINK_START = '<think>'
 export const THINK_END = '</think>'
 export const LATEST_REMINDER_TOKEN = '<｜latest_reminder｜>'
-const DSML = '｜DSML｜'
-const TOOL_CALLS_BLOCK = 'tool_calls'
+export const DSML = '｜DSML｜'
+const TOOL_CALLS_BLOCK: DsmlCallBlock = 'tool_calls'
 /** What opens the tool-call block in an assistant turn. */
 export const TOOL_CALLS_START = `\n\n<${DSML}${TOOL_CALLS_BLOCK}`
 
@@ -263,9 +263,9 @@ function readUntil (text: string, at: number, stops: readonly string[]): [number
 const INVOKE_NAME = /^\s*name="([\s\S]*?)">\n\n?$/
 const PARAMETER = /^ name="([\s\S]*?)" string="(true|false)">([\s\S]*?)<\n?$/
 
-function parseToolCalls (text: string, start: number): [number, ParsedReply['tool_calls']] {
+function parseToolCalls (text: string, start: number, block: DsmlCallBlock): [number, ParsedReply['tool_calls']] {
   const calls: ParsedReply['tool_calls'] = []
-  const end = `</${DSML}${TOOL_CALLS_BLOCK}>`
+  const end = `</${DSML}${block}>`
   let at = start
   let stop: string | undefined
   while (at < text.length) {
@@ -297,24 +297,36 @@ function parseToolCalls (text: string, start: number): [number, ParsedReply['too
   return [at, calls]
 }
 
+/** The name of the DSML block holding the calls: V4's `tool_calls`, V3.2's `function_calls`. */
+export type DsmlCallBlock = 'tool_calls' | 'function_calls'
+
+/** What opens a call block in a reply. */
+const callsStart = (block: DsmlCallBlock): string => `\n\n<${DSML}${block}`
+
 /**
  * Split a complete assistant reply (ending in eos) as the reference's parse does; throws on what the
  * reference refuses (a reply outside the format).
  */
 export function parseDeepseekV4Reply (text: string, thinking: boolean): ParsedReply {
+  return parseDsmlReply(text, thinking, TOOL_CALLS_BLOCK)
+}
+
+/** The reply parse DeepSeek's V3.2 and V4 encodings share; they differ in the call block's name. */
+export function parseDsmlReply (text: string, thinking: boolean, block: DsmlCallBlock): ParsedReply {
+  const callsOpen = callsStart(block)
   let at = 0
   let stop: string | undefined
   let reasoning = ''
   if (thinking) {
-    ;[at, reasoning, stop] = readUntil(text, at, [THINK_END, TOOL_CALLS_START])
+    ;[at, reasoning, stop] = readUntil(text, at, [THINK_END, callsOpen])
     if (stop !== THINK_END) throw new Error('reply: reasoning not closed by </think>')
   }
-  const [afterContent, content, contentStop] = readUntil(text, at, [EOS_TOKEN, TOOL_CALLS_START])
+  const [afterContent, content, contentStop] = readUntil(text, at, [EOS_TOKEN, callsOpen])
   at = afterContent
   stop = contentStop
   let calls: ParsedReply['tool_calls'] = []
-  if (stop === TOOL_CALLS_START) {
-    ;[at, calls] = parseToolCalls(text, at)
+  if (stop === callsOpen) {
+    ;[at, calls] = parseToolCalls(text, at, block)
     let rest: string
     ;[at, rest, stop] = readUntil(text, at, [EOS_TOKEN])
     if (rest !== '') throw new Error('reply: text after the tool calls')
@@ -326,4 +338,43 @@ export function parseDeepseekV4Reply (text: string, thinking: boolean): ParsedRe
     if (content.includes(marker) || reasoning.includes(marker)) throw new Error(`reply: '${marker}' inside the text`)
   }
   return { content, reasoning_content: reasoning, tool_calls: calls }
+}
+
+// Where settled text ends from `at`: at the first of `markers`, or where a tail that could still grow
+// into one begins. [the end, the marker met there (undefined when none is whole yet)].
+function settleUntil (text: string, at: number, markers: readonly string[]): [number, string | undefined] {
+  const [next, between, stop] = readUntil(text, at, markers)
+  if (stop !== undefined) return [next - stop.length, stop]
+  let end = text.length
+  for (const m of markers) {
+    for (let k = Math.min(m.length - 1, between.length); k > 0; k--) {
+      if (text.endsWith(m.slice(0, k))) { end = Math.min(end, text.length - k); break }
+    }
+  }
+  return [end, undefined]
+}
+
+/**
+ * The reasoning and content a partial reply has settled: whatever text follows, parseDeepseekV4Reply
+ * of the whole reply (or the plain-content reading of one it refuses) starts its fields with these.
+ * Reasoning runs to the first </think> (or tool-call block); content to the first tool-call block or eos.
+ */
+export function settledDeepseekV4Reply (text: string, thinking: boolean): { content: string, reasoning_content?: string } {
+  return settledDsmlReply(text, thinking, TOOL_CALLS_BLOCK)
+}
+
+/** settledDeepseekV4Reply for either encoding's call block. */
+export function settledDsmlReply (text: string, thinking: boolean, block: DsmlCallBlock): { content: string, reasoning_content?: string } {
+  const callsOpen = callsStart(block)
+  let start = 0
+  let reasoning: string | undefined
+  if (thinking) {
+    const [end, stop] = settleUntil(text, 0, [THINK_END, callsOpen])
+    reasoning = text.slice(0, end)
+    if (stop !== THINK_END) return { content: '', reasoning_content: reasoning }
+    start = end + THINK_END.length
+  }
+  const [end] = settleUntil(text, start, [EOS_TOKEN, callsOpen])
+  const content = text.slice(start, end)
+  return reasoning === undefined ? { content } : { content, reasoning_content: reasoning }
 }

@@ -2,11 +2,8 @@
 // deepseek_v4 tokenizer reads them: chat_template_kwargs `thinking` (or `enable_thinking`) picks
 // thinking mode, `drop_thinking` (default true) drops earlier reasoning, `reasoning_effort` "max" or
 // "high" (anything else: none); request tools become a leading system turn.
-import { readFile } from 'node:fs/promises'
-import { join } from 'node:path'
-import { ConfigError } from '../../errors.ts'
-import type { ChatRenderer, ChatRenderOptions, ChatTurn, ReplyParts } from './chat-format.ts'
-import { encodeDeepseekV4, parseDeepseekV4Reply, THINK_END, TOOL_CALLS_START } from './deepseek-v4-encoding.ts'
+import type { ChatRenderer, ChatRenderOptions, ChatTurn, ReplyParts, SettledReply } from './chat-format.ts'
+import { DSML, encodeDeepseekV4, parseDsmlReply, settledDeepseekV4Reply, THINK_END, type DsmlCallBlock } from './deepseek-v4-encoding.ts'
 import { digestOf } from './digest.ts'
 import { EOS_TOKEN } from './specials.ts'
 
@@ -14,7 +11,7 @@ import { EOS_TOKEN } from './specials.ts'
 export const DEEPSEEK_V4_ARCHITECTURE = 'DeepseekV4ForCausalLM'
 
 // Python truthiness of a JSON value, as `kwargs.get("thinking", False) or ...` judges it.
-function truthy (v: unknown): boolean {
+export function truthy (v: unknown): boolean {
   if (v === undefined || v === null || v === false || v === 0 || v === '') return false
   if (Array.isArray(v)) return v.length > 0
   if (typeof v === 'object') return Object.keys(v).length > 0
@@ -49,42 +46,32 @@ export class DeepseekV4Format implements ChatRenderer {
    * tool-call block) is all content, with no tool calls, rather than an error: it is what the model said.
    */
   parseReply (text: string, options: ChatRenderOptions = {}): ReplyParts {
-    const thinking = thinkingOf(options)
-    const body = text.endsWith(EOS_TOKEN) ? text : text + EOS_TOKEN
-    try {
-      const parsed = parseDeepseekV4Reply(body, thinking)
-      return thinking ? parsed : { content: parsed.content, tool_calls: parsed.tool_calls }
-    } catch {
-      if (!thinking) return { content: text, tool_calls: [] }
-      // Reasoning that never closed is all reasoning; otherwise the rest is content as said.
-      const end = text.indexOf(THINK_END)
-      const callsAt = text.indexOf(TOOL_CALLS_START)
-      if (end === -1 || (callsAt !== -1 && callsAt < end)) return { content: '', reasoning_content: text, tool_calls: [] }
-      return { content: text.slice(end + THINK_END.length), reasoning_content: text.slice(0, end), tool_calls: [] }
-    }
+    return dsmlReplyParts(text, thinkingOf(options), 'tool_calls')
+  }
+
+  /** What a partial reply has settled, for a stream (parseReply's fields start with it, whatever follows). */
+  settledReply (text: string, options: ChatRenderOptions = {}): SettledReply {
+    return settledDeepseekV4Reply(text, thinkingOf(options))
   }
 }
 
 /**
- * DeepSeek-V4's encoding when `<dir>/config.json` names the V4 architecture (vLLM's rule); undefined
- * otherwise. Called only for a checkpoint whose tokenizer_config.json has no chat_template.
+ * A generated reply split by DeepSeek's encodings (V4's, or V3.2's with its call block). The
+ * generation may stop before eos (a length cap, a stop string), so eos is supplied; a reply outside
+ * the format (a malformed tool-call block) is all content, with no tool calls, rather than an error:
+ * it is what the model said.
  */
-export async function loadEncodingFormat (dir: string): Promise<DeepseekV4Format | undefined> {
-  const file = join(dir, 'config.json')
-  let text: string
+export function dsmlReplyParts (text: string, thinking: boolean, block: DsmlCallBlock): ReplyParts {
+  const body = text.endsWith(EOS_TOKEN) ? text : text + EOS_TOKEN
   try {
-    text = await readFile(file, 'utf8')
-  } catch (e) {
-    // No config.json beside the tokenizer (a tokenizer-only directory): no encoding to pick.
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined
-    throw new ConfigError('config.json', `cannot read: ${(e as Error).message}`, file)
+    const parsed = parseDsmlReply(body, thinking, block)
+    return thinking ? parsed : { content: parsed.content, tool_calls: parsed.tool_calls }
+  } catch {
+    if (!thinking) return { content: text, tool_calls: [] }
+    // Reasoning that never closed is all reasoning; otherwise the rest is content as said.
+    const end = text.indexOf(THINK_END)
+    const callsAt = text.indexOf(`\n\n<${DSML}${block}`)
+    if (end === -1 || (callsAt !== -1 && callsAt < end)) return { content: '', reasoning_content: text, tool_calls: [] }
+    return { content: text.slice(end + THINK_END.length), reasoning_content: text.slice(0, end), tool_calls: [] }
   }
-  let config: unknown
-  try {
-    config = JSON.parse(text)
-  } catch (e) {
-    throw new ConfigError('(root)', `not valid JSON: ${(e as Error).message}`, file)
-  }
-  const archs = (config as { architectures?: unknown }).architectures
-  return Array.isArray(archs) && archs.includes(DEEPSEEK_V4_ARCHITECTURE) ? new DeepseekV4Format() : undefined
 }
