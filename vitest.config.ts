@@ -93,7 +93,7 @@ export const INTEGRATION: ProjectList = [
   'suites/engine/reference-quant.test.ts', 'suites/engine/transformers-bf16.test.ts',
   'suites/engine/transformers-f32.test.ts',
   'suites/front/checks.test.ts', 'suites/front/cli.test.ts', 'suites/front/engine-watch.test.ts',
-  'suites/front/forward.test.ts', 'suites/front/prompt-agreement.test.ts',
+  'suites/front/forward.test.ts', 'suites/front/prompt-agreement.test.ts', 'suites/front/decoder-under-load.test.ts',
   'suites/fuzz/bodies.test.ts', 'suites/fuzz/capture-manifest.test.ts',
   'suites/fuzz/front-config.test.ts', 'suites/fuzz/safetensors.test.ts',
   'suites/fuzz/sidecar-json.test.ts',
