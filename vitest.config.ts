@@ -24,7 +24,7 @@ export const UNIT: ProjectList = [
   'suites/consistency/launch.test.ts', 'suites/consistency/seed-case.test.ts',
   'suites/consistency/tables.test.ts',
   'suites/decoders/block-size.test.ts', 'suites/decoders/kind-names.test.ts', 'suites/decoders/registry.test.ts',
-  'suites/decoder-server/body.test.ts', 'suites/decoder-server/prompt.test.ts', 'suites/decoder-server/queue.test.ts',
+  'suites/decoder-server/body.test.ts', 'suites/decoder-server/prompt.test.ts', 'suites/decoder-server/queue.test.ts', 'suites/decoder-server/batcher-schedule.test.ts',
   'suites/decoder-server/request.test.ts', 'suites/decoder-server/sampling.test.ts', 'suites/decoder-server/text.test.ts',
   'suites/engine/components.test.ts',
   'suites/formats/corpus.test.ts', 'suites/formats/gguf.test.ts', 'suites/formats/golden.test.ts',
