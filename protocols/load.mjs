@@ -35,8 +35,14 @@ const PRESET = 'tiny'
 const SEED = 1
 const BLOCK = 256
 const ROUTES = ['bridged', 'warm', 'native-short']
-// The decoder kinds the embedded stack can run (src/stack/embedded.ts, DecoderEngine); STORES below reads each one's store.
-const DECODER_KINDS = ['ours', 'llama.cpp']
+
+// The stack, the prompt builder and the record are TypeScript; tsx lets this protocol import them as they are.
+register()
+// The decoder kinds are the registry's (src/decoders/registry.ts): those the embedded stack starts
+// itself (an external kind, such as oMLX, runs outside pd-bridge and has no stack leg here).
+const { DECODER_KINDS: REGISTERED, DEFAULT_DECODER_KIND, kindNamesText } = await import('../src/decoders/registry.ts')
+const STACK_KINDS = REGISTERED.filter((k) => k.external === undefined)
+const DECODER_KINDS = STACK_KINDS.map((k) => k.name)
 
 const USAGE = `Usage: npx zx protocols/load.mjs [options]   (node runs it as well)
 
@@ -58,7 +64,7 @@ verdicts, latency and TTFT percentiles, errors and 429s, peak RSS. One record in
 
 Concurrency levels:
   --levels L             concurrent clients per level, comma-separated (default 1,2,4,8,16)
-  --decoders K           decoder kinds, comma-separated: ${DECODER_KINDS.join(', ')} (default both)
+  --decoders K           decoder kinds, comma-separated: ${DECODER_KINDS.join(', ')} (default all)
   --requests-per-client N  requests each client sends one after another at a level (default 1)
   --long-tokens N        size of the latency probe's long prompt (default 2048)
   --latency-samples N    short prompts per leg of the latency probe; 0 skips it (default 4)
@@ -173,7 +179,7 @@ function numberIn (name, text, min, max, minOpen = false) {
 const levelOpts = {
   levels: listOf('levels', argv.levels ?? '1,2,4,8,16', (x) => int('levels', x, 1, 256)),
   decoders: listOf('decoders', argv.decoders ?? DECODER_KINDS.join(','), (x) => {
-    if (!DECODER_KINDS.includes(x)) fail(`--decoders: unknown decoder kind ${JSON.stringify(x)} (expected ${DECODER_KINDS.join(' or ')})`)
+    if (!DECODER_KINDS.includes(x)) fail(`--decoders: unknown decoder kind ${JSON.stringify(x)} (expected ${kindNamesText(DECODER_KINDS)})`)
     return x
   }),
   requestsPerClient: int('requests-per-client', argv['requests-per-client'] ?? 1, 1, 1000),
@@ -184,22 +190,22 @@ const levelOpts = {
 }
 const regenerate = opts.generate && (argv.out !== undefined || opts.runs === DEFAULT_RUNS)
 
-// The stack, the prompt builder and the record are TypeScript; tsx lets this protocol import them as they are.
-register()
 const { default: OpenAI } = await import('openai')
 const { startEmbeddedStack, startNativeLeg } = await import('../src/stack/embedded.ts')
 const { resolveStateDir } = await import('../src/stack/state-dir.ts')
 const { buildDemoPrompt } = await import('../src/stack/demo/prompt.ts')
-const { promptBlockKeys, presentKeys } = await import('../src/stack/demo/blocks.ts')
-const { presentStates } = await import('../src/stack/demo/states.ts')
-// Per kind: which of a prompt's block keys its store has anything for, and whether it holds the whole
-// bridged prefix (ours: every block file; llama.cpp: the one state file at the prefix's last boundary).
-const STORES = {
-  ours: { present: presentKeys, holds: async (dir, keys) => (await presentKeys(dir, keys)).length === keys.length },
-  'llama.cpp': { present: presentStates, holds: async (dir, keys) => keys.length > 0 && (await presentStates(dir, keys.slice(-1))).length === 1 },
-}
-/** The running decoder's store (the timed mix runs our decoder). */
-let store = STORES.ours
+const { promptBlockKeys } = await import('../src/stack/demo/blocks.ts')
+/**
+ * A kind's store as this protocol reads it: which of a prompt's block keys it has an entry for (the
+ * kind's own reader, its demo's), and whether it holds the whole bridged prefix: the entry at the
+ * prefix's last boundary (blocks are written parent first; a llama.cpp store keeps only that one).
+ */
+const storeOf = (kind) => ({
+  present: kind.demo.present,
+  holds: async (dir, keys) => keys.length > 0 && (await kind.demo.present(dir, keys.slice(-1))).length === 1,
+})
+/** The running decoder's store (the timed mix runs the default kind). */
+let store = storeOf(DEFAULT_DECODER_KIND)
 const { loadTokenizer } = await import('../src/model/tokenizer/index.ts')
 const { embeddedEnvironment, embeddedModelName } = await import('../verify/results/environment.ts')
 const { LOAD_RECORD_SCHEMA, loadTotals, parseLoadRecord, isLoadError } = await import('../verify/results/load-record.ts')
@@ -544,7 +550,7 @@ async function runKind (kind) {
   let record
   warmPool.length = 0
   errorLog.length = 0
-  store = STORES[kind]
+  store = storeOf(STACK_KINDS.find((k) => k.name === kind))
   const stopAll = async () => { await stack?.stop().catch(() => {}) }
   const onSigint = () => { void stopAll().finally(() => process.exit(130)) }
   process.once('SIGINT', onSigint)

@@ -31,6 +31,8 @@ export class FrontState {
   readonly kind: DecoderKind
   /** The decoder's completion and body limits, from its /health (the embedded decoder reports them). */
   decoderLimits: { maxTokens: number, maxPositions: number, maxBodyBytes?: number } | undefined
+  /** The decoder's last /health body that answered in time: what a busy decoder is judged by (link-report.ts). */
+  decoderHealth: Record<string, unknown> | undefined
   /** The model the decoder last said it serves: block keys are hashed with it. */
   decoderModel: string | undefined
   /** Moving average of a bridge's time, for the 429's Retry-After. */

@@ -10,7 +10,7 @@ import { request } from 'undici'
 import type { FrontConfig } from '../config/index.ts'
 import { PD_ERR } from '../errors.ts'
 import { passHeaders } from '../http/hop-by-hop.ts'
-import { describeFailure, joinUrl, linkFailure } from './http.ts'
+import { describeFailure, freshConnection, joinUrl, linkFailure } from './http.ts'
 import { SSE_DONE, SseParser, sseComment, sseData, type SseEvent } from './sse.ts'
 import { confirmBridge, refused, restoredVerdict, VERDICT_HEADER, verdictHeader, verdictText, type BridgedPlan, type Verdict } from './verdict.ts'
 
@@ -143,6 +143,8 @@ export async function forwardGeneration (config: FrontConfig, plan: ForwardPlan,
       headersTimeout: d.decoderHeadersMs,
       bodyTimeout: d.decoderIdleMs,
       signal,
+      // A generation is not sent twice, so never on a kept-alive socket the decoder may be closing.
+      dispatcher: freshConnection,
     })
   } catch (e) {
     const { problem, code } = linkFailure(e, d.decoderHeadersMs)

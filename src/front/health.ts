@@ -13,7 +13,8 @@ export async function answerHealth (state: FrontState, anonymous: boolean, reply
   const { config, spoolDir, queue, tokenizer, counts } = state
   const links = await linkReport(state)
   const setup = links.setup
-  const ok = links.decoder.ok
+  // A busy decoder (there, answered before, too slow now) keeps the front door up; a dead one does not.
+  const ok = links.decoderUp
   const status = state.closing ? 'shutting_down' : !ok ? 'down' : links.problems.length > 0 ? 'degraded' : 'ok'
   // Without the key: liveness only, no URL, path, problem or count.
   if (anonymous) return reply.code(ok ? 200 : 503).send({ ok, status })
@@ -27,7 +28,7 @@ export async function answerHealth (state: FrontState, anonymous: boolean, reply
     status,
     bridge: { ready: links.problems.length === 0, problems: links.problems },
     links: {
-      decoder: { ...view(links.decoder), ...decoderFacts(links.decoder.health) },
+      decoder: { ...view(links.decoder), ...decoderFacts(links.decoder.health ?? (links.decoderUp ? state.decoderHealth : undefined)) },
       prefill: view(links.prefill),
       share: view(links.share),
       store: setup === undefined

@@ -2,7 +2,7 @@
 // deadline, and every failure becomes a sentence that names the link and what went wrong
 // (connection refused, no answer within N ms, a status and its message).
 import { connect } from 'node:net'
-import { request, type Dispatcher } from 'undici'
+import { Agent, request, type Dispatcher } from 'undici'
 import { errorCode, PD_ERR, PdBridgeError, type PdErrorCode } from '../errors.ts'
 
 /** A link call that failed: `link` names it (`prefill engine`), `problem` says how, its code which kind it was. */
@@ -11,6 +11,21 @@ export class LinkError extends PdBridgeError {
   constructor (readonly link: string, readonly url: string, readonly problem: string, readonly status?: number, code: PdErrorCode = PD_ERR.LINK_FAILED) {
     super(`${link} (${url}): ${problem}`, { code })
   }
+}
+
+/**
+ * A connection of its own per request (`connection: close`, undici's pipelining 0). A kept-alive
+ * socket can be closed by the other side's idle timer just as a request is written on it (the front
+ * door's event loop was held by a long inline tokenization, so it saw the close too late): the
+ * request is lost and, for a POST, cannot be sent again safely. On a fresh connection it cannot be.
+ */
+export const freshConnection: Dispatcher = new Agent({ pipelining: 0 })
+
+/** Whether `e` is a connection closed under a request (a stale kept-alive socket, among others). */
+function isReset (e: unknown): boolean {
+  const err = e as { code?: string, cause?: { code?: string } } | undefined
+  const code = err?.code ?? err?.cause?.code
+  return code === 'ECONNRESET' || code === 'EPIPE' || code === 'UND_ERR_SOCKET'
 }
 
 /** A JSON answer. */
@@ -70,18 +85,28 @@ export interface CallOptions {
 export async function callJson (link: string, url: string, options: CallOptions): Promise<JsonAnswer> {
   const timeout = AbortSignal.timeout(options.timeoutMs)
   const signal = options.signal === undefined ? timeout : AbortSignal.any([timeout, options.signal])
+  const method = options.method ?? 'GET'
+  const send = async (dispatcher?: Dispatcher): Promise<Dispatcher.ResponseData> => await request(url, {
+    method,
+    headers: {
+      accept: 'application/json',
+      ...(options.json === undefined ? {} : { 'content-type': 'application/json' }),
+      ...(options.bytes === undefined ? {} : { 'content-type': 'application/octet-stream' }),
+      ...options.headers,
+    },
+    body: options.json === undefined ? options.bytes : JSON.stringify(options.json),
+    signal,
+    ...(dispatcher === undefined ? {} : { dispatcher }),
+  })
   try {
-    const res = await request(url, {
-      method: options.method ?? 'GET',
-      headers: {
-        accept: 'application/json',
-        ...(options.json === undefined ? {} : { 'content-type': 'application/json' }),
-        ...(options.bytes === undefined ? {} : { 'content-type': 'application/octet-stream' }),
-        ...options.headers,
-      },
-      body: options.json === undefined ? options.bytes : JSON.stringify(options.json),
-      signal,
-    })
+    let res: Dispatcher.ResponseData
+    try {
+      res = await send()
+    } catch (e) {
+      // A read that met a closing kept-alive socket is asked once more, on a connection of its own.
+      if (!(method === 'GET' || method === 'HEAD') || !isReset(e) || signal.aborted) throw e
+      res = await send(freshConnection)
+    }
     const text = await res.body.text()
     let body: unknown = text
     try {

@@ -7,6 +7,8 @@ import { missingForBridge, type BridgeSetup } from './setup.ts'
 
 export interface LinkReport {
   decoder: LinkState
+  /** The decoder is there: it answered, or it is busy and answered before (its facts are that answer's). */
+  decoderUp: boolean
   prefill?: LinkState
   share?: LinkState
   /** Everything that stops a bridge, in the order a request would meet it. */
@@ -23,18 +25,23 @@ export async function linkReport (state: FrontState): Promise<LinkReport> {
     config.prefill.url !== undefined ? checkLink('prefill engine', config.prefill.url, d.linkMs, auth) : undefined,
     config.share.url !== undefined ? checkLink('share', config.share.url, d.linkMs, auth) : undefined,
   ])
-  const report: LinkReport = { decoder, prefill, share, problems: [] }
+  // A busy decoder (it accepts connections but its /health missed the deadline, as while it decodes
+  // a batch on a loaded machine) is not a dead one: its last answer's facts stand, and the forward's
+  // own deadline (decoderHeadersMs) judges the request. One never heard from cannot be checked.
+  if (decoder.ok && decoder.health !== undefined) state.decoderHealth = decoder.health
+  const decoderHealth = decoder.ok ? decoder.health : decoder.busy === true ? state.decoderHealth : undefined
+  const report: LinkReport = { decoder, decoderUp: decoder.ok || decoderHealth !== undefined, prefill, share, problems: [] }
   const off = missingForBridge(config)
   if (off !== undefined) {
     report.problems.push(off)
     return report
   }
-  if (!decoder.ok) report.problems.push(`decoder ${decoder.busy === true ? 'not answering' : 'unreachable'}: ${decoder.error}`)
+  if (!report.decoderUp) report.problems.push(`decoder ${decoder.busy === true ? 'not answering' : 'unreachable'}: ${decoder.error}`)
   // A busy engine (connected, no answer in time) is not a problem: the bridge waits its turn and
   // the submit decides (202, or `prefill engine busy`); the capture manifest still pins the sidecar.
   if (prefill !== undefined && !prefill.ok && prefill.busy !== true) report.problems.push(`prefill engine unreachable: ${prefill.error}`)
   if (share !== undefined && !share.ok) report.problems.push(`share ${share.busy === true ? 'not answering' : 'unreachable'}: ${share.error}`)
-  const facts = decoderFacts(decoder.health)
+  const facts = decoderFacts(decoderHealth)
   state.noteFacts(facts)
   let setup: BridgeSetup | undefined
   try {

@@ -10,7 +10,7 @@ import { passHeaders } from '../http/hop-by-hop.ts'
 import type { AllowedRoute } from '../http/route-guard.ts'
 import { FrontApiError } from './api-error.ts'
 import type { FrontState } from './door-state.ts'
-import { describeFailure, joinUrl } from './http.ts'
+import { describeFailure, freshConnection, joinUrl } from './http.ts'
 import { VERDICT_HEADER } from './verdict.ts'
 
 /** The verdict of every answer that is not a completion's. */
@@ -47,6 +47,8 @@ export async function passThrough (state: FrontState, request: FastifyRequest, r
       body: body !== undefined && body.length > 0 ? body : undefined,
       headersTimeout: d.decoderHeadersMs,
       bodyTimeout: d.decoderIdleMs,
+      // A client's request is sent once, so never on a kept-alive socket the decoder may be closing.
+      dispatcher: freshConnection,
     })
   } catch (e) {
     const problem = describeFailure(e, d.decoderHeadersMs)

@@ -6,7 +6,7 @@ import { mkdtemp, mkdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { parseBatchRecord, type BatchRecord } from '../../verify/results/batch-record.ts'
+import { parseBatchRecord, readBatchRecords, type BatchRecord } from '../../verify/results/batch-record.ts'
 import { batchTable } from '../../verify/results/batch-section.ts'
 import { generateResults } from '../../verify/results/generate.ts'
 
@@ -34,6 +34,16 @@ describe('batched-decode records in the report', () => {
   it('the schema: the record total of differing answers is the levels\' sum', () => {
     expect(parseBatchRecord(RECORD, 'a.json')).toEqual(RECORD)
     expect(() => parseBatchRecord({ ...RECORD, levels: [level(1, 90), level(8, 270, 1)] }, 'b.json')).toThrow('b.json: batch-decode record field answers_differing_from_solo: is 0, but the levels sum to 1')
+  })
+
+  it('the folder also holds protocols/batch-step.ts records: read past, never refused as a bad batch-decode record', async () => {
+    const folder = join(dir, 'with-batch-step')
+    await mkdir(folder, { recursive: true })
+    await writeFile(join(folder, 'batch-decode-a.json'), JSON.stringify(RECORD))
+    await writeFile(join(folder, 'batch-step-b.json'), JSON.stringify({ kind: 'batch-step', version: 1, at: '2026-01-06T00:00:00.000Z', levels: [] }))
+    expect(await readBatchRecords(folder)).toEqual([RECORD])
+    await writeFile(join(folder, 'batch-decode-c.json'), JSON.stringify({ ...RECORD, kind: 'other' }))
+    await expect(readBatchRecords(folder)).rejects.toThrow('batch-decode-c.json')
   })
 
   it('one row per run: decode tok/s per level, the widest level over 1, the mean batch there, the decoder\'s peak RSS', async () => {

@@ -53,6 +53,8 @@ export function parseBatchRecord (json: unknown, file: string): BatchRecord {
 
 /** Every `*.json` record in `dir`, in start order; a missing directory holds none. */
 export async function readBatchRecords (dir: string): Promise<BatchRecord[]> {
-  const records = (await readRecordDir(dir, { plural: 'batch-decode records', notJson: 'not JSON' }, parseBatchRecord)).map((r) => r.record)
+  // protocols/batch-step.ts writes its records into the same folder; the report does not read those.
+  const parse = (json: unknown, file: string): BatchRecord | undefined => (json as { kind?: unknown } | null)?.kind === 'batch-step' ? undefined : parseBatchRecord(json, file)
+  const records = (await readRecordDir(dir, { plural: 'batch-decode records', notJson: 'not JSON' }, parse)).flatMap((r) => r.record === undefined ? [] : [r.record])
   return records.sort((a, b) => a.at.localeCompare(b.at))
 }

@@ -1,8 +1,9 @@
 // Continuous batching on one engine. Every running request is a seat; a decode step feeds each
 // seat's next token through the model in one pass over the weights (engine.decodeBatch), and
-// seats join and leave between steps. Other engine work (a prefill chunk) runs between steps, one
-// piece per step, first come first served, so a long prefill holds up the others' decoding for at
-// most one chunk. A step's rows are bit-identical to solo decodes (batch-invariant kernels), so
+// seats join and leave between steps. Other engine work (a prefill chunk) runs between steps, at
+// most one piece between two steps, first come first served, so a long prefill holds up the
+// others' decoding for at most one chunk; a waiting chunk never splits a batch whose seats come
+// back within their turns. A step's rows are bit-identical to solo decodes (batch-invariant kernels), so
 // who else is in the batch never changes an answer.
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { DeepseekV4Engine, ModelCache } from '../../model/engine/index.ts'
@@ -73,6 +74,8 @@ export class DecodeBatcher {
   private readonly seats = new Set<Seat>()
   private readonly jobs: Job[] = []
   private looping = false
+  /** Pieces of other work run since the last step (at most one while seats wait for it). */
+  private jobsSinceStep = 0
   private readonly counters = { steps: 0, rows: 0, maxRows: 0, chunks: 0 }
 
   /** `engine`: what the batcher calls of it, a batched decode step. */
@@ -126,19 +129,31 @@ export class DecodeBatcher {
   }
 
   private async loop (): Promise<void> {
+    // Turns since the last step while seats decode: stragglers get STRAGGLER_TURNS of them.
     let waited = 0
     try {
+      // Seats that come back in the same turn (each had a turn of its own after the last step) share one step.
+      await nextTurn()
       for (;;) {
         const ready = this.ready()
         let stepped = false
-        if (ready.length > 0 && (ready.length === this.seats.size || waited >= STRAGGLER_TURNS || this.jobs.length > 0)) {
+        // A partial batch steps once its stragglers had their turns, or once a piece of other work
+        // ran while it waited: a ready seat waits for one chunk at most, never for a second.
+        if (ready.length > 0 && (ready.length === this.seats.size || waited >= STRAGGLER_TURNS || (this.jobsSinceStep > 0 && this.jobs.length > 0))) {
           this.step(ready)
           stepped = true
           waited = 0
-        } else if (ready.length > 0) waited++
-        const job = this.jobs.shift()
-        if (job !== undefined) this.runJob(job)
-        if (!stepped && job === undefined && ready.length === 0) return
+          this.jobsSinceStep = 0
+        } else if (this.seats.size > 0) waited++
+        // One piece of other work between two steps; back to back while no seat decodes (or all
+        // of them are held by their clients past the straggler turns).
+        let ran = false
+        if (this.jobs.length > 0 && (this.jobsSinceStep === 0 || this.seats.size === 0 || waited >= STRAGGLER_TURNS)) {
+          // A job whose request went away costs nothing and does not count.
+          if (this.runJob(this.jobs.shift()!)) this.jobsSinceStep++
+          ran = true
+        }
+        if (!stepped && !ran && ready.length === 0 && this.jobs.length === 0) return
         await nextTurn()
       }
     } finally {
@@ -165,10 +180,11 @@ export class DecodeBatcher {
     pending.forEach((p, i) => p.resolve(out.slice(i * vocab, (i + 1) * vocab)))
   }
 
-  private runJob (job: Job): void {
+  /** Run `job`; false when its request had gone away (it is cancelled, nothing ran). */
+  private runJob (job: Job): boolean {
     if (job.signal?.aborted === true) {
       job.cancel(new BatcherCancelled('the request went away before its engine work ran'))
-      return
+      return false
     }
     try {
       job.work()
@@ -176,5 +192,6 @@ export class DecodeBatcher {
     } catch (e) {
       job.cancel(e)
     }
+    return true
   }
 }
