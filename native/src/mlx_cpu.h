@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace pdb {
 
@@ -28,5 +29,12 @@ void mlx_mxfp8_matmul (const float* x, size_t m, size_t k, const float* wt, cons
 // k-major as wt [k, n]: one running sum over k.
 void mlx_affine_matmul (const float* x, size_t m, size_t k, const float* wt, size_t n, int rounding, float* out,
                         int threads);
+
+// The ISA variant the two matmuls run (mlx_cpu_isa.h): the addon's (isa.h) unless chosen here.
+// Every variant gives the same bits; the choice exists so one process can check each of them.
+const char* mlx_cpu_isa ();
+// Choose "avx512", "avx2" or "portable"; false with `error` set (the choice unchanged) when this
+// build or CPU cannot run it.
+bool mlx_cpu_select_isa (const std::string& name, std::string* error);
 
 }  // namespace pdb
