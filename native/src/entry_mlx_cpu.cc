@@ -22,7 +22,7 @@ bool rounding_arg (const Napi::CallbackInfo& info, size_t index, int max, int* o
   return true;
 }
 
-// mlxMxfp8Matmul (x, m, k, wt, st, n, rounding, out): x [m, k], wt [k, n] decoded e4m3 values,
+// mlxMxfp8Matmul (x, m, k, wt, st, n, rounding, out): x [m, k], wt [k, n] decoded e4m3 values (in column strips),
 // st [k/32, n] scales, out [m, n]; k a multiple of 32.
 Napi::Value MlxMxfp8MatmulEntry (const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -48,7 +48,7 @@ Napi::Value MlxMxfp8MatmulEntry (const Napi::CallbackInfo& info) {
   return info[7];
 }
 
-// mlxAffineMatmul (x, m, k, wt, n, rounding, out): x [m, k], wt [k, n] dequantized, out [m, n].
+// mlxAffineMatmul (x, m, k, wt, n, rounding, out): x [m, k], wt [k, n] dequantized (in column strips), out [m, n].
 Napi::Value MlxAffineMatmulEntry (const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   size_t m = 0, k = 0, n = 0;

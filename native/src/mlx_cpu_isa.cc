@@ -92,14 +92,27 @@ PDB_INLINE VF to_sum (VF v) {
 
 // ---- affine: one running sum over k per output ----
 
+// A unit's columns [j0, j1) lie in one strip (mlx_cpu_isa.h): column j of row i of the weight is at
+// strip(j0)[i * ld + j - j0], ld the strip's width.
+PDB_INLINE const float* strip (const float* w, size_t rows_per_column, size_t j0) {
+  return w + j0 * rows_per_column;
+}
+
+PDB_INLINE size_t strip_width (size_t n, size_t j0) {
+  const size_t s = j0 - j0 % kMlxUnitColumns;
+  return n - s < kMlxUnitColumns ? n - s : kMlxUnitColumns;
+}
+
 template <int R, int V, bool P, bool S>
 PDB_INLINE void affine_tile (const MlxAffineArgs& a, size_t r0, size_t j0) {
+  const size_t s0 = j0 - j0 % kMlxUnitColumns, ld = strip_width(a.n, j0);
+  const float* ws = strip(a.wt, a.k, s0) + (j0 - s0);
   VF acc[R][V];
   for (int r = 0; r < R; r++) for (int v = 0; v < V; v++) acc[r][v] = VF{};
   const float* xr = a.x + r0 * a.k;
   for (size_t i = 0; i < a.k; i++) {
     VF w[V];
-    for (int v = 0; v < V; v++) w[v] = load(a.wt + i * a.n + j0 + size_t(v) * kLanes);
+    for (int v = 0; v < V; v++) w[v] = load(ws + i * ld + size_t(v) * kLanes);
     for (int r = 0; r < R; r++) {
       const float xi = xr[size_t(r) * a.k + i];
       for (int v = 0; v < V; v++) acc[r][v] = to_sum<S, P>(acc[r][v] + to<P>(xi * w[v]));
@@ -112,9 +125,11 @@ PDB_INLINE void affine_tile (const MlxAffineArgs& a, size_t r0, size_t j0) {
 
 template <bool P, bool S>
 void affine_column (const MlxAffineArgs& a, size_t r, size_t j) {
+  const size_t s0 = j - j % kMlxUnitColumns, ld = strip_width(a.n, j);
+  const float* ws = strip(a.wt, a.k, s0) + (j - s0);
   const float* xr = a.x + r * a.k;
   float sum = 0.0f;
-  for (size_t i = 0; i < a.k; i++) sum = to<S>(sum + to<P>(xr[i] * a.wt[i * a.n + j]));
+  for (size_t i = 0; i < a.k; i++) sum = to<S>(sum + to<P>(xr[i] * ws[i * ld]));
   a.out[r * a.n + j] = stored(sum);
 }
 
@@ -131,6 +146,9 @@ void affine_block (const MlxAffineArgs& a, size_t r0, size_t j0, size_t j1) {
 
 template <int R, int V, bool P, bool S, bool C>
 PDB_INLINE void mx_tile (const MlxMxArgs& a, size_t r0, size_t j0) {
+  const size_t s0 = j0 - j0 % kMlxUnitColumns, ld = strip_width(a.n, j0);
+  const float* ws = strip(a.wt, a.k, s0) + (j0 - s0);
+  const float* ss = strip(a.st, a.k / 32, s0) + (j0 - s0);
   VF sum[R][V];
   for (int r = 0; r < R; r++) for (int v = 0; v < V; v++) sum[r][v] = VF{};
   const float* xr = a.x + r0 * a.k;
@@ -139,14 +157,14 @@ PDB_INLINE void mx_tile (const MlxMxArgs& a, size_t r0, size_t j0) {
     for (int r = 0; r < R; r++) for (int v = 0; v < V; v++) gsum[r][v] = VF{};
     for (size_t i = g * 32; i < g * 32 + 32; i++) {
       VF w[V];
-      for (int v = 0; v < V; v++) w[v] = load(a.wt + i * a.n + j0 + size_t(v) * kLanes);
+      for (int v = 0; v < V; v++) w[v] = load(ws + i * ld + size_t(v) * kLanes);
       for (int r = 0; r < R; r++) {
         const float xi = xr[size_t(r) * a.k + i];
         for (int v = 0; v < V; v++) gsum[r][v] = to_sum<S, P>(gsum[r][v] + to<P>(xi * w[v]));
       }
     }
     for (int v = 0; v < V; v++) {
-      const VF sc = load(a.st + g * a.n + j0 + size_t(v) * kLanes);
+      const VF sc = load(ss + g * ld + size_t(v) * kLanes);
       for (int r = 0; r < R; r++) sum[r][v] = to_sum<S, C>(sum[r][v] + to<C>(sc * gsum[r][v]));
     }
   }
@@ -157,12 +175,15 @@ PDB_INLINE void mx_tile (const MlxMxArgs& a, size_t r0, size_t j0) {
 
 template <bool P, bool S, bool C>
 void mx_column (const MlxMxArgs& a, size_t r, size_t j) {
+  const size_t s0 = j - j % kMlxUnitColumns, ld = strip_width(a.n, j);
+  const float* ws = strip(a.wt, a.k, s0) + (j - s0);
+  const float* ss = strip(a.st, a.k / 32, s0) + (j - s0);
   const float* xr = a.x + r * a.k;
   float sum = 0.0f;
   for (size_t g = 0; g < a.k / 32; g++) {
     float gsum = 0.0f;
-    for (size_t i = g * 32; i < g * 32 + 32; i++) gsum = to<S>(gsum + to<P>(xr[i] * a.wt[i * a.n + j]));
-    sum = to<S>(sum + to<C>(a.st[g * a.n + j] * gsum));
+    for (size_t i = g * 32; i < g * 32 + 32; i++) gsum = to<S>(gsum + to<P>(xr[i] * ws[i * ld]));
+    sum = to<S>(sum + to<C>(ss[g * ld] * gsum));
   }
   a.out[r * a.n + j] = stored(sum);
 }

@@ -13,11 +13,15 @@ namespace pdb {
 constexpr size_t kMlxUnitRows = 4;
 constexpr size_t kMlxUnitColumns = 64;
 
+// Weights come in column strips of kMlxUnitColumns (src/kernels/mlx-cpu.ts stripMajor): strip s
+// (columns 64s … 64s + w - 1, w = 64 but for the last) starts at 64s * rows and holds [rows, w],
+// so a unit streams its weights contiguously instead of one 256-byte piece per n-float row.
+
 struct MlxMxArgs {
   const float* x;
   size_t k, n;
-  const float* wt;  // [k, n] decoded e4m3 values
-  const float* st;  // [k/32, n] scales
+  const float* wt;  // decoded e4m3 values, [k, n] in column strips (below)
+  const float* st;  // scales, [k/32, n] in column strips
   int rounding;     // kMlxRound* bits
   float* out;
 };
@@ -25,7 +29,7 @@ struct MlxMxArgs {
 struct MlxAffineArgs {
   const float* x;
   size_t k, n;
-  const float* wt;  // [k, n] dequantized values
+  const float* wt;  // dequantized values, [k, n] in column strips
   int rounding;
   float* out;
 };

@@ -36,32 +36,42 @@ export function quantizedRoundingMask (points: RoundingPoints): number {
   return (q.product === 'bf16' ? 1 : 0) | (q.sum === 'bf16' ? 2 : 0) | (q.scaled === 'bf16' ? 4 : 0)
 }
 
-/** An mxfp8 weight as the native kernel reads it: decoded values and scales, k-major. */
+/** Columns per strip of a prepared weight: the native kernels' unit width (native/src/mlx_cpu_isa.h, kMlxUnitColumns). */
+export const MLX_STRIP_COLUMNS = 64
+
+/** An mxfp8 weight as the native kernel reads it: decoded values and scales, in column strips (stripMajor). */
 export interface PreparedMxfp8 { wt: Float32Array, st: Float32Array, n: number, k: number }
-/** An affine weight dequantized (in its rounding points) and laid k-major. */
+/** An affine weight dequantized (in its rounding points) and laid in column strips (stripMajor). */
 export interface PreparedAffine { wt: Float32Array, n: number, k: number }
 
-/** k-major copy of an [n, k] array (once per weight: the kernels read contiguous outputs). */
-function kMajor (v: ArrayLike<number>, n: number, k: number): Float32Array {
+/**
+ * An [n, k] array in strips of MLX_STRIP_COLUMNS columns: strip s (columns 64s … 64s + w − 1, w = 64
+ * but for the last) at offset 64s·k holds [k, w], so the kernels read each strip's rows contiguously.
+ * Formed once per weight.
+ */
+export function stripMajor (v: ArrayLike<number>, n: number, k: number): Float32Array {
   const t = new Float32Array(n * k)
-  for (let j = 0; j < n; j++) for (let i = 0; i < k; i++) t[i * n + j] = v[j * k + i]
+  for (let j0 = 0; j0 < n; j0 += MLX_STRIP_COLUMNS) {
+    const w = Math.min(MLX_STRIP_COLUMNS, n - j0)
+    for (let j = 0; j < w; j++) for (let i = 0; i < k; i++) t[j0 * k + i * w + j] = v[(j0 + j) * k + i]
+  }
   return t
 }
 
-/** Decode an mxfp8 weight as the reference does (MLX's e4m3 values, 2^(s-127) scales), k-major. */
+/** Decode an mxfp8 weight as the reference does (MLX's e4m3 values, 2^(s-127) scales), in strips. */
 export function prepareMxfp8 (w: Mxfp8Weight): PreparedMxfp8 {
   const { n, k } = w
   const groups = k / 32
   const values = new Float32Array(n * k)
   for (let i = 0; i < n * k; i++) values[i] = MLX_E4M3_VALUES[w.codes[i]]
   const scales = Float32Array.from(w.scales, mxScale)
-  return { wt: kMajor(values, n, k), st: kMajor(scales, n, groups), n, k }
+  return { wt: stripMajor(values, n, k), st: stripMajor(scales, n, groups), n, k }
 }
 
-/** Dequantize an affine weight (affineDequantized, in `points`) and lay it k-major. */
+/** Dequantize an affine weight (affineDequantized, in `points`) and lay it in strips. */
 export function prepareAffine (w: AffineWeight, points: RoundingPoints = MLX_CPU, dequantized = affineDequantized(w, points)): PreparedAffine {
   if (dequantized.length !== w.n * w.k) throw new PdBridgeError(`affine matmul: the dequantized weight holds ${dequantized.length} values, not ${w.n} x ${w.k}`)
-  return { wt: kMajor(dequantized, w.n, w.k), n: w.n, k: w.k }
+  return { wt: stripMajor(dequantized, w.n, w.k), n: w.n, k: w.k }
 }
 
 function checkX (what: string, x: Float32Array, m: number, k: number): Float32Array {
