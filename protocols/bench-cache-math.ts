@@ -69,6 +69,20 @@ function bf16Values (n: number, seed: number, scale = 1): Float32Array {
   return out
 }
 
+/** Process CPU time per call of fn (every thread), over calls adding up to at least 100 ms of it (at most 200 calls). */
+function cpuPerCall (fn: () => void): number {
+  const c0 = process.cpuUsage()
+  let calls = 0
+  let used = 0
+  while (used < 100 && calls < 200) {
+    fn()
+    calls++
+    const c = process.cpuUsage(c0)
+    used = (c.user + c.system) / 1000
+  }
+  return used / calls
+}
+
 async function tiny (name: string, fn: () => void): Promise<{ ms: number, samples: number }> {
   const bench = new Bench({ time: TIME_MS, warmupTime: 100, iterations: 5 })
   bench.add(name, fn)
@@ -139,7 +153,8 @@ async function main (): Promise<void> {
       console.log(`capture hook ${math}: ${ms.toFixed(1)} ms (passes ${times[math].map((t) => t.toFixed(0)).join(', ')}); CPU time ${median(cpuTimes[math])!.toFixed(1)} ms`)
     }
 
-    // The kv projection at a V4 width.
+    // The kv projection at a V4 width; next to each tinybench row, its CPU time per call.
+    const kernelCpu: Record<string, number> = {}
     const [k, n] = [4096, 512]
     const w = bf16Values(n * k, 7, 0.05)
     const wb = Uint16Array.from(w, f32ToBf16)
@@ -166,6 +181,7 @@ async function main (): Promise<void> {
       }
       for (const [name, fn, th, weightBytes] of cases) {
         const t = await tiny(name, fn)
+        kernelCpu[`cpuMs ${name} m=${m}`] = cpuPerCall(fn)
         rows.push({ name, shape: `m=${m} k=${k} n=${n}`, threads: th, ms: t.ms, samples: t.samples, method: 'tinybench-p50', flops: f, bytes: 4 * m * k + weightBytes * n * k + 4 * m * n })
       }
     }
@@ -186,6 +202,7 @@ async function main (): Promise<void> {
     const hookMlx = median(times['mlx-cpu'])!
     const cpuDecoder = median(cpuTimes.decoder)!
     const cpuMlx = median(cpuTimes['mlx-cpu'])!
+    for (const [k, v] of Object.entries(kernelCpu)) console.log(`${k}: ${v.toFixed(3)} ms CPU a call`)
     console.log(`mlx-cpu capture hook / decoder capture hook: ${(hookMlx / hookDecoder).toFixed(2)}x the time, ${(cpuMlx / cpuDecoder).toFixed(2)}x the CPU time`)
     const record: MicroRecord = {
       schema: MICRO_RECORD_SCHEMA,
@@ -198,7 +215,8 @@ async function main (): Promise<void> {
       native: nativeInfo(),
       settings: { timePerTaskMs: TIME_MS, rateFrom: 'kernel rows: p50 of tinybench samples; capture hook rows: the median of timed passes, interleaved', tokens: String(T), replays: String(REPLAYS),
         hookCpuMsDecoder: cpuDecoder, hookCpuMsMlxCpu: cpuMlx, hookRatioWall: hookMlx / hookDecoder, hookRatioCpu: cpuMlx / cpuDecoder,
-        hookCpuFrom: 'the median of the same passes\' process CPU time (process.cpuUsage, every thread)' },
+        hookCpuFrom: 'the median of the same passes\' process CPU time (process.cpuUsage, every thread)',
+        kernelCpuFrom: 'cpuMs rows: process CPU time per call (every thread), over calls adding up to at least 100 ms of it', ...kernelCpu },
       peaks,
       rows: out,
     }
