@@ -7,7 +7,7 @@
 {
   "variables": {
     "pdb_isa_sources": ["src/matmul.cc", "src/rmsnorm.cc", "src/peak_loops.cc", "src/fmath_array.cc", "src/attention.cc",
-                        "src/indexer.cc", "src/pool.cc", "src/rope_rows.cc", "src/round_bf16.cc", "src/isa_table.cc"],
+                        "src/indexer.cc", "src/pool.cc", "src/rope_rows.cc", "src/round_bf16.cc", "src/isa_table.cc", "src/mlx_cpu_isa.cc"],
     "pdb_flags": ["-O3", "-ffp-contract=off", "-fno-fast-math"],
     "pdb_cc_flags": ["-std=c++17", "-O3", "-ffp-contract=off", "-fno-fast-math"]
   },
@@ -22,7 +22,8 @@
       "sources": ["src/addon.cc", "src/dispatch.cc", "src/parallel.cc", "src/thread_pool.cc", "src/peak.cc", "src/hc_post.cc", "src/hc_collapse.cc",
                   "src/unweighted_norm.cc", "src/topk_rows.cc", "src/mx_round_trip.cc", "src/bf16_arrays.cc",
                   "src/entry_fmath.cc", "src/entry_attention.cc", "src/entry_pool.cc", "src/entry_rope.cc", "src/entry_round.cc", "src/entry_hc.cc",
-                  "src/entry_norm.cc", "src/entry_topk.cc", "src/entry_mx.cc", "src/entry_bf16.cc", "src/mlx_cpu.cc", "src/entry_mlx_cpu.cc"],
+                  "src/entry_norm.cc", "src/entry_topk.cc", "src/entry_mx.cc", "src/entry_bf16.cc", "src/mlx_cpu.cc", "src/mlx_cpu_pool.cc", "src/mlx_cpu_rope.cc",
+                  "src/entry_mlx_cpu.cc"],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
       "defines": ["NAPI_VERSION=8", "NODE_ADDON_API_DISABLE_CPP_EXCEPTIONS"],
       "dependencies": ["pdb_kernels_portable"],

@@ -4,7 +4,8 @@
 // Rows, each a kernels-suite row (GFLOP/s of the projections' multiply-adds, next to the mul+add peak):
 //   - the capture hook's whole kv path over T tokens of every layer, `decoder` (the profile's own
 //     sidecar, as the stack exports it) and `mlx-cpu` (export-weights --cache-math mlx-cpu), fed the
-//     same attention inputs (bf16 values), the median of --replays timed passes each, interleaved;
+//     same attention inputs (bf16 values), the median of --replays timed passes each, interleaved
+//     (the passes' CPU time and both ratios go into the record's settings);
 //   - the kv projection at a V4 width (k = 4096, n = 512; m = 1 and 16): the decoder profile's
 //     matmulBf16, the mlx-cpu mxfp8 and affine kernels in native code, and their TypeScript
 //     references (m = 1 only: they are scalar loops).
@@ -68,6 +69,20 @@ function bf16Values (n: number, seed: number, scale = 1): Float32Array {
   return out
 }
 
+/** Process CPU time per call of fn (every thread), over calls adding up to at least 100 ms of it (at most 200 calls). */
+function cpuPerCall (fn: () => void): number {
+  const c0 = process.cpuUsage()
+  let calls = 0
+  let used = 0
+  while (used < 100 && calls < 200) {
+    fn()
+    calls++
+    const c = process.cpuUsage(c0)
+    used = (c.user + c.system) / 1000
+  }
+  return used / calls
+}
+
 async function tiny (name: string, fn: () => void): Promise<{ ms: number, samples: number }> {
   const bench = new Bench({ time: TIME_MS, warmupTime: 100, iterations: 5 })
   bench.add(name, fn)
@@ -82,19 +97,25 @@ function macsPerRow (sidecar: Sidecar): number {
   return sidecarWeightSpecs(sidecar.json).filter((w) => w.kind === 'linear').reduce((a, w) => a + w.shape[0] * w.shape[1], 0)
 }
 
-/** One pass of a fresh hook over `inputs` (one [T, hidden] array per layer), fed in block-size chunks. */
-function hookPass (sidecar: Sidecar, inputs: Float32Array[], T: number): number {
+/**
+ * One pass of a fresh hook over `inputs` (one [T, hidden] array per layer), fed in block-size
+ * chunks: its wall time and the process's CPU time (every thread's) in ms. On a shared machine the
+ * CPU time is the steadier of the two (a pass that loses its core waits without counting).
+ */
+function hookPass (sidecar: Sidecar, inputs: Float32Array[], T: number): { wall: number, cpu: number } {
   const hook = new PoolingHook(sidecar.kvPath, { blockSize: sidecar.json.blockSize })
   const h = sidecar.hiddenSize
   const bs = sidecar.json.blockSize
   const t0 = performance.now()
+  const c0 = process.cpuUsage()
   inputs.forEach((x, layer) => {
     for (let at = 0; at < T; at += bs) {
       const n = Math.min(bs, T - at)
       hook.feed(layer, at, x.subarray(at * h, (at + n) * h), n)
     }
   })
-  return performance.now() - t0
+  const c = process.cpuUsage(c0)
+  return { wall: performance.now() - t0, cpu: (c.user + c.system) / 1000 }
 }
 
 async function main (): Promise<void> {
@@ -116,19 +137,24 @@ async function main (): Promise<void> {
     const inputs = decoder.json.layers.map((_, i) => bf16Values(T * decoder.hiddenSize, 100 + i))
     const flops = 2 * T * macsPerRow(decoder)
     const times: Record<'decoder' | 'mlx-cpu', number[]> = { decoder: [], 'mlx-cpu': [] }
+    const cpuTimes: Record<'decoder' | 'mlx-cpu', number[]> = { decoder: [], 'mlx-cpu': [] }
     hookPass(decoder, inputs, T) // warm both paths once, untimed
     hookPass(mlx, inputs, T)
     for (let r = 0; r < REPLAYS; r++) {
-      times.decoder.push(hookPass(decoder, inputs, T))
-      times['mlx-cpu'].push(hookPass(mlx, inputs, T))
+      for (const [math, sidecar] of [['decoder', decoder], ['mlx-cpu', mlx]] as const) {
+        const t = hookPass(sidecar, inputs, T)
+        times[math].push(t.wall)
+        cpuTimes[math].push(t.cpu)
+      }
     }
     for (const math of ['decoder', 'mlx-cpu'] as const) {
       const ms = median(times[math])!
       rows.push({ name: `capture hook, cache math ${math}`, shape: `${options.presets[0]} T=${T} all layers`, threads, ms, samples: REPLAYS, method: 'timed-median', flops, bytes: 4 * T * decoder.hiddenSize * inputs.length })
-      console.log(`capture hook ${math}: ${ms.toFixed(1)} ms (passes ${times[math].map((t) => t.toFixed(0)).join(', ')})`)
+      console.log(`capture hook ${math}: ${ms.toFixed(1)} ms (passes ${times[math].map((t) => t.toFixed(0)).join(', ')}); CPU time ${median(cpuTimes[math])!.toFixed(1)} ms`)
     }
 
-    // The kv projection at a V4 width.
+    // The kv projection at a V4 width; next to each tinybench row, its CPU time per call.
+    const kernelCpu: Record<string, number> = {}
     const [k, n] = [4096, 512]
     const w = bf16Values(n * k, 7, 0.05)
     const wb = Uint16Array.from(w, f32ToBf16)
@@ -155,6 +181,7 @@ async function main (): Promise<void> {
       }
       for (const [name, fn, th, weightBytes] of cases) {
         const t = await tiny(name, fn)
+        kernelCpu[`cpuMs ${name} m=${m}`] = cpuPerCall(fn)
         rows.push({ name, shape: `m=${m} k=${k} n=${n}`, threads: th, ms: t.ms, samples: t.samples, method: 'tinybench-p50', flops: f, bytes: 4 * m * k + weightBytes * n * k + 4 * m * n })
       }
     }
@@ -173,7 +200,10 @@ async function main (): Promise<void> {
     console.table(out.map((r) => ({ kernel: r.name, shape: r.shape, threads: r.threads, 'ms': Number(r.kernel.p50Ms.toFixed(3)), rate: `${r.rate.toFixed(2)} GFLOP/s`, '% peak': Number(r.percentOfPeak.toFixed(1)) })))
     const hookDecoder = median(times.decoder)!
     const hookMlx = median(times['mlx-cpu'])!
-    console.log(`mlx-cpu capture hook / decoder capture hook: ${(hookMlx / hookDecoder).toFixed(2)}x the time`)
+    const cpuDecoder = median(cpuTimes.decoder)!
+    const cpuMlx = median(cpuTimes['mlx-cpu'])!
+    for (const [k, v] of Object.entries(kernelCpu)) console.log(`${k}: ${v.toFixed(3)} ms CPU a call`)
+    console.log(`mlx-cpu capture hook / decoder capture hook: ${(hookMlx / hookDecoder).toFixed(2)}x the time, ${(cpuMlx / cpuDecoder).toFixed(2)}x the CPU time`)
     const record: MicroRecord = {
       schema: MICRO_RECORD_SCHEMA,
       runId: microRunId(startedAt, 'kernels', 'cache-math'),
@@ -183,7 +213,10 @@ async function main (): Promise<void> {
       load: { before: loadBefore, after: loadavg() as [number, number, number] },
       note: options.note,
       native: nativeInfo(),
-      settings: { timePerTaskMs: TIME_MS, rateFrom: 'kernel rows: p50 of tinybench samples; capture hook rows: the median of timed passes, interleaved', tokens: String(T), replays: String(REPLAYS) },
+      settings: { timePerTaskMs: TIME_MS, rateFrom: 'kernel rows: p50 of tinybench samples; capture hook rows: the median of timed passes, interleaved', tokens: String(T), replays: String(REPLAYS),
+        hookCpuMsDecoder: cpuDecoder, hookCpuMsMlxCpu: cpuMlx, hookRatioWall: hookMlx / hookDecoder, hookRatioCpu: cpuMlx / cpuDecoder,
+        hookCpuFrom: 'the median of the same passes\' process CPU time (process.cpuUsage, every thread)',
+        kernelCpuFrom: 'cpuMs rows: process CPU time per call (every thread), over calls adding up to at least 100 ms of it', ...kernelCpu },
       peaks,
       rows: out,
     }

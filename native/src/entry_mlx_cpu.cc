@@ -1,8 +1,11 @@
-// The mlx-cpu cache math's native kernels (mlx_cpu.h): mlxMxfp8Matmul and mlxAffineMatmul,
+// The mlx-cpu cache math's native kernels (mlx_cpu.h): mlxMxfp8Matmul, mlxAffineMatmul, mlxPool, mlxRopeRows and
+// mlxCpuIsa,
 // registered by RegisterMlxCpu so the shared addon.cc names them in one line.
 #include "args.h"
 #include "entries.h"
 #include "mlx_cpu.h"
+#include "mlx_cpu_pool.h"
+#include "mlx_cpu_rope.h"
 #include "parallel.h"
 
 namespace pdb {
@@ -19,7 +22,7 @@ bool rounding_arg (const Napi::CallbackInfo& info, size_t index, int max, int* o
   return true;
 }
 
-// mlxMxfp8Matmul (x, m, k, wt, st, n, rounding, out): x [m, k], wt [k, n] decoded e4m3 values,
+// mlxMxfp8Matmul (x, m, k, wt, st, n, rounding, out): x [m, k], wt [k, n] decoded e4m3 values (in column strips),
 // st [k/32, n] scales, out [m, n]; k a multiple of 32.
 Napi::Value MlxMxfp8MatmulEntry (const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -45,7 +48,7 @@ Napi::Value MlxMxfp8MatmulEntry (const Napi::CallbackInfo& info) {
   return info[7];
 }
 
-// mlxAffineMatmul (x, m, k, wt, n, rounding, out): x [m, k], wt [k, n] dequantized, out [m, n].
+// mlxAffineMatmul (x, m, k, wt, n, rounding, out): x [m, k], wt [k, n] dequantized (in column strips), out [m, n].
 Napi::Value MlxAffineMatmulEntry (const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   size_t m = 0, k = 0, n = 0;
@@ -64,11 +67,90 @@ Napi::Value MlxAffineMatmulEntry (const Napi::CallbackInfo& info) {
   return info[6];
 }
 
+// mlxPool (kv, gate, ape, windows, ratio, dim, overlap, rounding, out): the Compressor's pooling
+// (mlx_cpu_pool.h). overlap: kv, gate [windows*ratio, 2*dim], ape [ratio, 2*dim]; else width dim.
+Napi::Value MlxPoolEntry (const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  size_t windows = 0, ratio = 0, dim = 0;
+  bool overlap = false;
+  int rounding = 0;
+  const auto kv = typed_array<float>(info, 0, napi_float32_array, "kv", "Float32Array");
+  if (!kv.ok) return env.Undefined();
+  const auto gate = typed_array<float>(info, 1, napi_float32_array, "gate", "Float32Array");
+  if (!gate.ok) return env.Undefined();
+  const auto ape = typed_array<float>(info, 2, napi_float32_array, "ape", "Float32Array");
+  if (!ape.ok || !size_arg(info, 3, "windows", &windows) || !size_arg(info, 4, "ratio", &ratio) ||
+      !size_arg(info, 5, "dim", &dim) || !bool_arg(info, 6, "overlap", &overlap) || !rounding_arg(info, 7, 15, &rounding)) {
+    return env.Undefined();
+  }
+  const auto out = typed_array<float>(info, 8, napi_float32_array, "out", "Float32Array");
+  if (!out.ok) return env.Undefined();
+  if (ratio == 0 || (overlap ? 2 * ratio : ratio) > kMlxPoolMaxRows) {
+    Napi::RangeError::New(env, "ratio must be 1 to " + std::to_string(kMlxPoolMaxRows) + " rows a window (half that with overlap)").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  const size_t width = overlap ? 2 * dim : dim;
+  size_t rows = 0;
+  if (__builtin_mul_overflow(windows, ratio, &rows)) rows = SIZE_MAX;
+  if (!check_length(env, "kv", kv.length, rows, width, "windows*ratio x width") ||
+      !check_length(env, "gate", gate.length, rows, width, "windows*ratio x width") ||
+      !check_length(env, "ape", ape.length, ratio, width, "ratio x width") ||
+      !check_length(env, "out", out.length, windows, dim, "windows x dim")) {
+    return env.Undefined();
+  }
+  mlx_pool(kv.data, gate.data, ape.data, windows, ratio, dim, overlap, rounding, out.data,
+           threads_for(windows * dim * ratio * 64));
+  return info[8];
+}
+
+// mlxRopeRows (x, rows, d, inv, first, rounding): rows of x [rows, d] rotated in place, row r at
+// position first + r (mlx_cpu_rope.h). An angle past 2^23 (MLX hands those to glibc) is a RangeError.
+Napi::Value MlxRopeRowsEntry (const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  size_t rows = 0, d = 0, first = 0;
+  int rounding = 0;
+  const auto x = typed_array<float>(info, 0, napi_float32_array, "x", "Float32Array");
+  if (!x.ok || !size_arg(info, 1, "rows", &rows) || !size_arg(info, 2, "d", &d)) return env.Undefined();
+  const auto inv = typed_array<float>(info, 3, napi_float32_array, "inv", "Float32Array");
+  if (!inv.ok || !size_arg(info, 4, "first", &first) || !rounding_arg(info, 5, 7, &rounding)) return env.Undefined();
+  if (!check_length(env, "x", x.length, rows, d, "rows x d")) return env.Undefined();
+  if (2 * inv.length > d) {
+    Napi::RangeError::New(env, "inv has " + std::to_string(inv.length) + " frequencies, more than d/2 = " + std::to_string(d / 2)).ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  if (!mlx_rope_rows(x.data, rows, d, inv.data, inv.length, double(first), rounding, threads_for(rows * inv.length * 64))) {
+    Napi::RangeError::New(env, "mlx-cpu rope: an angle is NaN or past 2^23 (MLX hands those to glibc's sinf/cosf, not ported)").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  return info[0];
+}
+
+// mlxCpuIsa (name?): the ISA variant the two matmuls run; with a name, choose it first (tests check
+// every variant in one process). An unknown or unusable name is an Error and changes nothing.
+Napi::Value MlxCpuIsaEntry (const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() > 0 && !info[0].IsUndefined()) {
+    if (!info[0].IsString()) {
+      Napi::TypeError::New(env, "mlxCpuIsa: the ISA must be a string").ThrowAsJavaScriptException();
+      return env.Undefined();
+    }
+    std::string error;
+    if (!mlx_cpu_select_isa(info[0].As<Napi::String>().Utf8Value(), &error)) {
+      Napi::Error::New(env, error).ThrowAsJavaScriptException();
+      return env.Undefined();
+    }
+  }
+  return Napi::String::New(env, mlx_cpu_isa());
+}
+
 }  // namespace
 
 void RegisterMlxCpu (Napi::Env env, Napi::Object exports) {
   exports.Set("mlxMxfp8Matmul", Napi::Function::New(env, MlxMxfp8MatmulEntry, "mlxMxfp8Matmul"));
   exports.Set("mlxAffineMatmul", Napi::Function::New(env, MlxAffineMatmulEntry, "mlxAffineMatmul"));
+  exports.Set("mlxPool", Napi::Function::New(env, MlxPoolEntry, "mlxPool"));
+  exports.Set("mlxRopeRows", Napi::Function::New(env, MlxRopeRowsEntry, "mlxRopeRows"));
+  exports.Set("mlxCpuIsa", Napi::Function::New(env, MlxCpuIsaEntry, "mlxCpuIsa"));
 }
 
 }  // namespace pdb

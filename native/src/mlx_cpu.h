@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace pdb {
 
@@ -15,18 +16,25 @@ constexpr int kMlxRoundProduct = 1;
 constexpr int kMlxRoundSum = 2;
 constexpr int kMlxRoundScaled = 4;
 
-// The weights come prepared once (src/numerics/mlx-cpu/native.ts): k-major float values, so the
-// loops over outputs read contiguous memory.
+// The weights come prepared once (src/kernels/mlx-cpu.ts): float values, k-major within column
+// strips of 64 (mlx_cpu_isa.h), so the loops over outputs read contiguous memory.
 //
 // out[m, n] = x[m, k] . w[n, k]^T, w mxfp8 given as wt [k, n] (the decoded e4m3 values) and
-// st [k/32, n] (the e8m0 scales 2^(s-127)). Per output: per group of 32, gsum += x.w; then
+// st [k/32, n] (both in strips) (the e8m0 scales 2^(s-127)). Per output: per group of 32, gsum += x.w; then
 // sum += scale . gsum.
 void mlx_mxfp8_matmul (const float* x, size_t m, size_t k, const float* wt, const float* st, size_t n, int rounding,
                        float* out, int threads);
 
 // out[m, n] = x[m, k] . w[n, k]^T with w dequantized (bf16(bf16(scale.q) + bias)) and given
-// k-major as wt [k, n]: one running sum over k.
+// as wt [k, n] in strips: one running sum over k.
 void mlx_affine_matmul (const float* x, size_t m, size_t k, const float* wt, size_t n, int rounding, float* out,
                         int threads);
+
+// The ISA variant the two matmuls run (mlx_cpu_isa.h): the addon's (isa.h) unless chosen here.
+// Every variant gives the same bits; the choice exists so one process can check each of them.
+const char* mlx_cpu_isa ();
+// Choose "avx512", "avx2" or "portable"; false with `error` set (the choice unchanged) when this
+// build or CPU cannot run it.
+bool mlx_cpu_select_isa (const std::string& name, std::string* error);
 
 }  // namespace pdb

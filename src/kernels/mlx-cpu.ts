@@ -1,14 +1,21 @@
-// The native versions of the two quantized matmuls (native/src/mlx_cpu.cc), bit for bit the
-// TypeScript references in src/numerics/mlx-cpu/quantized-matmul.ts at any thread count (suites/mlx/native-kernels.test.ts):
-// each output is one sequential chain in k order and a thread computes whole outputs.
+// The native versions of the two quantized matmuls (native/src/mlx_cpu.cc, mlx_cpu_isa.cc) and of
+// the Compressor's pooling (mlx_cpu_pool.cc), bit for bit the TypeScript references in
+// src/numerics/mlx-cpu/quantized-matmul.ts and pooling.ts at any thread count and on every ISA
+// variant (suites/mlx/native-kernels.test.ts): each output is one sequential chain, and a thread
+// or a vector lane computes whole outputs.
 import { PdBridgeError } from '../errors.ts'
 import { loadNativeKernels } from './native.ts'
 import { affineDequantized, MLX_E4M3_VALUES, mxScale, type AffineWeight, type Mxfp8Weight } from '../numerics/mlx-cpu/quantized-matmul.ts'
 import { MLX_CPU, type RoundingPoints } from '../numerics/mlx-cpu/rounding-points.ts'
+import type { KernelIsa } from './native.ts'
 
 interface MlxNativeKernels {
   mlxMxfp8Matmul: (x: Float32Array, m: number, k: number, wt: Float32Array, st: Float32Array, n: number, rounding: number, out: Float32Array) => Float32Array
   mlxAffineMatmul: (x: Float32Array, m: number, k: number, wt: Float32Array, n: number, rounding: number, out: Float32Array) => Float32Array
+  mlxPool: (kv: Float32Array, gate: Float32Array, ape: Float32Array, windows: number, ratio: number, dim: number, overlap: boolean, rounding: number, out: Float32Array) => Float32Array
+  mlxRopeRows: (x: Float32Array, rows: number, d: number, inv: Float32Array, first: number, rounding: number) => Float32Array
+  /** The ISA variant the matmuls run; with a name, choose it first (every variant gives the same bits). */
+  mlxCpuIsa: (isa?: string) => string
 }
 
 let cached: MlxNativeKernels | undefined
@@ -16,7 +23,7 @@ let cached: MlxNativeKernels | undefined
 function kernels (): MlxNativeKernels {
   if (cached !== undefined) return cached
   const k = loadNativeKernels() as unknown as Partial<MlxNativeKernels>
-  if (typeof k.mlxMxfp8Matmul !== 'function' || typeof k.mlxAffineMatmul !== 'function') {
+  if (typeof k.mlxMxfp8Matmul !== 'function' || typeof k.mlxAffineMatmul !== 'function' || typeof k.mlxPool !== 'function' || typeof k.mlxRopeRows !== 'function' || typeof k.mlxCpuIsa !== 'function') {
     throw new PdBridgeError('the native addon has no mlx-cpu kernels (a build from before them): run `npm run build:native`')
   }
   cached = k as MlxNativeKernels
@@ -29,32 +36,42 @@ export function quantizedRoundingMask (points: RoundingPoints): number {
   return (q.product === 'bf16' ? 1 : 0) | (q.sum === 'bf16' ? 2 : 0) | (q.scaled === 'bf16' ? 4 : 0)
 }
 
-/** An mxfp8 weight as the native kernel reads it: decoded values and scales, k-major. */
+/** Columns per strip of a prepared weight: the native kernels' unit width (native/src/mlx_cpu_isa.h, kMlxUnitColumns). */
+export const MLX_STRIP_COLUMNS = 64
+
+/** An mxfp8 weight as the native kernel reads it: decoded values and scales, in column strips (stripMajor). */
 export interface PreparedMxfp8 { wt: Float32Array, st: Float32Array, n: number, k: number }
-/** An affine weight dequantized (in its rounding points) and laid k-major. */
+/** An affine weight dequantized (in its rounding points) and laid in column strips (stripMajor). */
 export interface PreparedAffine { wt: Float32Array, n: number, k: number }
 
-/** k-major copy of an [n, k] array (once per weight: the kernels read contiguous outputs). */
-function kMajor (v: ArrayLike<number>, n: number, k: number): Float32Array {
+/**
+ * An [n, k] array in strips of MLX_STRIP_COLUMNS columns: strip s (columns 64s … 64s + w − 1, w = 64
+ * but for the last) at offset 64s·k holds [k, w], so the kernels read each strip's rows contiguously.
+ * Formed once per weight.
+ */
+export function stripMajor (v: ArrayLike<number>, n: number, k: number): Float32Array {
   const t = new Float32Array(n * k)
-  for (let j = 0; j < n; j++) for (let i = 0; i < k; i++) t[i * n + j] = v[j * k + i]
+  for (let j0 = 0; j0 < n; j0 += MLX_STRIP_COLUMNS) {
+    const w = Math.min(MLX_STRIP_COLUMNS, n - j0)
+    for (let j = 0; j < w; j++) for (let i = 0; i < k; i++) t[j0 * k + i * w + j] = v[(j0 + j) * k + i]
+  }
   return t
 }
 
-/** Decode an mxfp8 weight as the reference does (MLX's e4m3 values, 2^(s-127) scales), k-major. */
+/** Decode an mxfp8 weight as the reference does (MLX's e4m3 values, 2^(s-127) scales), in strips. */
 export function prepareMxfp8 (w: Mxfp8Weight): PreparedMxfp8 {
   const { n, k } = w
   const groups = k / 32
   const values = new Float32Array(n * k)
   for (let i = 0; i < n * k; i++) values[i] = MLX_E4M3_VALUES[w.codes[i]]
   const scales = Float32Array.from(w.scales, mxScale)
-  return { wt: kMajor(values, n, k), st: kMajor(scales, n, groups), n, k }
+  return { wt: stripMajor(values, n, k), st: stripMajor(scales, n, groups), n, k }
 }
 
-/** Dequantize an affine weight (affineDequantized, in `points`) and lay it k-major. */
+/** Dequantize an affine weight (affineDequantized, in `points`) and lay it in strips. */
 export function prepareAffine (w: AffineWeight, points: RoundingPoints = MLX_CPU, dequantized = affineDequantized(w, points)): PreparedAffine {
   if (dequantized.length !== w.n * w.k) throw new PdBridgeError(`affine matmul: the dequantized weight holds ${dequantized.length} values, not ${w.n} x ${w.k}`)
-  return { wt: kMajor(dequantized, w.n, w.k), n: w.n, k: w.k }
+  return { wt: stripMajor(dequantized, w.n, w.k), n: w.n, k: w.k }
 }
 
 function checkX (what: string, x: Float32Array, m: number, k: number): Float32Array {
@@ -77,4 +94,51 @@ export function affineMatmulNative (x: Float32Array, m: number, w: PreparedAffin
   if (out.length === 0) return out
   // The affine kernel has no scaled group sum: only the product and sum bits apply.
   return kernels().mlxAffineMatmul(xs, m, w.k, w.wt, w.n, quantizedRoundingMask(points) & 3, out)
+}
+
+/** The pooling rounding points as mlxPool's bit mask: gate + ape 1 (overlapGate or simpleGate), weights 2, product 4, sum 8. */
+export function poolRoundingMask (points: RoundingPoints, overlap: boolean): number {
+  const p = points.pooling
+  const gate = overlap ? p.overlapGate : p.simpleGate
+  return (gate === 'bf16' ? 1 : 0) | (p.weights === 'bf16' ? 2 : 0) | (p.product === 'bf16' ? 4 : 0) | (p.sum === 'bf16' ? 8 : 0)
+}
+
+/**
+ * overlapCompress (ratio 4, `overlap`) or simpleCompress (pooling.ts) in native code: kv, gate
+ * [windows·ratio, width] (width 2·dim with overlap, else dim), ape [ratio, width]; returns [windows, dim].
+ */
+export function mlxPoolNative (kv: Float32Array, gate: Float32Array, ape: Float32Array, windows: number, ratio: number, dim: number,
+  overlap: boolean, points: RoundingPoints = MLX_CPU): Float32Array {
+  const width = overlap ? 2 * dim : dim
+  const rows = windows * ratio
+  const what = overlap ? 'overlap pooling' : 'simple pooling'
+  if (!Number.isSafeInteger(rows) || windows < 0 || ratio < 1 || !Number.isSafeInteger(dim) || dim < 1) throw new PdBridgeError(`${what}: ${windows} windows of ratio ${ratio}, dim ${dim} is not a pooling`)
+  if (kv.length < rows * width || gate.length < rows * width) throw new PdBridgeError(`${what}: kv and gate hold ${kv.length} and ${gate.length} values, fewer than ${rows} x ${width}`)
+  if (ape.length !== ratio * width) throw new PdBridgeError(`${what}: ape holds ${ape.length} values, not ${ratio} x ${width}`)
+  const out = new Float32Array(windows * dim)
+  if (out.length === 0) return out
+  return kernels().mlxPool(kv.subarray(0, rows * width), gate.subarray(0, rows * width), ape, windows, ratio, dim, overlap, poolRoundingMask(points, overlap), out)
+}
+
+/** The rope rounding points as mlxRopeRows' bit mask: tables 1, product 2, result 4 (set = bf16). */
+export function ropeRoundingMask (points: RoundingPoints): number {
+  const p = points.rope
+  return (p.tables === 'bf16' ? 1 : 0) | (p.product === 'bf16' ? 2 : 0) | (p.result === 'bf16' ? 4 : 0)
+}
+
+/**
+ * mlxRopeRow (rope.ts) over `rows` rows of x [rows, d] in place, row r at position first + r; inv
+ * the rope's inverse frequencies (at most d/2). An angle past 2^23 is refused before any row changes.
+ */
+export function mlxRopeRowsNative (x: Float32Array, rows: number, d: number, inv: Float32Array, first: number, points: RoundingPoints = MLX_CPU): Float32Array {
+  if (!Number.isSafeInteger(rows) || rows < 0 || !Number.isSafeInteger(d) || x.length < rows * d) throw new PdBridgeError(`mlx-cpu rope: x holds ${x.length} values, fewer than ${rows} x ${d}`)
+  if (!Number.isSafeInteger(first) || first < 0) throw new PdBridgeError(`mlx-cpu rope: the first position ${first} is not a non-negative integer`)
+  if (rows === 0) return x
+  kernels().mlxRopeRows(x.subarray(0, rows * d), rows, d, inv, first, ropeRoundingMask(points))
+  return x
+}
+
+/** The ISA variant the mlx-cpu kernels run (the addon's unless chosen); with `isa`, choose it first. */
+export function mlxCpuKernelIsa (isa?: KernelIsa): KernelIsa {
+  return kernels().mlxCpuIsa(isa) as KernelIsa
 }

@@ -4,7 +4,8 @@
 // the sidecar records the arithmetic and its rounding points, and the store geometry folds it in;
 // the capture hook over that sidecar, fed MLX's own attention inputs in chunks of any size, holds
 // oMLX's one-shot cache bit for bit (harness/fixtures/mlx/tiny-t301-mxq.safetensors); `dump
-// --profile mlx-cpu` computes its caches through the same hook.
+// --profile mlx-cpu` computes its caches through the same hook. The hook's kv layers (native
+// kernels) also hold the 43-layer V4-Flash schedule's fixture bit for bit.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -13,6 +14,7 @@ import { readMlxFixture, type MlxFixture } from '../../harness/mlx/mlx-fixture.t
 import { exportWeights, loadSidecar, PoolingHook, type Sidecar } from '../../src/capture/index.ts'
 import { takeBoundarySnapshot } from '../../src/capture/boundary.ts'
 import { dumpCheckpointMlxCpu } from '../../src/capture/mlx-cpu/dump.ts'
+import { MlxCpuKvLayer } from '../../src/capture/mlx-cpu/kv-layer.ts'
 import { readSafetensors, viewAs } from '../../src/formats/safetensors/index.ts'
 import { checkpointDigest, makeCheckpoint, presetConfig } from '../../src/model/checkpoint/index.ts'
 import type { LayerCache } from '../../src/model/engine/cache.ts'
@@ -20,6 +22,7 @@ import { getProfile } from '../../src/model/profiles/index.ts'
 import { f32ToBf16 } from '../../src/numerics/bf16.ts'
 import { Geometry } from '../../src/wire/geometry.ts'
 import { cli } from '../dump/helpers.ts'
+import { loadCase } from './capture-mlx-cpu-compare.ts'
 
 const WEIGHTS = new URL('../../harness/fixtures/mlx/tiny-mxq-cache-weights.safetensors', import.meta.url).pathname
 
@@ -52,16 +55,16 @@ function differ (name: string, ours: Float32Array, ref: Uint16Array): number {
  * last of MLX's), and per pool the pooled entries, the partial window's raw rows and CSA's last
  * window. Returns `name: differing/total` for every array that differs, and how many were compared.
  */
-function againstMlx (layer: number, cache: LayerCache): { bad: string[], arrays: number } {
+function againstMlx (layer: number, cache: LayerCache, against: MlxFixture = fx): { bad: string[], arrays: number } {
   const base = `oneshot.layers.${layer}`
   const bad: string[] = []
   let arrays = 0
   const one = (name: string, ours: Float32Array | null, tail = false): void => {
-    if (!fx.has(name)) {
+    if (!against.has(name)) {
       expect(ours === null || ours.length === 0, `${name}: MLX holds nothing, ours ${ours?.length} values`).toBe(true)
       return
     }
-    let ref = viewAs(fx.tensors.get(name)!, 'BF16')
+    let ref = viewAs(against.tensors.get(name)!, 'BF16')
     if (tail && ours !== null) ref = ref.subarray(ref.length - ours.length)
     const d = differ(name, ours ?? new Float32Array(0), ref)
     arrays++
@@ -161,6 +164,30 @@ describe('the capture hook over an mlx-cpu sidecar holds oMLX\'s cache', () => {
       ref.feed(layer, 0, inputs[layer], 64)
       expect(snaps[0], `layer ${layer} at 64`).toEqual(takeBoundarySnapshot(ref.layerCache(layer), 64))
     }
+  })
+})
+
+describe('the capture hook\'s kv layers on V4-Flash\'s 43-layer schedule', () => {
+  it('every array of every layer bit-identical to MLX\'s, fed in uneven chunks (flash-t301-mxq, the native kernels\' path)', async () => {
+    const c = await loadCase('flash-t301-mxq', 'flash-mxq-cache-weights', 'flash-schedule')
+    const pc = presetConfig('flash-schedule')
+    const h = c.cfg.hiddenSize
+    const cuts = [1, 7, 64, 130, 131, 255, c.T]
+    const bad: string[] = []
+    let arrays = 0
+    c.weights.layers.forEach((w, layer) => {
+      const kv = new MlxCpuKvLayer(w, c.cfg, layer, pc.layerTypes[layer], pc)
+      const cache = kv.makeCache()
+      const x = c.fx.f32(`oneshot.layers.${layer}.attn_input`)
+      let at = 0
+      for (const end of cuts) { kv.updateCache(x.subarray(at * h, end * h), end - at, at, cache); at = end }
+      const r = againstMlx(layer, cache, c.fx)
+      bad.push(...r.bad)
+      arrays += r.arrays
+    })
+    console.log(`MlxCpuKvLayer vs MLX, flash-t301-mxq (${c.weights.layers.length} layers, T = ${c.T}), chunks ending at ${cuts.join(', ')}: ${arrays - bad.length}/${arrays} arrays bit-identical`)
+    expect(bad).toEqual([])
+    expect(arrays).toBe(312)
   })
 })
 

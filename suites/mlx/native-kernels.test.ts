@@ -1,17 +1,26 @@
-// The mlx-cpu cache math's native kernels (native/src/mlx_cpu.cc) against their TypeScript
-// references (src/numerics/mlx-cpu/quantized-matmul.ts), bit for bit: every rounding-point mask,
-// hard inputs (NaN, ±inf, ±0, subnormals, MLX's NaN e4m3 codes 0x7F/0xFF, scale bytes 0 and 255),
-// and 1, 2, 3 and 7 threads on a call large enough to be split (minParallelWork).
+// The mlx-cpu cache math's native kernels (native/src/mlx_cpu*.cc) against their TypeScript
+// references (src/numerics/mlx-cpu/quantized-matmul.ts, pooling.ts, rope.ts), bit for bit: every
+// rounding-point mask, hard inputs (NaN of any payload, ±inf, ±0, subnormals, MLX's NaN e4m3 codes
+// 0x7F/0xFF, scale bytes 0 and 255), every ISA variant of the matmuls this CPU runs, 1, 2, 3 and 7
+// threads on calls large enough to be split (minParallelWork), and a row alone equal to the same
+// row computed among others (batch invariance).
 import { afterAll, describe, expect, it } from 'vitest'
 import { loadNativeKernels } from '../../src/kernels/native.ts'
 import {
   affineDequantized, affineMatmul, bf16, MLX_CPU, mxfp8Matmul, type AffineWeight, type Mxfp8Weight, type RoundingPoints, type RoundTo,
 } from '../../src/numerics/mlx-cpu/index.ts'
-import { affineMatmulNative, mxfp8MatmulNative, prepareAffine, prepareMxfp8 } from '../../src/kernels/mlx-cpu.ts'
+import {
+  affineMatmulNative, mlxCpuKernelIsa, mlxPoolNative, mlxRopeRowsNative, mxfp8MatmulNative, prepareAffine, prepareMxfp8,
+} from '../../src/kernels/mlx-cpu.ts'
+import { overlapCompress, simpleCompress } from '../../src/numerics/mlx-cpu/pooling.ts'
+import { mlxRopeRow } from '../../src/numerics/mlx-cpu/rope.ts'
 
 const addon = loadNativeKernels()
 const threadsBefore = addon.getThreads()
-afterAll(() => addon.setThreads(threadsBefore))
+const isaBefore = mlxCpuKernelIsa()
+afterAll(() => { addon.setThreads(threadsBefore); mlxCpuKernelIsa(isaBefore) })
+/** The matmuls' ISA variants this build and CPU run (portable everywhere). */
+const ISAS = addon.isas
 
 /** A 32-bit LCG, so every run draws the same inputs. */
 function lcg (seed: number): () => number {
@@ -20,6 +29,15 @@ function lcg (seed: number): () => number {
 }
 
 const SPECIAL = [NaN, Infinity, -Infinity, 0, -0, 2 ** -130, -(2 ** -133), 3.4e38, 1, -1]
+/** NaNs the literal NaN is not: large payloads (whose bf16 rounding would carry into the sign), negative, signalling. */
+const NAN_BITS = [0x7fffffff, 0xffffffff, 0x7f800001, 0xffc00000, 0x7fff8000]
+
+/** x with a few of NAN_BITS written over its first row. */
+function withNanPayloads (x: Float32Array): Float32Array {
+  const u = new Uint32Array(x.buffer, x.byteOffset, x.length)
+  NAN_BITS.forEach((b, i) => { u[7 * i + 3] = b })
+  return x
+}
 
 /** bf16 activations: mostly N-ish values of several scales, one in 50 a special value. */
 function activations (n: number, seed: number, specials: boolean): Float32Array {
@@ -70,23 +88,33 @@ function points (mask: number): RoundingPoints {
 }
 
 describe('mlx-cpu quantized matmuls: native = TypeScript reference, bit for bit', () => {
-  it('mxfp8 g32 and affine 8-bit g64, every rounding mask, hard inputs', () => {
-    const m = 3
+  it('mxfp8 g32 and affine 8-bit g64, every rounding mask, hard inputs, every ISA variant', () => {
+    // 6 rows (a 4-row tile and 2 single rows), 89 columns (whole 64-column units, vectors and single columns).
+    const m = 6
     const k = 256
-    const n = 41
-    const x = activations(m * k, 1, true)
+    const n = 89
+    const x = withNanPayloads(activations(m * k, 1, true))
     const mx = mxWeight(n, k, 2, true)
     const af = affineWeight(n, k, 3)
+    const pmx = prepareMxfp8(mx)
+    const paf = Array.from({ length: 4 }, (_, mask) => prepareAffine(af, points(mask)))
+    const refMx = Array.from({ length: 8 }, (_, mask) => mxfp8Matmul(x, m, mx, points(mask)))
+    const refAf = Array.from({ length: 4 }, (_, mask) => affineMatmul(x, m, af, points(mask)))
     const bad: string[] = []
-    for (let mask = 0; mask < 8; mask++) {
-      const p = points(mask)
-      const d = differing(mxfp8MatmulNative(x, m, prepareMxfp8(mx), p), mxfp8Matmul(x, m, mx, p))
-      if (d !== 0) bad.push(`mxfp8 mask ${mask}: ${d}/${m * n}`)
-      if (mask < 4) {
-        const e = differing(affineMatmulNative(x, m, prepareAffine(af, p), p), affineMatmul(x, m, af, p))
-        if (e !== 0) bad.push(`affine mask ${mask}: ${e}/${m * n}`)
+    expect(ISAS).toContain('portable')
+    for (const isa of ISAS) {
+      expect(mlxCpuKernelIsa(isa)).toBe(isa)
+      for (let mask = 0; mask < 8; mask++) {
+        const p = points(mask)
+        const d = differing(mxfp8MatmulNative(x, m, pmx, p), refMx[mask])
+        if (d !== 0) bad.push(`${isa} mxfp8 mask ${mask}: ${d}/${m * n}`)
+        if (mask < 4) {
+          const e = differing(affineMatmulNative(x, m, paf[mask], p), refAf[mask])
+          if (e !== 0) bad.push(`${isa} affine mask ${mask}: ${e}/${m * n}`)
+        }
       }
     }
+    mlxCpuKernelIsa(isaBefore)
     expect(bad).toEqual([])
     // The hard inputs did reach the outputs: some are NaN or infinite.
     const out = mxfp8MatmulNative(x, m, prepareMxfp8(mx))
@@ -107,13 +135,42 @@ describe('mlx-cpu quantized matmuls: native = TypeScript reference, bit for bit'
     const pmx = prepareMxfp8(mx)
     const paf = prepareAffine(af, MLX_CPU, deq)
     const bad: string[] = []
-    for (const t of [1, 2, 3, 7]) {
-      addon.setThreads(t)
-      const a = differing(mxfp8MatmulNative(x, m, pmx), refMx)
-      const b = differing(affineMatmulNative(x, m, paf), refAf)
-      if (a + b !== 0) bad.push(`${t} threads: mxfp8 ${a}, affine ${b}`)
+    for (const isa of ISAS) {
+      mlxCpuKernelIsa(isa)
+      for (const t of [1, 2, 3, 7]) {
+        addon.setThreads(t)
+        const a = differing(mxfp8MatmulNative(x, m, pmx), refMx)
+        const b = differing(affineMatmulNative(x, m, paf), refAf)
+        if (a + b !== 0) bad.push(`${isa}, ${t} threads: mxfp8 ${a}, affine ${b}`)
+      }
     }
+    mlxCpuKernelIsa(isaBefore)
+    addon.setThreads(threadsBefore)
     expect(bad).toEqual([])
+  })
+
+  it('batch invariance: each row alone gives the bits it gives among 24', () => {
+    const m = 24
+    const k = 128
+    const n = 70
+    const x = activations(m * k, 9, false)
+    const pmx = prepareMxfp8(mxWeight(n, k, 10, false))
+    const paf = prepareAffine(affineWeight(n, k, 11))
+    const allMx = mxfp8MatmulNative(x, m, pmx)
+    const allAf = affineMatmulNative(x, m, paf)
+    let d = 0
+    for (const r of [0, 3, 4, 13, 22, 23]) {
+      const row = x.slice(r * k, (r + 1) * k)
+      d += differing(mxfp8MatmulNative(row, 1, pmx), allMx.slice(r * n, (r + 1) * n))
+      d += differing(affineMatmulNative(row, 1, paf), allAf.slice(r * n, (r + 1) * n))
+    }
+    expect(d).toBe(0)
+  })
+
+  it('refuses an ISA this build or CPU does not run, keeping the one chosen', () => {
+    const before = mlxCpuKernelIsa()
+    expect(() => mlxCpuKernelIsa('sse9' as never)).toThrow(/sse9 is not an ISA this build and CPU run/)
+    expect(mlxCpuKernelIsa()).toBe(before)
   })
 
   it('refuses mismatched sizes before any work', () => {
@@ -124,5 +181,98 @@ describe('mlx-cpu quantized matmuls: native = TypeScript reference, bit for bit'
     // The addon's own checks, past the TypeScript ones: a weight of the wrong size is a RangeError, not a read outside it.
     const raw = (loadNativeKernels() as unknown as { mlxAffineMatmul: (...a: unknown[]) => unknown }).mlxAffineMatmul
     expect(() => raw(new Float32Array(64), 1, 64, new Float32Array(100), 4, 3, new Float32Array(4))).toThrow(/wt has 100 elements, expected k x n = 64 x 4/)
+  })
+})
+
+/** Pooling points with the mask's bits: 1 gate + ape, 2 weights, 4 product, 8 sum. */
+function poolPoints (mask: number): RoundingPoints {
+  const at = (bit: number): RoundTo => (mask & bit) !== 0 ? 'bf16' : 'f32'
+  return { ...MLX_CPU, pooling: { overlapGate: at(1), simpleGate: at(1), weights: at(2), product: at(4), sum: at(8) } }
+}
+
+/** Gate logits: spread wide enough that the softmax's exp meets both of its cut-offs (±88). */
+function gates (n: number, seed: number, specials: boolean): Float32Array {
+  const r = lcg(seed)
+  return Float32Array.from({ length: n }, () => {
+    const u = r()
+    return specials && u % 97 === 0 ? SPECIAL[(u >>> 8) % SPECIAL.length] : bf16(((u >>> 8) / 2 ** 24 - 0.5) * 2 ** ((u % 9) - 1))
+  })
+}
+
+describe('mlx-cpu pooling and rope: native = TypeScript reference, bit for bit', () => {
+  it('overlap (ratio 4) and simple (ratio 128) pooling, every rounding mask, hard inputs', () => {
+    const bad: string[] = []
+    for (const [ratio, overlap, windows, dim] of [[4, true, 6, 24], [128, false, 2, 12]] as const) {
+      const width = overlap ? 2 * dim : dim
+      const kv = activations(windows * ratio * width, 20 + ratio, true)
+      const gate = gates(windows * ratio * width, 21 + ratio, true)
+      const ape = gates(ratio * width, 22 + ratio, false)
+      let nonFinite = 0
+      for (let mask = 0; mask < 16; mask++) {
+        const p = poolPoints(mask)
+        const ref = overlap ? overlapCompress(kv, gate, ape, windows, ratio, dim, p) : simpleCompress(kv, gate, ape, windows, ratio, dim, p)
+        const d = differing(mlxPoolNative(kv, gate, ape, windows, ratio, dim, overlap, p), ref)
+        if (d !== 0) bad.push(`ratio ${ratio} mask ${mask}: ${d}/${ref.length}`)
+        nonFinite += ref.filter((v) => !Number.isFinite(v)).length
+      }
+      // The specials reached some outputs, not all.
+      expect(nonFinite).toBeGreaterThan(0)
+      expect(nonFinite).toBeLessThan(16 * windows * dim)
+    }
+    expect(bad).toEqual([])
+  })
+
+  it('pooling and rope at 1, 2, 3 and 7 threads on calls past minParallelWork: the same bits', () => {
+    const [windows, ratio, dim] = [3, 128, 48]
+    const kv = activations(windows * ratio * dim, 30, false)
+    const gate = gates(windows * ratio * dim, 31, false)
+    const ape = gates(ratio * dim, 32, false)
+    const refPool = simpleCompress(kv, gate, ape, windows, ratio, dim)
+    const [rows, d] = [300, 128]
+    const x = activations(rows * d, 33, false)
+    // Inverse frequencies as the model's: a few +inf freqs (inv 0) first, then falling powers.
+    const inv = Float32Array.from({ length: d / 2 }, (_, i) => i < 4 ? 0 : Math.fround(10000 ** (-i / 64)))
+    const refRope = x.slice()
+    for (let r = 0; r < rows; r++) mlxRopeRow(refRope, r * d, inv, 5000 + r)
+    const bad: string[] = []
+    for (const t of [1, 2, 3, 7]) {
+      addon.setThreads(t)
+      const a = differing(mlxPoolNative(kv, gate, ape, windows, ratio, dim, false), refPool)
+      const b = differing(mlxRopeRowsNative(x.slice(), rows, d, inv, 5000), refRope)
+      if (a + b !== 0) bad.push(`${t} threads: pool ${a}, rope ${b}`)
+    }
+    addon.setThreads(threadsBefore)
+    expect(bad).toEqual([])
+  })
+
+  it('rope, every rounding mask, special rows; an angle past 2^23 is refused before any row changes', () => {
+    const d = 64
+    const rows = 9
+    const x = activations(rows * d, 40, true)
+    const inv = Float32Array.from({ length: d / 2 }, (_, i) => i < 2 ? 0 : Math.fround(160000 ** (-i / 32)))
+    const bad: string[] = []
+    for (let mask = 0; mask < 8; mask++) {
+      const at = (bit: number): RoundTo => (mask & bit) !== 0 ? 'bf16' : 'f32'
+      const p: RoundingPoints = { ...MLX_CPU, rope: { tables: at(1), product: at(2), result: at(4) } }
+      const ref = x.slice()
+      for (let r = 0; r < rows; r++) mlxRopeRow(ref, r * d, inv, 1_000_000 + r, p)
+      const e = differing(mlxRopeRowsNative(x.slice(), rows, d, inv, 1_000_000, p), ref)
+      if (e !== 0) bad.push(`mask ${mask}: ${e}/${ref.length}`)
+    }
+    expect(bad).toEqual([])
+    const y = x.slice()
+    expect(() => mlxRopeRowsNative(y, rows, d, Float32Array.of(0, 1), 2 ** 23)).toThrow(/past 2\^23/)
+    expect(differing(y, x)).toBe(0)
+  })
+
+  it('refuses pooling and rope inputs of the wrong size before any work', () => {
+    const kv = new Float32Array(2 * 4 * 8)
+    expect(() => mlxPoolNative(kv, kv, new Float32Array(3), 2, 4, 4, true)).toThrow(/ape holds 3 values, not 4 x 8/)
+    expect(() => mlxPoolNative(kv, new Float32Array(5), new Float32Array(32), 2, 4, 4, true)).toThrow(/kv and gate hold 64 and 5 values, fewer than 8 x 8/)
+    expect(() => mlxRopeRowsNative(new Float32Array(10), 1, 16, new Float32Array(8), 0)).toThrow(/x holds 10 values, fewer than 1 x 16/)
+    // The addon's own checks, past the TypeScript ones.
+    const raw = (loadNativeKernels() as unknown as { mlxPool: (...a: unknown[]) => unknown, mlxRopeRows: (...a: unknown[]) => unknown })
+    expect(() => raw.mlxPool(kv, kv, new Float32Array(32), 2, 300, 4, true, 15, new Float32Array(8))).toThrow(/ratio must be 1 to 512/)
+    expect(() => raw.mlxRopeRows(new Float32Array(16), 1, 16, new Float32Array(9), 0, 7)).toThrow(/inv has 9 frequencies, more than d\/2 = 8/)
   })
 })

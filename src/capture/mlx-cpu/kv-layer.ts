@@ -8,22 +8,24 @@
 // reads its own window and, for ratio 4, lane A of the window before it, kept raw in
 // prevWindowKv/Gate), so pooling a window the moment it is complete gives the one-shot result.
 // suites/mlx/cache-math.test.ts proves it against MLX's fixtures at several chunkings. The two
-// quantized matmuls (nearly all the work) run in native code, bit for bit their TypeScript
-// references (src/kernels/mlx-cpu.ts).
+// quantized matmuls and the pooling (nearly all the work) run in native code, bit for bit their
+// TypeScript references (src/kernels/mlx-cpu.ts).
 import { PdBridgeError } from '../../errors.ts'
 import { LayerCache, type CompressorState } from '../../model/engine/cache.ts'
 import { layerCacheLayout, type LayerCacheLayout } from '../../model/engine/cache-layout.ts'
 import type { LayerType } from '../../model/config.ts'
-import { bf16 } from '../../numerics/mlx-cpu/bf16-round.ts'
+import { roundBf16Array } from '../../kernels/index.ts'
 import {
-  affineMatmulNative, mxfp8MatmulNative, prepareAffine, prepareMxfp8, type PreparedAffine, type PreparedMxfp8,
+  affineMatmulNative, mlxPoolNative, mlxRopeRowsNative, mxfp8MatmulNative, prepareAffine, prepareMxfp8, type PreparedAffine, type PreparedMxfp8,
 } from '../../kernels/mlx-cpu.ts'
 import { mlxRmsNormRows } from '../../numerics/mlx-cpu/rms-norm.ts'
-import { mlxRopeRow } from '../../numerics/mlx-cpu/rope.ts'
 import { rounder } from '../../numerics/mlx-cpu/rounding-points.ts'
 import type { MlxCpuCacheConfig } from './config.ts'
-import { poolInvFreqs, poolWindows, windowInvFreqs } from './layer-cache.ts'
+import { poolInvFreqs, poolWindows, windowInvFreqs, type PoolKernels } from './layer-cache.ts'
 import type { MlxCompressorWeights, MlxCpuLayerWeights } from './weights.ts'
+
+/** poolWindows' steps in native code. */
+const NATIVE_POOL_KERNELS: PoolKernels = { pool: mlxPoolNative, ropeRows: mlxRopeRowsNative }
 
 /** A compressor's weights with what does not depend on the input formed once. */
 interface PreparedPool {
@@ -76,13 +78,14 @@ export class MlxCpuKvLayer {
     const { cfg } = this
     const h = cfg.hiddenSize
     const d = cfg.headDim
-    const xb = new Float32Array(n * h)
-    for (let i = 0; i < n * h; i++) xb[i] = bf16(x[i])
+    // bf16 rounding as bf16-round.ts's, except that a NaN keeps its sign: the quantized matmuls
+    // give the positive quiet NaN for any NaN input, so no output can tell.
+    const xb = roundBf16Array(x.slice(0, n * h))
     // Only the rows the window keeps need their norm and rope (both are per row).
     const keep = Math.min(n, cache.windowRowsMax)
     const from = n - keep
     const kv = mlxRmsNormRows(mxfp8MatmulNative(xb.subarray(from * h), keep, this.wkv, cfg.rounding), d, this.weights.kvNorm, cfg.rmsNormEps, cfg.rounding)
-    for (let r = 0; r < keep; r++) mlxRopeRow(kv, r * d, this.windowInv, start + from + r, cfg.rounding)
+    mlxRopeRowsNative(kv, keep, d, this.windowInv, start + from, cfg.rounding)
     cache.pushWindow(kv, keep)
     const states = [cache.compressor, cache.indexer].filter((s): s is CompressorState => s !== null)
     states.forEach((state, j) => {
@@ -117,7 +120,7 @@ export class MlxCpuKvLayer {
     allKv.set(kv.subarray(0, n * width), (lead + held) * width)
     allGate.set(gate.subarray(0, n * width), (lead + held) * width)
     const pooledRows = (lead + windows * ratio) * width
-    const entries = poolWindows(p.w, this.cfg, allKv.subarray(0, pooledRows), allGate.subarray(0, pooledRows), windows, state.entryCount, prev, p.inv)
+    const entries = poolWindows(p.w, this.cfg, allKv.subarray(0, pooledRows), allGate.subarray(0, pooledRows), windows, state.entryCount, prev, p.inv, NATIVE_POOL_KERNELS)
     for (let i = 0; i < windows; i++) state.entries.append(entries.subarray(i * dim, (i + 1) * dim))
     const used = lead + windows * ratio
     if (state.overlap) {

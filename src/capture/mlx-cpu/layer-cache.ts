@@ -8,6 +8,7 @@ import { affineMatmul, mxfp8Matmul } from '../../numerics/mlx-cpu/quantized-matm
 import { overlapCompress, simpleCompress } from '../../numerics/mlx-cpu/pooling.ts'
 import { mlxRmsNormRows } from '../../numerics/mlx-cpu/rms-norm.ts'
 import { deepseekV4RopeFreqs, mlxRopeRow, ropeInvFreqs } from '../../numerics/mlx-cpu/rope.ts'
+import type { RoundingPoints } from '../../numerics/mlx-cpu/rounding-points.ts'
 import type { MlxCpuCacheConfig } from './config.ts'
 import type { MlxCompressorWeights, MlxCpuCacheWeights } from './weights.ts'
 
@@ -81,22 +82,42 @@ export function poolInvFreqs (cfg: MlxCpuCacheConfig, ratio: number, dim: number
 }
 
 /**
+ * The two per-window steps of poolWindows: the pooling of `windows` windows (overlapCompress for
+ * ratio 4, `overlap`, else simpleCompress) and the rope of `rows` rows at positions first, first+1, …
+ * The references below, or functions giving the same bits (the product's native kernels,
+ * src/kernels/mlx-cpu.ts).
+ */
+export interface PoolKernels {
+  pool: (kv: Float32Array, gate: Float32Array, ape: Float32Array, windows: number, ratio: number, dim: number,
+    overlap: boolean, points: RoundingPoints) => Float32Array
+  ropeRows: (x: Float32Array, rows: number, d: number, inv: Float32Array, first: number, points: RoundingPoints) => void
+}
+
+/** The TypeScript references (pooling.ts, rope.ts). */
+export const REFERENCE_POOL_KERNELS: PoolKernels = {
+  pool: (kv, gate, ape, windows, ratio, dim, overlap, points) => overlap
+    ? overlapCompress(kv, gate, ape, windows, ratio, dim, points)
+    : simpleCompress(kv, gate, ape, windows, ratio, dim, points),
+  ropeRows: (x, rows, d, inv, first, points) => {
+    for (let i = 0; i < rows; i++) mlxRopeRow(x, i * d, inv, first + i, points)
+  },
+}
+
+/**
  * Pool `windows` full windows of raw projections (kv, gate: [rows, width] bf16), normalise and rope
  * them at entry positions first, first+1, … With `withPrevious`, the rows start with the window
  * before them (ratio 4: its lane A feeds the first pooled window) and that one is not returned.
  */
 export function poolWindows (w: MlxCompressorWeights, cfg: MlxCpuCacheConfig, kv: Float32Array, gate: Float32Array,
-  windows: number, first: number, withPrevious: boolean, inv = poolInvFreqs(cfg, w.ratio, w.dim)): Float32Array {
+  windows: number, first: number, withPrevious: boolean, inv = poolInvFreqs(cfg, w.ratio, w.dim), kernels: PoolKernels = REFERENCE_POOL_KERNELS): Float32Array {
   const { ratio, dim } = w
   const overlap = ratio === 4
   if (withPrevious && !overlap) throw new Error('mlx-cpu cache path: only the ratio-4 overlap pools with the previous window')
   const all = withPrevious ? windows + 1 : windows
-  const pooledAll = overlap
-    ? overlapCompress(kv, gate, w.ape, all, ratio, dim, cfg.rounding)
-    : simpleCompress(kv, gate, w.ape, all, ratio, dim, cfg.rounding)
+  const pooledAll = kernels.pool(kv, gate, w.ape, all, ratio, dim, overlap, cfg.rounding)
   const pooled = withPrevious ? pooledAll.subarray(dim) : pooledAll
   const normed = mlxRmsNormRows(pooled, dim, w.norm, cfg.rmsNormEps, cfg.rounding)
-  for (let i = 0; i < windows; i++) mlxRopeRow(normed, i * dim, inv, first + i, cfg.rounding)
+  kernels.ropeRows(normed, windows, dim, inv, first, cfg.rounding)
   return normed
 }
 

@@ -10,6 +10,14 @@ import { MLX_CPU, rounder, type RoundingPoints } from './rounding-points.ts'
 const fround = Math.fround
 const mlxExp = mlxExpImported
 
+/**
+ * An output as stored: a NaN is the positive quiet NaN (which NaN `a + b` of two NaNs gives depends
+ * on operand order, which the JIT does not promise; the native kernel stores the same).
+ */
+function stored (v: number): number {
+  return v === v ? v : NaN
+}
+
 /** Softmax over `rows` f32 values in place (one column of the window axis). */
 function softmaxColumn (v: Float64Array, rows: number): void {
   let max = -Infinity
@@ -57,7 +65,7 @@ export function overlapCompress (kv: Float32Array, gate: Float32Array, ape: Floa
       softmaxColumn(g, 2 * ratio)
       let sum = 0
       for (let r = 0; r < 2 * ratio; r++) sum = add(sum + product(k[r] * weight(g[r])))
-      out[w * dim + c] = sum
+      out[w * dim + c] = stored(sum)
     }
   }
   return out
@@ -81,7 +89,7 @@ export function simpleCompress (kv: Float32Array, gate: Float32Array, ape: Float
       softmaxColumn(g, ratio)
       let sum = 0
       for (let r = 0; r < ratio; r++) sum = add(sum + product(kv[(w * ratio + r) * dim + c] * weight(g[r])))
-      out[w * dim + c] = sum
+      out[w * dim + c] = stored(sum)
     }
   }
   return out

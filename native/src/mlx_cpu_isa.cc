@@ -1,0 +1,256 @@
+// The mlx-cpu quantized matmuls' vector loops (mlx_cpu_isa.h), compiled once per ISA. A lane is
+// one output column: the chain of one output (products and partial sums each rounded to bf16 in
+// k order, MLX's CPU rule, mlx_cpu.h) is the scalar reference's, element-wise, so 4, 8 or 16 lanes
+// give the same bits. Speed comes from the lanes and from register tiles of 4 rows x 1-2 vectors
+// that share each weight load; there is nothing to reassociate inside an output.
+//
+// GCC/Clang vector extensions (element-wise IEEE float32 ops; -ffp-contract=off keeps a * b + c
+// unfused), so the one source is 16 lanes in the AVX-512 build, 8 in AVX2, 4 in the portable one.
+// Like every ISA-compiled file, everything here lives in pdb::PDB_ISA_NS (simd8.h says why).
+#include "mlx_cpu_isa.h"
+
+#include "mlx_cpu.h"
+#include "simd8.h"
+
+namespace pdb {
+namespace PDB_ISA_NS {
+namespace {
+
+#if defined(PDB_ISA_AVX512)
+constexpr int kLanes = 16;
+#elif defined(PDB_ISA_AVX2)
+constexpr int kLanes = 8;
+#else
+constexpr int kLanes = 4;
+#endif
+
+typedef float VF __attribute__((vector_size(kLanes * 4)));
+typedef uint32_t VU __attribute__((vector_size(kLanes * 4)));
+typedef int32_t VI __attribute__((vector_size(kLanes * 4)));
+
+// Rows per register tile, and vectors of columns per tile: the mxfp8 tile holds a group sum and a
+// running sum per output, so it takes two vectors only where there are 32 registers.
+constexpr int kRows = int(kMlxUnitRows);
+static_assert(kMlxUnitColumns % (2 * kLanes) == 0, "a unit holds whole tiles");
+constexpr int kAffineVectors = 2;
+constexpr int kMxVectors = kLanes == 16 ? 2 : 1;
+
+PDB_INLINE VF load (const float* p) {
+  VF v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+PDB_INLINE void store (float* p, VF v) {
+  std::memcpy(p, &v, sizeof v);
+}
+
+// bf16(v) per lane: nearest even on the upper 16 bits; a NaN becomes the positive quiet NaN
+// (a NaN with a large payload would otherwise carry into the sign and round to -0).
+PDB_INLINE VF round_bf16 (VF v) {
+  const VU b = (VU)v;
+  const VU r = (b + 0x7fffu + ((b >> 16) & 1u)) & 0xffff0000u;
+  const VU nan = (VU)(v != v);
+  return (VF)((r & ~nan) | (nan & 0x7fc00000u));
+}
+
+// The same where v can only be a NaN of payload 0x400000 (a quiet NaN made by the hardware or
+// carried from operands already rounded): such a NaN rounds to itself, so the check is left out.
+// The sign of that NaN may differ from the checked rounding's; every output goes through stored().
+PDB_INLINE VF round_bf16_quiet (VF v) {
+  const VU b = (VU)v;
+  return (VF)((b + 0x7fffu + ((b >> 16) & 1u)) & 0xffff0000u);
+}
+
+PDB_INLINE float round_bf16 (float v) {
+  const uint32_t b = float_bits(v);
+  const uint32_t r = (b + 0x7fffu + ((b >> 16) & 1u)) & 0xffff0000u;
+  return bits_float((b & 0x7fffffffu) > 0x7f800000u ? 0x7fc00000u : r);
+}
+
+// An output as the references store it: any NaN is the positive quiet NaN.
+PDB_INLINE VF stored (VF v) {
+  const VU nan = (VU)(v != v);
+  return (VF)(((VU)v & ~nan) | (nan & 0x7fc00000u));
+}
+
+PDB_INLINE float stored (float v) {
+  return v != v ? bits_float(0x7fc00000u) : v;
+}
+
+template <bool B, class T>
+PDB_INLINE T to (T v) {
+  return B ? round_bf16(v) : v;
+}
+
+// A running sum's rounding. When its addends were rounded (`addends_rounded`), every NaN the sum
+// can be is the hardware's or a rounded one, so the unchecked rounding gives the same value.
+template <bool B, bool addends_rounded>
+PDB_INLINE VF to_sum (VF v) {
+  return B ? (addends_rounded ? round_bf16_quiet(v) : round_bf16(v)) : v;
+}
+
+// ---- affine: one running sum over k per output ----
+
+// A unit's columns [j0, j1) lie in one strip (mlx_cpu_isa.h): column j of row i of the weight is at
+// strip(j0)[i * ld + j - j0], ld the strip's width.
+PDB_INLINE const float* strip (const float* w, size_t rows_per_column, size_t j0) {
+  return w + j0 * rows_per_column;
+}
+
+PDB_INLINE size_t strip_width (size_t n, size_t j0) {
+  const size_t s = j0 - j0 % kMlxUnitColumns;
+  return n - s < kMlxUnitColumns ? n - s : kMlxUnitColumns;
+}
+
+template <int R, int V, bool P, bool S>
+PDB_INLINE void affine_tile (const MlxAffineArgs& a, size_t r0, size_t j0) {
+  const size_t s0 = j0 - j0 % kMlxUnitColumns, ld = strip_width(a.n, j0);
+  const float* ws = strip(a.wt, a.k, s0) + (j0 - s0);
+  VF acc[R][V];
+  for (int r = 0; r < R; r++) for (int v = 0; v < V; v++) acc[r][v] = VF{};
+  const float* xr = a.x + r0 * a.k;
+  for (size_t i = 0; i < a.k; i++) {
+    VF w[V];
+    for (int v = 0; v < V; v++) w[v] = load(ws + i * ld + size_t(v) * kLanes);
+    for (int r = 0; r < R; r++) {
+      const float xi = xr[size_t(r) * a.k + i];
+      for (int v = 0; v < V; v++) acc[r][v] = to_sum<S, P>(acc[r][v] + to<P>(xi * w[v]));
+    }
+  }
+  for (int r = 0; r < R; r++) {
+    for (int v = 0; v < V; v++) store(a.out + (r0 + r) * a.n + j0 + size_t(v) * kLanes, stored(acc[r][v]));
+  }
+}
+
+template <bool P, bool S>
+void affine_column (const MlxAffineArgs& a, size_t r, size_t j) {
+  const size_t s0 = j - j % kMlxUnitColumns, ld = strip_width(a.n, j);
+  const float* ws = strip(a.wt, a.k, s0) + (j - s0);
+  const float* xr = a.x + r * a.k;
+  float sum = 0.0f;
+  for (size_t i = 0; i < a.k; i++) sum = to<S>(sum + to<P>(xr[i] * ws[i * ld]));
+  a.out[r * a.n + j] = stored(sum);
+}
+
+// Rows [r0, r0 + R) by columns [j0, j1): whole tiles, then single vectors, then single columns.
+template <int R, bool P, bool S>
+void affine_block (const MlxAffineArgs& a, size_t r0, size_t j0, size_t j1) {
+  size_t j = j0;
+  for (; j + kAffineVectors * kLanes <= j1; j += kAffineVectors * kLanes) affine_tile<R, kAffineVectors, P, S>(a, r0, j);
+  for (; j + kLanes <= j1; j += kLanes) affine_tile<R, 1, P, S>(a, r0, j);
+  for (; j < j1; j++) for (int r = 0; r < R; r++) affine_column<P, S>(a, r0 + r, j);
+}
+
+// ---- mxfp8: per group of 32 a group sum, scaled into a running sum ----
+
+template <int R, int V, bool P, bool S, bool C>
+PDB_INLINE void mx_tile (const MlxMxArgs& a, size_t r0, size_t j0) {
+  const size_t s0 = j0 - j0 % kMlxUnitColumns, ld = strip_width(a.n, j0);
+  const float* ws = strip(a.wt, a.k, s0) + (j0 - s0);
+  const float* ss = strip(a.st, a.k / 32, s0) + (j0 - s0);
+  VF sum[R][V];
+  for (int r = 0; r < R; r++) for (int v = 0; v < V; v++) sum[r][v] = VF{};
+  const float* xr = a.x + r0 * a.k;
+  for (size_t g = 0; g < a.k / 32; g++) {
+    VF gsum[R][V];
+    for (int r = 0; r < R; r++) for (int v = 0; v < V; v++) gsum[r][v] = VF{};
+    for (size_t i = g * 32; i < g * 32 + 32; i++) {
+      VF w[V];
+      for (int v = 0; v < V; v++) w[v] = load(ws + i * ld + size_t(v) * kLanes);
+      for (int r = 0; r < R; r++) {
+        const float xi = xr[size_t(r) * a.k + i];
+        for (int v = 0; v < V; v++) gsum[r][v] = to_sum<S, P>(gsum[r][v] + to<P>(xi * w[v]));
+      }
+    }
+    for (int v = 0; v < V; v++) {
+      const VF sc = load(ss + g * ld + size_t(v) * kLanes);
+      for (int r = 0; r < R; r++) sum[r][v] = to_sum<S, C>(sum[r][v] + to<C>(sc * gsum[r][v]));
+    }
+  }
+  for (int r = 0; r < R; r++) {
+    for (int v = 0; v < V; v++) store(a.out + (r0 + r) * a.n + j0 + size_t(v) * kLanes, stored(sum[r][v]));
+  }
+}
+
+template <bool P, bool S, bool C>
+void mx_column (const MlxMxArgs& a, size_t r, size_t j) {
+  const size_t s0 = j - j % kMlxUnitColumns, ld = strip_width(a.n, j);
+  const float* ws = strip(a.wt, a.k, s0) + (j - s0);
+  const float* ss = strip(a.st, a.k / 32, s0) + (j - s0);
+  const float* xr = a.x + r * a.k;
+  float sum = 0.0f;
+  for (size_t g = 0; g < a.k / 32; g++) {
+    float gsum = 0.0f;
+    for (size_t i = g * 32; i < g * 32 + 32; i++) gsum = to<S>(gsum + to<P>(xr[i] * ws[i * ld]));
+    sum = to<S>(sum + to<C>(ss[g * ld] * gsum));
+  }
+  a.out[r * a.n + j] = stored(sum);
+}
+
+template <int R, bool P, bool S, bool C>
+void mx_block (const MlxMxArgs& a, size_t r0, size_t j0, size_t j1) {
+  size_t j = j0;
+  for (; j + kMxVectors * kLanes <= j1; j += kMxVectors * kLanes) mx_tile<R, kMxVectors, P, S, C>(a, r0, j);
+  for (; j + kLanes <= j1; j += kLanes) mx_tile<R, 1, P, S, C>(a, r0, j);
+  for (; j < j1; j++) for (int r = 0; r < R; r++) mx_column<P, S, C>(a, r0 + r, j);
+}
+
+// ---- units: kRows rows by kMlxUnitColumns columns (mlx_cpu_isa.h), the same for every ISA ----
+
+template <class Args, class Block4, class Block1>
+PDB_INLINE void run_units (const Args& a, size_t m, size_t begin, size_t end, Block4 block4, Block1 block1) {
+  const size_t col_units = (a.n + kMlxUnitColumns - 1) / kMlxUnitColumns;
+  for (size_t u = begin; u < end; u++) {
+    const size_t r0 = (u / col_units) * kRows, j0 = (u % col_units) * kMlxUnitColumns;
+    const size_t r1 = r0 + kRows < m ? r0 + kRows : m, j1 = j0 + kMlxUnitColumns < a.n ? j0 + kMlxUnitColumns : a.n;
+    if (r1 - r0 == size_t(kRows)) {
+      block4(a, r0, j0, j1);
+    } else {
+      for (size_t r = r0; r < r1; r++) block1(a, r, j0, j1);
+    }
+  }
+}
+
+template <bool P, bool S>
+void affine_units_t (const MlxAffineArgs& a, size_t m, size_t begin, size_t end) {
+  run_units(a, m, begin, end, affine_block<kRows, P, S>, affine_block<1, P, S>);
+}
+
+template <bool P, bool S, bool C>
+void mx_units_t (const MlxMxArgs& a, size_t m, size_t begin, size_t end) {
+  run_units(a, m, begin, end, mx_block<kRows, P, S, C>, mx_block<1, P, S, C>);
+}
+
+void affine_units (const MlxAffineArgs& a, size_t m, size_t begin, size_t end) {
+  switch (a.rounding & 3) {
+    case 0: affine_units_t<false, false>(a, m, begin, end); break;
+    case 1: affine_units_t<true, false>(a, m, begin, end); break;
+    case 2: affine_units_t<false, true>(a, m, begin, end); break;
+    default: affine_units_t<true, true>(a, m, begin, end); break;
+  }
+}
+
+void mx_units (const MlxMxArgs& a, size_t m, size_t begin, size_t end) {
+  switch (a.rounding & 7) {
+    case 0: mx_units_t<false, false, false>(a, m, begin, end); break;
+    case 1: mx_units_t<true, false, false>(a, m, begin, end); break;
+    case 2: mx_units_t<false, true, false>(a, m, begin, end); break;
+    case 3: mx_units_t<true, true, false>(a, m, begin, end); break;
+    case 4: mx_units_t<false, false, true>(a, m, begin, end); break;
+    case 5: mx_units_t<true, false, true>(a, m, begin, end); break;
+    case 6: mx_units_t<false, true, true>(a, m, begin, end); break;
+    default: mx_units_t<true, true, true>(a, m, begin, end); break;
+  }
+}
+
+}  // namespace
+
+#define PDB_STR2(x) #x
+#define PDB_STR(x) PDB_STR2(x)
+
+extern const MlxCpuIsaKernels kMlxCpuKernels;
+const MlxCpuIsaKernels kMlxCpuKernels = { PDB_STR(PDB_ISA_NS), mx_units, affine_units };
+
+}  // namespace PDB_ISA_NS
+}  // namespace pdb

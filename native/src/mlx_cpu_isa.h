@@ -1,0 +1,49 @@
+// The mlx-cpu quantized matmuls' vector loops, compiled once per ISA (mlx_cpu_isa.cc, like the
+// kernels of isa_kernels.h) and chosen by mlx_cpu.cc. The outputs [m, n] are split into units of
+// kMlxUnitRows rows by kMlxUnitColumns columns (the same for every ISA, so the thread split is
+// too); each function computes units [unit_begin, unit_end). A lane is one output, whose chain of
+// bf16 roundings runs in k order exactly as the scalar reference's, so neither the lane count nor
+// the split can change a bit.
+#pragma once
+
+#include <cstddef>
+
+namespace pdb {
+
+constexpr size_t kMlxUnitRows = 4;
+constexpr size_t kMlxUnitColumns = 64;
+
+// Weights come in column strips of kMlxUnitColumns (src/kernels/mlx-cpu.ts stripMajor): strip s
+// (columns 64s … 64s + w - 1, w = 64 but for the last) starts at 64s * rows and holds [rows, w],
+// so a unit streams its weights contiguously instead of one 256-byte piece per n-float row.
+
+struct MlxMxArgs {
+  const float* x;
+  size_t k, n;
+  const float* wt;  // decoded e4m3 values, [k, n] in column strips (below)
+  const float* st;  // scales, [k/32, n] in column strips
+  int rounding;     // kMlxRound* bits
+  float* out;
+};
+
+struct MlxAffineArgs {
+  const float* x;
+  size_t k, n;
+  const float* wt;  // dequantized values, [k, n] in column strips
+  int rounding;
+  float* out;
+};
+
+struct MlxCpuIsaKernels {
+  const char* name;
+  void (*mxfp8_units)(const MlxMxArgs&, size_t m, size_t unit_begin, size_t unit_end);
+  void (*affine_units)(const MlxAffineArgs&, size_t m, size_t unit_begin, size_t unit_end);
+};
+
+namespace portable { extern const MlxCpuIsaKernels kMlxCpuKernels; }
+#if defined(PDB_HAVE_AVX2)
+namespace avx2 { extern const MlxCpuIsaKernels kMlxCpuKernels; }
+namespace avx512 { extern const MlxCpuIsaKernels kMlxCpuKernels; }
+#endif
+
+}  // namespace pdb
