@@ -16,6 +16,13 @@ async function cli (...args: string[]): Promise<Result> {
   return await cliOf(bin, ...args)
 }
 
+/** `pd-bridge --help`, run once for the tests that read it: each start of the CLI costs seconds on a loaded machine. */
+let helpRun: Promise<Result> | undefined
+async function helpOutput (): Promise<Result> {
+  helpRun ??= cli('--help')
+  return await helpRun
+}
+
 async function cliOf (entry: string, ...args: string[]): Promise<Result> {
   try {
     const { stdout, stderr } = await run(process.execPath, [entry, ...args], { maxBuffer: 1 << 22 })
@@ -75,14 +82,14 @@ describe('usage errors: one line, exit 2', () => {
 
 describe('pd-bridge --help', () => {
   it('still prints every command and its options, exit 0', async () => {
-    const r = await cli('--help')
+    const r = await helpOutput()
     expect(r.code).toBe(0)
     expect(r.stdout).toContain('-V, --version')
     for (const name of ['serve', 'demo', 'doctor']) expect(r.stdout).toContain(`Usage: pd-bridge ${name} [options]`)
   })
 
   it('no option states its default twice', async () => {
-    const { stdout } = await cli('--help')
+    const { stdout } = await helpOutput()
     // One option's help: its flag line and the continuation lines indented under it.
     const options: string[] = []
     for (const line of stdout.split('\n')) {
@@ -99,7 +106,7 @@ describe('the two entries: bin/pd-bridge.mjs and the deployment entry src/cli/pd
   const commandsIn = (help: string): string[] => [...help.matchAll(/^Usage: pd-bridge (\S+) /gm)].map((m) => m[1])
 
   it('the bin places the proof commands among the runtime ones: gate after doctor, results last', async () => {
-    const full = commandsIn((await cli('--help')).stdout)
+    const full = commandsIn((await helpOutput()).stdout)
     const runtime = commandsIn((await cliOf(deployment, '--help')).stdout)
     expect(runtime).not.toContain('gate')
     expect(runtime).not.toContain('results')

@@ -573,13 +573,32 @@ describe('the prefill engine killed mid-request', () => {
   it('declined: prefill engine unreachable; native answer; after a restart, bridging resumes', async () => {
     const p = chatPrompt(art.tokenizer, 122, 700)
     const pending = chat(fronts.main, p.messages)
-    const id = await waitFor(async () => (await (await fetch(`${stack.engine.url}/health`)).json() as { running: string | null }).running ?? undefined, HANG_LIMIT_MS, 'the engine running the capture')
+    // The kill needs the capture running; an answer before that (a loaded machine can starve these
+    // polls) means the stage was missed: fail at once with the answer's verdict, instead of
+    // polling an idle engine until the hang limit.
+    let answered: { verdict: string | null } | Error | undefined
+    pending.then((a) => { answered = a }, (e: unknown) => { answered = e as Error })
+    const beforeAnswer = async <T>(check: () => Promise<T | undefined>, what: string): Promise<T> => await waitFor(async () => {
+      const v = await check()
+      if (v === undefined && answered !== undefined) throw new Error(`the request was answered before ${what}: ${answered instanceof Error ? answered.message : `verdict ${answered.verdict}`}`)
+      return v
+    }, HANG_LIMIT_MS, what)
+    const id = await beforeAnswer(async () => (await (await fetch(`${stack.engine.url}/health`)).json() as { running: string | null }).running ?? undefined, 'the engine running the capture')
     // Kill only once the capture's manifest is on disk saying `running`: the engine reports the job
     // running a moment before it writes the manifest, and a kill in between leaves nothing to recover.
-    await waitFor(async () => {
-      try { return JSON.parse(readFileSync(join(stack.captureRoot, id, 'manifest.json'), 'utf8')).state === 'running' ? true : undefined }
-      catch { return undefined }
-    }, HANG_LIMIT_MS, 'the capture manifest written')
+    // The engine is stopped (SIGSTOP) while its manifest is read, so the capture cannot end between
+    // two looks (on a loaded machine it did: the manifest went from absent to done unseen).
+    const engine = stack.engine.child
+    await beforeAnswer(async () => {
+      engine.kill('SIGSTOP')
+      let state: string | undefined
+      try { state = (JSON.parse(readFileSync(join(stack.captureRoot, id, 'manifest.json'), 'utf8')) as { state: string }).state }
+      catch { state = undefined }
+      if (state === 'running') return true
+      engine.kill('SIGCONT')
+      if (state !== undefined) throw new Error(`the capture was ${state} before the engine could be killed mid-capture`)
+      return undefined
+    }, 'the capture manifest written')
     stack.engine.child.kill('SIGKILL')
     const a = await pending
     expect(a.verdict).toMatch(/^declined: prefill engine unreachable during the prefill \(6 status polls failed\): connection refused/)
