@@ -48,11 +48,19 @@ describe('checkBlockSize', () => {
 })
 
 describe('the decoder\'s prefix cache uses the rule', () => {
-  it('refuses a block size that is not a multiple of a pool ratio before it touches the store', async () => {
+  it('refuses a block size that is not a positive integer before it touches the store', async () => {
+    const cfg = presetConfig('tiny')
+    const root = join(dir, 'store')
+    for (const blockSize of [0, -256, 1.5]) {
+      await expect(DecoderPrefixCache.open({ storeRoot: root, modelName: 'tiny', cfg, profile: 'f32', blockSize })).rejects.toThrow(`block size: must be a positive integer, got ${blockSize}`)
+    }
+    expect(existsSync(root)).toBe(false)
+  })
+
+  it('takes a size that is not a multiple of a pool ratio: its own store keeps the buffered rows (blocks/mapping proves the restore)', async () => {
     const cfg = presetConfig('tiny')
     const largest = Math.max(...cfg.compressRatios)
-    const root = join(dir, 'store')
-    await expect(DecoderPrefixCache.open({ storeRoot: root, modelName: 'tiny', cfg, profile: 'f32', blockSize: largest / 2 })).rejects.toThrow(`must be a multiple of every pool ratio of the decoder's model`)
-    expect(existsSync(root)).toBe(false)
+    const cache = await DecoderPrefixCache.open({ storeRoot: join(dir, 'odd-store'), modelName: 'tiny', cfg, profile: 'f32', blockSize: largest / 2 })
+    expect(cache.blockSize).toBe(largest / 2)
   })
 })

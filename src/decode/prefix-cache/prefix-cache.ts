@@ -14,7 +14,7 @@ import {
 import { cacheToBlockPayload, modelCacheFromRestored, restoreBlocks } from './mapping.ts'
 import { storageRuleFor, type StorageRule } from './tensors.ts'
 import { Geometry } from '../../wire/geometry.ts'
-import { checkBlockSize } from '../../wire/block-size.ts'
+import { checkPositiveBlockSize } from '../../wire/block-size.ts'
 
 /** Something the prefix cache did, for the log: the store's events plus its own. */
 export type PrefixCacheEvent =
@@ -236,8 +236,9 @@ export class DecoderPrefixCache {
     if (typeof modelName !== 'string') throw new PdBridgeError('DecoderPrefixCache.open: modelName must be a string')
     const profile = typeof options.profile === 'string' ? getProfile(options.profile) : options.profile
     const blockSize = options.blockSize ?? DEFAULT_BLOCK_SIZE
-    // A block ends on a pooled entry's boundary in every compressed layer: the one block size rule.
-    checkBlockSize(blockSize, cfg.compressRatios, 'block size', 'the decoder\'s model')
+    // Any positive size: a boundary inside a pooling window stores the buffered rows (docs/decoder-cache.md);
+    // a store the bridge writes is checked for the pool-ratio rule by the writer's target and the stack.
+    checkPositiveBlockSize(blockSize, 'block size')
     const geometry = Geometry.fromConfig(cfg, profile).fingerprint
     const layout: StoreLayout = deepseekV4StoreLayout(cfg, { modelName, geometryFingerprint: geometry, blockSize })
     const log = options.log ?? defaultLog
