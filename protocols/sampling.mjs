@@ -47,11 +47,11 @@ const opts = {
 if (opts.engines.length === 0) usageError('sampling', '--engines names no decoder kind')
 
 register()
-// The decoder kinds serve --decoder accepts, checked by its own parser before anything starts.
-const { decoderEngineOption } = await import('../src/cli/commands/serve.ts')
+// The decoder kinds the embedded stack starts (demo's --decoder), checked by that parser before anything starts.
+const { stackDecoderOption } = await import('../src/cli/commands/serve.ts')
 for (const e of opts.engines) {
   try {
-    decoderEngineOption(e)
+    stackDecoderOption(e)
   } catch (err) {
     usageError('sampling', err.message.replace(/^--decoder /, '--engines '))
   }

@@ -7,7 +7,7 @@ import { EMBEDDED_DEFAULTS } from '../../stack/embedded.ts'
 import { DEMO_DEFAULTS, runDemo } from '../../stack/demo/run.ts'
 import { resolveStateDir } from '../../stack/state-dir.ts'
 import { PRESET_NAMES, type PresetName } from '../../model/checkpoint/index.ts'
-import { DECODER_OPTION_HELP, decoderEngineOption, integerOption, PREFILL_PROFILE_DEFAULT_HELP, presetOption, requireNativeKernels } from './serve.ts'
+import { DECODER_OPTION_HELP, stackDecoderOption, integerOption, PREFILL_PROFILE_DEFAULT_HELP, presetOption, requireNativeKernels } from './serve.ts'
 
 interface DemoFlags {
   stateDir?: string
@@ -31,7 +31,7 @@ export const demoCommand = new Command('demo')
   .option('--prefill-profile <name>', `numerics profile of the prefill engine (default: ${PREFILL_PROFILE_DEFAULT_HELP}), so bridged caches can be compared bit for bit`)
   .option('--tokens <n>', 'prompt length to aim for', integerOption('--tokens', 1), DEMO_DEFAULTS.tokens)
   .option('--max-tokens <n>', 'answer length', integerOption('--max-tokens', 1), DEMO_DEFAULTS.maxTokens)
-  .option('--decoder <engine>', `${DECODER_OPTION_HELP}; the demo compares the bridged store with the native decoder's`, decoderEngineOption, DEFAULT_DECODER_KIND.name)
+  .option('--decoder <engine>', `${DECODER_OPTION_HELP}; the demo compares the bridged store with the native decoder's, so only a kind pd-bridge starts`, stackDecoderOption, DEFAULT_DECODER_KIND.name)
   .option('--prompt-seed <n>', 'seed of the prompt (default: a fresh random one each run)', integerOption('--prompt-seed', 0, 2 ** 32 - 1))
   .action(async (flags: DemoFlags) => {
     requireNativeKernels('demo')

@@ -76,6 +76,16 @@ export function decoderEngineOption (v: string): DecoderEngine {
   throw new InvalidArgumentError(`--decoder ${v}: expected ${kindNamesText()}`)
 }
 
+/** The kinds the embedded stack starts itself (no `external` part): the demo's, which runs the native decoder too. */
+const STACK_KIND_NAMES = DECODER_KINDS.filter((k) => k.external === undefined).map((k) => k.name)
+
+/** `demo --decoder`: a kind the embedded stack starts itself. */
+export function stackDecoderOption (v: string): DecoderEngine {
+  if (STACK_KIND_NAMES.includes(v)) return v as DecoderEngine
+  const why = findDecoderKind(v) === undefined ? '' : ' (pd-bridge does not start that decoder; serve bridges into a running one)'
+  throw new InvalidArgumentError(`--decoder ${v}: expected ${kindNamesText(STACK_KIND_NAMES)}${why}`)
+}
+
 /** `--decoder`'s help: every kind and what it is. */
 export const DECODER_OPTION_HELP = `the decoder kind: ${DECODER_KINDS.map((k) => `${k.name} (${k.summary})`).join('; ')}`
 
