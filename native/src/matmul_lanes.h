@@ -74,7 +74,8 @@ using Vec = Vec8;
 constexpr int kRows = Vec::kRows;
 constexpr size_t kStripCols = Vec::kVecs * Vec::kWidth;
 
-// One lane chain of MR rows by the strip's columns over `steps` steps: part[r * SW + c] = the lane's sum.
+// One lane chain of MR rows (of a packed tile of kRows) by the strip's columns over `steps` steps:
+// part[r * SW + c] = the lane's sum.
 template <bool Fused, int MR>
 inline void lane_chain (const float* xa, const float* wb, size_t steps, float* part) {
   constexpr int NV = Vec::kVecs;
@@ -86,7 +87,7 @@ inline void lane_chain (const float* xa, const float* wb, size_t steps, float* p
     typename Vec::T b[NV];
     for (int v = 0; v < NV; v++) b[v] = Vec::load(wb + t * SW + v * Vec::kWidth);
     for (int r = 0; r < MR; r++) {
-      const typename Vec::T a = Vec::set1(xa[t * MR + r]);
+      const typename Vec::T a = Vec::set1(xa[t * kRows + r]);
       for (int v = 0; v < NV; v++) {
         if constexpr (Fused) acc[r][v] = Vec::fma(a, b[v], acc[r][v]);
         else acc[r][v] = Vec::add(acc[r][v], Vec::mul(a, b[v]));
@@ -95,6 +96,17 @@ inline void lane_chain (const float* xa, const float* wb, size_t steps, float* p
   }
   for (int r = 0; r < MR; r++)
     for (int v = 0; v < NV; v++) Vec::store(part + r * SW + v * Vec::kWidth, acc[r][v]);
+}
+
+// The last tile of a call may hold fewer rows: it runs only as many as it needs, rounded up to a
+// quarter (avx512) or a third (6-row tiles) of a tile, so m = 16 does not compute 24 rows.
+template <bool Fused>
+inline void lane_chain_rows (size_t mr, const float* xa, const float* wb, size_t steps, float* part) {
+  constexpr int q = kRows / (kRows % 4 == 0 ? 4 : 3);
+  if (mr <= size_t(q)) return lane_chain<Fused, q>(xa, wb, steps, part);
+  if (mr <= size_t(2 * q)) return lane_chain<Fused, 2 * q>(xa, wb, steps, part);
+  if (kRows % 4 == 0 && mr <= size_t(3 * q)) return lane_chain<Fused, (kRows % 4 == 0 ? 3 * q : kRows)>(xa, wb, steps, part);
+  return lane_chain<Fused, kRows>(xa, wb, steps, part);
 }
 
 // x rows [row0, row0 + kRows) into one packed tile (rows past m zero).
@@ -218,11 +230,11 @@ void matmul (const float* x, size_t m, size_t k, const typename W::Code* w, size
         const size_t tile0 = p * call.tiles / call.parts, tile1 = (p + 1) * call.tiles / call.parts;
         for (size_t ti = tile0; ti < tile1; ti++) {
           const float* xt = call.xp + ti * call.tile_floats;
-          for (size_t l = 0; l < 8; l++)
-            lane_chain<Fused, kRows>(xt + l * call.steps * kRows, wp + l * call.steps * kStripCols, call.steps,
-                                     part + l * size_t(kRows) * kStripCols);
           const size_t row0 = ti * kRows;
           const size_t mr = call.m - row0 < size_t(kRows) ? call.m - row0 : size_t(kRows);
+          for (size_t l = 0; l < 8; l++)
+            lane_chain_rows<Fused>(mr, xt + l * call.steps * kRows, wp + l * call.steps * kStripCols, call.steps,
+                                   part + l * size_t(kRows) * kStripCols);
           finish_tile<Fused>(part, call.x, row0, mr, call.k, wp, call.y, call.n, c0, nc, call.to_bf16, sums);
         }
       }
