@@ -2,12 +2,14 @@
 // side in one process (docs/BENCHMARK-PROTOCOL.md, "Prefill matmul before/after"): the engine of the
 // decoder's profile on the preset's checkpoint, one fresh cache per prefill, the two kernels
 // alternating over the repeats so a busy machine slows both alike (setLegacyMatmul switches them;
-// the bits are the same, and this checks the logits of both legs agree bit for bit). Per leg: prefill
-// time (min and median), tokens/s, and one prefill's time inside each kernel (lib/kernel-clock.ts).
-// One JSON record in --out; nothing is asserted about speed.
+// the bits are the same, and this checks the logits of both legs agree bit for bit). One short
+// prefill first warms the JIT and the kernels' scratch. Every timed prefill runs inside the kernel
+// clock (lib/kernel-clock.ts: one clock read per addon call); per leg: prefill times (min and
+// median), tokens/s and the last prefill's time inside each kernel. One JSON record in --out,
+// rewritten after every size, so a run cut short keeps what it measured; nothing is asserted.
 //
-//   npx tsx protocols/bench-prefill-matmul.ts --state-dir DIR [--preset flash-attn] [--sizes 1024,2048] [--repeats 3] [--threads 2]
-import { mkdir, writeFile } from 'node:fs/promises'
+//   npx tsx protocols/bench-prefill-matmul.ts --state-dir DIR [--preset flash-attn] [--sizes 1024,2048] [--repeats 2] [--threads 2]
+import { mkdir, rename, writeFile } from 'node:fs/promises'
 import { cpus, loadavg } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -26,7 +28,7 @@ const USAGE = `Usage: npx tsx protocols/bench-prefill-matmul.ts --state-dir DIR 
   --state-dir DIR   where the checkpoint is made or reused (models/)
   --preset NAME     checkpoint preset, seed ${EMBEDDED_DEFAULTS.seed} (default flash-attn)
   --sizes L         prompt tokens, comma-separated (default 1024,2048)
-  --repeats N       timed prefills per size and kernel, kernels alternating (default 3)
+  --repeats N       timed prefills per size and kernel, kernels alternating (default 2)
   --threads N       kernel threads (default 2)
   --out DIR         where the record goes (default results/kernels-compare)
   --note TEXT       kept in the record`
@@ -34,7 +36,7 @@ const USAGE = `Usage: npx tsx protocols/bench-prefill-matmul.ts --state-dir DIR 
 const { values: opts } = parseArgs({
   options: {
     'state-dir': { type: 'string' }, preset: { type: 'string', default: 'flash-attn' }, sizes: { type: 'string', default: '1024,2048' },
-    repeats: { type: 'string', default: '3' }, threads: { type: 'string', default: '2' },
+    repeats: { type: 'string', default: '2' }, threads: { type: 'string', default: '2' },
     out: { type: 'string', default: join(REPO, 'results', 'kernels-compare') }, note: { type: 'string', default: '' }, help: { type: 'boolean' },
   },
 })
@@ -68,61 +70,66 @@ const vocab = engine.config.vocabSize
 const tokens = (size: number): number[] => Array.from({ length: size }, (_, t) => 2 + ((t * 7919 + size * 104729 + 17) % (vocab - 3)))
 
 const LEGS = [{ name: 'lane-major tiles', legacy: false }, { name: 'earlier tiles', legacy: true }] as const
-/** One prefill of `size` tokens in a fresh cache on `leg`'s kernel: its milliseconds and last-row logits. */
-function prefill (size: number, legacy: boolean): { ms: number, logits: Float32Array } {
+/** One clocked prefill of `size` tokens in a fresh cache on `legacy`'s kernel: its clock and last-row logits. */
+function prefill (size: number, legacy: boolean): { clock: KernelClock, logits: Float32Array } {
   setLegacy(legacy)
   const cache = engine.newCache()
-  const t0 = performance.now()
-  const r = engine.prefill(tokens(size), cache, { logits: 'last' })
-  return { ms: performance.now() - t0, logits: r.logits }
+  let logits: Float32Array = new Float32Array(0)
+  const clock = clockKernels(addon, () => { logits = engine.prefill(tokens(size), cache, { logits: 'last' }).logits })
+  return { clock, logits }
 }
 
 const median = (xs: number[]): number => {
   const s = [...xs].sort((a, c) => a - c)
   return s.length % 2 === 1 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2
 }
+const startedAt = new Date().toISOString()
+const file = join(opts.out, `${startedAt.replace(/[:.]/g, '-')}-prefill-matmul.json`)
 const loadBefore = loadavg()
-const results = []
+prefill(Math.min(256, ...sizes), false) // warm: the JIT and first-call costs, outside every timed run
+const results: unknown[] = []
 for (const size of sizes) {
   const ms = new Map<string, number[]>(LEGS.map((l) => [l.name, []]))
   const logits = new Map<string, Float32Array>()
-  for (const leg of LEGS) logits.set(leg.name, prefill(size, leg.legacy).logits) // warm: first-call costs
-  const a = new Uint32Array(logits.get(LEGS[0].name)!.buffer), b = new Uint32Array(logits.get(LEGS[1].name)!.buffer)
-  const sameBits = a.length === b.length && a.every((v, i) => v === b[i])
+  const clocks = new Map<string, KernelClock>()
   for (let r = 0; r < repeats; r++) {
     const order = r % 2 === 0 ? LEGS : [...LEGS].reverse()
-    for (const leg of order) ms.get(leg.name)!.push(prefill(size, leg.legacy).ms)
+    for (const leg of order) {
+      const run = prefill(size, leg.legacy)
+      ms.get(leg.name)!.push(run.clock.wallMs)
+      clocks.set(leg.name, run.clock)
+      if (!logits.has(leg.name)) logits.set(leg.name, run.logits)
+    }
   }
-  const clocks = new Map<string, KernelClock>()
-  for (const leg of LEGS) {
-    setLegacy(leg.legacy)
-    clocks.set(leg.name, clockKernels(addon, () => { engine.prefill(tokens(size), engine.newCache(), { logits: 'last' }) }))
-  }
+  const a = new Uint32Array(logits.get(LEGS[0].name)!.buffer), b = new Uint32Array(logits.get(LEGS[1].name)!.buffer)
+  const sameBits = a.length === b.length && a.every((v, i) => v === b[i])
   const legs = LEGS.map((leg) => {
     const xs = ms.get(leg.name)!
     return {
       kernel: leg.name, prefill_ms: xs, prefill_ms_min: Math.min(...xs), prefill_ms_median: median(xs),
-      tokens_per_s_median: size * 1000 / median(xs), one_prefill_inside_kernels: clocks.get(leg.name)!,
+      tokens_per_s_median: size * 1000 / median(xs), last_prefill_inside_kernels: clocks.get(leg.name)!,
     }
   })
   const speedup = legs[1].prefill_ms_median / legs[0].prefill_ms_median
   console.error(`bench-prefill-matmul: ${size} tokens: ${legs.map((l) => `${l.kernel} ${l.tokens_per_s_median.toFixed(1)} tok/s`).join(', ')}: ` +
     `${speedup.toFixed(2)}x; logits ${sameBits ? 'bit-identical' : 'DIFFER'}`)
   results.push({ tokens: size, logits_bit_identical: sameBits, speedup_median: speedup, legs })
+  await writeRecord()
 }
 setLegacy(false)
-
-const at = new Date().toISOString()
-const cfg = engine.config
-const record = {
-  kind: 'prefill-matmul', version: 1, at, note: opts.note,
-  machine: { cpu: cpus()[0]?.model ?? 'unknown', cores: cpus().length, threads: addon.getThreads(), kernel_pool: addon.threadPool ?? null, isa: addon.isa, node: process.version },
-  load_average: { before: loadBefore, after: loadavg() },
-  model: { preset, seed: EMBEDDED_DEFAULTS.seed, hidden_size: cfg.hiddenSize, layers: cfg.numHiddenLayers, profile: EMBEDDED_DECODER_PROFILE },
-  settings: { sizes, repeats, order: 'legs alternate per repeat; one warm prefill per leg first', max_chunk: 'engine default' },
-  results,
-}
-await mkdir(opts.out, { recursive: true })
-const file = join(opts.out, `${at.replace(/[:.]/g, '-')}-prefill-matmul.json`)
-await writeFile(file, JSON.stringify(record, null, 2) + '\n')
 console.log(file)
+
+async function writeRecord (): Promise<void> {
+  const cfg = engine.config
+  const record = {
+    kind: 'prefill-matmul', version: 1, at: startedAt, note: opts.note,
+    machine: { cpu: cpus()[0]?.model ?? 'unknown', cores: cpus().length, threads: addon.getThreads(), kernel_pool: addon.threadPool ?? null, isa: addon.isa, node: process.version },
+    load_average: { before: loadBefore, after: loadavg() },
+    model: { preset, seed: EMBEDDED_DEFAULTS.seed, hidden_size: cfg.hiddenSize, layers: cfg.numHiddenLayers, profile: EMBEDDED_DECODER_PROFILE },
+    settings: { sizes, repeats, order: 'legs alternate per repeat; one warm prefill first', max_chunk: 'engine default' },
+    results,
+  }
+  await mkdir(opts.out, { recursive: true })
+  await writeFile(`${file}.tmp`, JSON.stringify(record, null, 2) + '\n')
+  await rename(`${file}.tmp`, file)
+}
