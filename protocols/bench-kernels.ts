@@ -7,7 +7,6 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Bench } from 'tinybench'
 import {
   attentionMqa, fmathArray, getKernelThreads, indexerScores, kernelParallelThreshold, matmulBf16, matmulF32, matmulPacked, packSequentialFma,
   reference, rmsNorm, softmaxPool,
@@ -16,6 +15,7 @@ import { loadNativeKernels } from '../src/kernels/native.ts'
 import { PdBridgeError } from '../src/errors.ts'
 import { helpAndExit, readOptions } from './bench-cli.ts'
 import { startOpenBlas } from './openblas/sgemm.ts'
+import { filled, measure as measureFor } from './lib/bench-timing.ts'
 import { f32ToBf16 } from '../src/numerics/bf16.ts'
 import { benchConfig, extraInt, parseBenchOptions } from '../verify/results/bench-options.ts'
 import { prepareBench } from '../verify/results/bench-setup.ts'
@@ -68,23 +68,8 @@ interface Measured {
   method?: 'tinybench-p50' | 'timed-median'
 }
 
-function filled (n: number, seed: number, scale = 1): Float32Array {
-  const out = new Float32Array(n)
-  let s = seed >>> 0
-  for (let i = 0; i < n; i++) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0
-    out[i] = (s / 4294967296 - 0.5) * 2 * scale
-  }
-  return out
-}
-
 async function measure (name: string, fn: () => void): Promise<{ meanMs: number, p50Ms: number, samples: number }> {
-  const bench = new Bench({ time: TIME_MS, warmupTime: WARMUP_MS })
-  bench.add(name, fn)
-  await bench.run()
-  const r = bench.tasks[0].result
-  if (r.state !== 'completed') throw new Error(`benchmark ${name} ended as ${r.state}`)
-  return { meanMs: r.latency.mean, p50Ms: r.latency.p50, samples: r.latency.samplesCount }
+  return measureFor(name, fn, TIME_MS, WARMUP_MS)
 }
 
 /** A copy moving `traffic` bytes (read + write) on `threads`: buffers of half that each. */

@@ -137,6 +137,16 @@ Napi::Value MeasurePeakGflops (const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), pdb::measure_peak_gflops(int(threads), double(millis)));
 }
 
+// setLegacyMatmul (on): the lanes8 orders run the earlier kernels (same bits), for benchmarks only.
+Napi::Value SetLegacyMatmul (const Napi::CallbackInfo& info) {
+  if (info.Length() < 1 || !info[0].IsBoolean()) {
+    Napi::TypeError::New(info.Env(), "setLegacyMatmul: on must be a boolean").ThrowAsJavaScriptException();
+    return info.Env().Undefined();
+  }
+  pdb::set_matmul_legacy_tiles(info[0].As<Napi::Boolean>().Value());
+  return info.Env().Undefined();
+}
+
 // measureStreamGbps (threads, bytes, repeats)
 Napi::Value MeasureStreamGbps (const Napi::CallbackInfo& info) {
   size_t threads = 0, bytes = 0, repeats = 0;
@@ -191,6 +201,7 @@ static Napi::Object Init (Napi::Env env, Napi::Object exports) {
   exports.Set("setThreads", Napi::Function::New(env, SetThreads, "setThreads"));
   exports.Set("getThreads", Napi::Function::New(env, GetThreads, "getThreads"));
   exports.Set("measurePeakGflops", Napi::Function::New(env, MeasurePeakGflops, "measurePeakGflops"));
+  exports.Set("setLegacyMatmul", Napi::Function::New(env, SetLegacyMatmul, "setLegacyMatmul"));
   exports.Set("measureStreamGbps", Napi::Function::New(env, MeasureStreamGbps, "measureStreamGbps"));
   return exports;
 }

@@ -1,5 +1,6 @@
 // The kernels' public functions (matmul.h, rmsnorm.h, ...): each calls the active ISA's table
 // (isa.h). Compiled once, without ISA flags.
+#include <atomic>
 #include <cstdlib>
 
 #include "attention.h"
@@ -88,6 +89,13 @@ const KernelTable& kernels () {
   if (g_active == nullptr) g_active = &automatic();
   return *g_active;
 }
+
+namespace {
+std::atomic<bool> g_matmul_legacy{false};
+}  // namespace
+
+bool matmul_legacy_tiles () { return g_matmul_legacy.load(std::memory_order_relaxed); }
+void set_matmul_legacy_tiles (bool on) { g_matmul_legacy.store(on, std::memory_order_relaxed); }
 
 void matmul_f32 (const float* x, size_t m, size_t k, const float* w, size_t n, float* y,
                  bool round_bf16, MatmulOrder order, int threads) {

@@ -25,4 +25,9 @@ void matmul_f32 (const float* x, size_t m, size_t k, const float* w, size_t n, f
 void matmul_bf16 (const float* x, size_t m, size_t k, const uint16_t* w, size_t n, float* y,
                   bool round_bf16, MatmulOrder order, int threads);
 
+// The lanes8 orders at m >= 8 run matmul_lanes.h's tiles; with this set they run the earlier
+// kernels (dot_tile.h, matmul_zmm.h) instead, the same bits. For benchmarks only: setLegacyMatmul.
+bool matmul_legacy_tiles ();
+void set_matmul_legacy_tiles (bool on);
+
 }  // namespace pdb

@@ -61,6 +61,8 @@ export interface NativeKernels {
   decodeBf16Array (codes: Uint16Array, out: Float32Array): Float32Array
   /** true with out filled when every value is exactly bf16, else false (src/kernels/bf16-arrays.ts). */
   exactBf16Codes (values: Float32Array, out: Uint16Array): boolean
+  /** true: the lanes8 orders at m >= 8 run the earlier kernels (the same bits); benchmarks only. */
+  setLegacyMatmul?: (on: boolean) => void
   setThreads (n: number): void
   getThreads (): number
   measurePeakGflops (threads: number, millis: number): number
