@@ -54,6 +54,7 @@ export const ENV_OVERRIDES: readonly EnvOverride[] = [
   { name: 'PD_DEADLINE_DECODER_MS', key: 'deadlines.decoderHeadersMs', kind: 'integer', help: "the decoder's response headers" },
   { name: 'PD_DEADLINE_DECODER_IDLE_MS', key: 'deadlines.decoderIdleMs', kind: 'integer', help: 'silence inside a decoder response' },
   { name: 'PD_LINK_TIMEOUT_MS', key: 'deadlines.linkMs', kind: 'integer', help: 'one link check or status poll' },
+  { name: 'PD_DECODER_BUSY_MS', key: 'deadlines.decoderBusyMs', kind: 'integer', help: 'a decoder missing link checks counts as busy this long after its last answer, then down' },
   { name: 'PD_MAX_BODY_BYTES', key: 'limits.maxBodyBytes', kind: 'integer', help: 'largest request body' },
   { name: 'PD_TOKENIZE_WORKER_BYTES', key: 'limits.tokenizeWorkerBytes', kind: 'integer', help: 'bodies this large are tokenized in a worker thread' },
   { name: 'PD_WRITER_BUILDERS', key: 'limits.writerBuilders', kind: 'integer', help: 'threads that build blocks ahead of the write stage (0: none)' },

@@ -44,6 +44,11 @@ const deadlinesSchema = z.strictObject({
   decoderIdleMs: ms.default(600_000),
   /** One link check (/health) and one engine status poll. */
   linkMs: ms.default(3_000),
+  /**
+   * How long after its last /health answer in time a decoder that still accepts connections but misses
+   * linkMs counts as busy (up, its last facts stand, the front door degraded); past it, down.
+   */
+  decoderBusyMs: ms.default(120_000),
   /** Consecutive failed engine status polls (one per pollMs) before the engine counts as down. */
   engineDownPolls: int(1).default(8),
   /** Wait between engine status polls and manifest polls while a capture runs. */

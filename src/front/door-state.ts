@@ -33,6 +33,8 @@ export class FrontState {
   decoderLimits: { maxTokens: number, maxPositions: number, maxBodyBytes?: number } | undefined
   /** The decoder's last /health body that answered in time: what a busy decoder is judged by (link-report.ts). */
   decoderHealth: Record<string, unknown> | undefined
+  /** When (Date.now()) decoderHealth answered: busy-ness lasts deadlines.decoderBusyMs from it. */
+  decoderHealthAt: number | undefined
   /** The model the decoder last said it serves: block keys are hashed with it. */
   decoderModel: string | undefined
   /** Moving average of a bridge's time, for the 429's Retry-After. */

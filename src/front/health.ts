@@ -15,7 +15,8 @@ export async function answerHealth (state: FrontState, anonymous: boolean, reply
   const setup = links.setup
   // A busy decoder (there, answered before, too slow now) keeps the front door up; a dead one does not.
   const ok = links.decoderUp
-  const status = state.closing ? 'shutting_down' : !ok ? 'down' : links.problems.length > 0 ? 'degraded' : 'ok'
+  // Up with a busy decoder is degraded: it answers, late; past deadlines.decoderBusyMs it is down.
+  const status = state.closing ? 'shutting_down' : !ok ? 'down' : links.problems.length > 0 || !links.decoder.ok ? 'degraded' : 'ok'
   // Without the key: liveness only, no URL, path, problem or count.
   if (anonymous) return reply.code(ok ? 200 : 503).send({ ok, status })
   const view = (l: LinkState | undefined): object | null => l === undefined ? null : { ok: l.ok, url: l.url, ms: l.ms, ...(l.busy === true ? { busy: true } : {}), ...(l.error !== undefined ? { error: l.error } : {}) }

@@ -28,8 +28,13 @@ export async function linkReport (state: FrontState): Promise<LinkReport> {
   // A busy decoder (it accepts connections but its /health missed the deadline, as while it decodes
   // a batch on a loaded machine) is not a dead one: its last answer's facts stand, and the forward's
   // own deadline (decoderHeadersMs) judges the request. One never heard from cannot be checked.
-  if (decoder.ok && decoder.health !== undefined) state.decoderHealth = decoder.health
-  const decoderHealth = decoder.ok ? decoder.health : decoder.busy === true ? state.decoderHealth : undefined
+  // Busy lasts deadlines.decoderBusyMs from its last answer: a decoder hung for longer is down.
+  if (decoder.ok && decoder.health !== undefined) {
+    state.decoderHealth = decoder.health
+    state.decoderHealthAt = Date.now()
+  }
+  const busyUp = decoder.busy === true && state.decoderHealthAt !== undefined && Date.now() - state.decoderHealthAt <= d.decoderBusyMs
+  const decoderHealth = decoder.ok ? decoder.health : busyUp ? state.decoderHealth : undefined
   const report: LinkReport = { decoder, decoderUp: decoder.ok || decoderHealth !== undefined, prefill, share, problems: [] }
   const off = missingForBridge(config)
   if (off !== undefined) {

@@ -101,7 +101,7 @@ async function standIn (): Promise<StandIn> {
   return s
 }
 
-async function front (decoder: StandIn): Promise<FrontDoor> {
+async function front (decoder: StandIn, decoderBusyMs?: number): Promise<FrontDoor> {
   const config = frontConfigSchema.parse({
     listen: { host: '127.0.0.1', port: 0 },
     decoder: { url: decoder.url, model: art.model, modelName: MODEL, cacheDir: join(tmp.dir, `cache-${fronts.length}`), blockSize: BLOCK },
@@ -110,7 +110,7 @@ async function front (decoder: StandIn): Promise<FrontDoor> {
     share: { url: `${decoder.url}/share` },
     sidecar: art.sidecar,
     routing: { minTokens: 2 * BLOCK, minTail: BLOCK, maxBridgeTokens: 8192 },
-    deadlines: { linkMs: 2000 },
+    deadlines: { linkMs: 2000, ...(decoderBusyMs !== undefined ? { decoderBusyMs } : {}) },
     log: { level: 'silent' },
   })
   const f = await startFrontDoor({ config, logger: pino({ level: 'silent' }) })
@@ -153,6 +153,7 @@ describe('a busy decoder is not a dead one', () => {
     decoder.holdHealth = true
     const h = await health(f)
     expect(h.status).toBe(200)
+    expect(h.body.status).toBe('degraded')
     expect(h.body.links.decoder).toMatchObject({ ok: false, busy: true, model: MODEL, blockSize: BLOCK })
     expect(h.body.bridge.problems.filter((p: string) => p.startsWith('decoder'))).toEqual([])
     const second = await complete(f, coldPrompt(2))
@@ -170,6 +171,23 @@ describe('a busy decoder is not a dead one', () => {
     const third = await complete(f, coldPrompt(3))
     expect(third.status).toBe(502)
     expect(third.verdict).toMatch(/^declined: decoder unreachable/)
+  })
+})
+
+describe('busy lasts deadlines.decoderBusyMs from the last answer', () => {
+  it('a decoder that stops answering for longer is down: 503, and bridges are declined', async () => {
+    const decoder = await standIn()
+    // 1 ms: any held /health (it waits linkMs, 2 s) ends past it, so the state decides, not a clock race.
+    const f = await front(decoder, 1)
+    expect((await health(f)).status).toBe(200)
+    decoder.holdHealth = true
+    const hung = await health(f)
+    expect(hung.status).toBe(503)
+    expect(hung.body.status).toBe('down')
+    expect(hung.body.bridge.problems[0]).toMatch(/^decoder not answering: /)
+    const cold = await complete(f, coldPrompt(4))
+    expect(cold.verdict).toMatch(/^declined: decoder not answering/)
+    expect(submits(decoder)).toBe(0)
   })
 })
 
