@@ -4,9 +4,10 @@
 // between threads when there are fewer strips than threads give the 1-thread bits; and the earlier
 // kernels the benchmarks keep (setLegacyMatmul) give the same bits as the new ones.
 import { afterAll, describe, expect, it } from 'vitest'
-import { getKernelThreads, loadNativeKernels, matmulBf16, matmulF32, reference, setKernelThreads } from '../../src/kernels/index.ts'
+import { getKernelThreads, loadNativeKernels, matmulBf16, matmulF32, setKernelThreads } from '../../src/kernels/index.ts'
 import type { AccumulationOrder } from '../../src/kernels/index.ts'
-import { bitReport, bf16Codes, makeRng, mixedF32, uniformF32, wideF32 } from './fixtures.ts'
+import { bitReport, bf16Codes, makeRng, mixedF32, uniformF32 } from './fixtures.ts'
+import { expectNativeEqualsReferenceOnShapes } from './invariance.ts'
 
 const defaultThreads = getKernelThreads()
 const addon = loadNativeKernels()
@@ -25,18 +26,7 @@ describe('lane-major tiles: native equals the reference', () => {
   ]
   it.each(ORDERS)('%s: f32 and bf16 weights, with and without bf16 output', (order) => {
     const rng = makeRng(order === 'lanes8' ? 61 : 62)
-    let compared = 0
-    for (const [m, k, n] of shapes) {
-      const x = wideF32(m * k, rng)
-      const w = mixedF32(n * k, rng, 0.02)
-      const wb = bf16Codes(n * k, rng, 0.5)
-      for (const roundBf16 of [false, true]) {
-        const opts = { order, roundBf16 }
-        expect(bitReport(matmulF32(x, m, k, w, n, undefined, opts), reference.matmulF32(x, m, k, w, n, undefined, opts)), `f32 ${m}x${k}x${n} ${roundBf16}`).toBe('identical')
-        expect(bitReport(matmulBf16(x, m, k, wb, n, undefined, opts), reference.matmulBf16(x, m, k, wb, n, undefined, opts)), `bf16 ${m}x${k}x${n} ${roundBf16}`).toBe('identical')
-        compared += 2 * m * n
-      }
-    }
+    const compared = expectNativeEqualsReferenceOnShapes(order, shapes, rng, (size, r) => mixedF32(size, r, 0.02))
     expect(compared).toBeGreaterThan(20000)
   })
 })

@@ -9,6 +9,7 @@ import { getKernelThreads, matmulBf16, matmulF32, reference, setKernelThreads } 
 import type { AccumulationOrder } from '../../src/kernels/index.ts'
 import { bf16ToF32 } from '../../src/numerics/bf16.ts'
 import { bitReport, bf16Codes, makeRng, mixedF32, uniformF32, wideF32 } from './fixtures.ts'
+import { expectNativeEqualsReferenceOnShapes } from './invariance.ts'
 import { expectBatchAndThreadInvariance } from './invariance.ts'
 
 const defaultThreads = getKernelThreads()
@@ -24,18 +25,7 @@ describe('matmul at m >= 8: native equals the reference across tile edges', () =
   ]
   it.each(ORDERS)('%s: f32 and bf16 weights, with and without bf16 output', (order) => {
     const rng = makeRng(order === 'lanes8' ? 51 : 52)
-    let compared = 0
-    for (const [m, k, n] of shapes) {
-      const x = wideF32(m * k, rng)
-      const w = uniformF32(n * k, rng, 0.5)
-      const wb = bf16Codes(n * k, rng, 0.5)
-      for (const roundBf16 of [false, true]) {
-        const opts = { order, roundBf16 }
-        expect(bitReport(matmulF32(x, m, k, w, n, undefined, opts), reference.matmulF32(x, m, k, w, n, undefined, opts)), `f32 ${m}x${k}x${n} ${roundBf16}`).toBe('identical')
-        expect(bitReport(matmulBf16(x, m, k, wb, n, undefined, opts), reference.matmulBf16(x, m, k, wb, n, undefined, opts)), `bf16 ${m}x${k}x${n} ${roundBf16}`).toBe('identical')
-        compared += 2 * m * n
-      }
-    }
+    const compared = expectNativeEqualsReferenceOnShapes(order, shapes, rng, (size, r) => uniformF32(size, r, 0.5))
     expect(compared).toBeGreaterThan(40000)
   })
 
