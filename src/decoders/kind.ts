@@ -9,6 +9,7 @@ import type { FrontConfig } from '../config/index.ts'
 import type { PrefixCacheEvent } from '../decode/prefix-cache/index.ts'
 import type { AllowedRoute } from '../http/route-guard.ts'
 import type { DeepseekV4Config } from '../model/config.ts'
+import type { SidecarCacheMath } from '../wire/sidecar-format.ts'
 import type { DemoChecks } from './demo-checks.ts'
 import type { RequestRules } from './request-rules.ts'
 import type { DecoderTarget } from './target.ts'
@@ -23,6 +24,8 @@ export interface TargetOpenOptions {
   modelName: string
   cfg: DeepseekV4Config
   blockSize: number
+  /** The deployment sidecar's cache math record (absent: the profile's own kv path); a kind whose store records it takes it. */
+  cacheMath?: SidecarCacheMath
   /** The deployment's block key: every entry written carries its keyed digest (absent: none). */
   authKey?: KeyObject
   /** The block writer's builder threads (limits.writerBuilders). */

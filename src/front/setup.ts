@@ -72,6 +72,7 @@ export async function buildSetup (config: FrontConfig, kind: DecoderKind, modelN
     modelName,
     cfg,
     blockSize: config.decoder.blockSize,
+    ...(sidecar.json.cacheMath !== undefined ? { cacheMath: sidecar.json.cacheMath } : {}),
     authKey: blockKey,
     builders: config.limits.writerBuilders,
     log,

@@ -14,6 +14,7 @@ import {
 import { cacheToBlockPayload, modelCacheFromRestored, restoreBlocks } from './mapping.ts'
 import { storageRuleFor, type StorageRule } from './tensors.ts'
 import { Geometry } from '../../wire/geometry.ts'
+import type { SidecarCacheMath } from '../../wire/sidecar-format.ts'
 import { checkPositiveBlockSize } from '../../wire/block-size.ts'
 
 /** Something the prefix cache did, for the log: the store's events plus its own. */
@@ -61,6 +62,11 @@ export interface PrefixCacheOptions {
   profile: NumericsProfile | string
   /** Tokens per block; default 2048 (oMLX's DeepSeek-V4 choice). */
   blockSize?: number
+  /**
+   * The cache math the blocks are computed with, where it is not the profile's own kv path: the
+   * sidecar's `cacheMath` record (mlx-cpu for a decoder running MLX's arithmetic). Part of the geometry.
+   */
+  cacheMath?: SidecarCacheMath
   /** Size limit of the store in bytes (LRU eviction past it). Default: none. */
   maxSizeBytes?: number
   /** Receives every event; the default writes refusals, geometry misses and removals to stderr. */
@@ -239,7 +245,7 @@ export class DecoderPrefixCache {
     // Any positive size: a boundary inside a pooling window stores the buffered rows (docs/decoder-cache.md);
     // a store the bridge writes is checked for the pool-ratio rule by the writer's target and the stack.
     checkPositiveBlockSize(blockSize, 'block size')
-    const geometry = Geometry.fromConfig(cfg, profile).fingerprint
+    const geometry = Geometry.fromConfig(cfg, profile, options.cacheMath).fingerprint
     const layout: StoreLayout = deepseekV4StoreLayout(cfg, { modelName, geometryFingerprint: geometry, blockSize })
     const log = options.log ?? defaultLog
     // The store exists before the prefix cache does; its events reach us through this slot.

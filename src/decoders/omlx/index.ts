@@ -40,6 +40,8 @@ export const omlxDecoderKind: DecoderKind = {
         modelName: o.decoder.modelName,
         cfg: o.cfg,
         profile: o.decoder.profile,
+        // An mlx-cpu sidecar's blocks are oMLX's own arithmetic: the store's geometry records it.
+        ...(o.cacheMath !== undefined ? { cacheMath: o.cacheMath } : {}),
         blockSize: o.blockSize,
         omlxBlocks: o.decoder.omlxBlocks,
         builders: o.builders,

@@ -9,6 +9,7 @@ import { statSync } from 'node:fs'
 import { DecoderPrefixCache, type PrefixCacheEvent } from '../../decode/prefix-cache/index.ts'
 import { ConfigError } from '../../errors.ts'
 import type { DeepseekV4Config } from '../../model/config.ts'
+import type { SidecarCacheMath } from '../../wire/sidecar-format.ts'
 import { checkOmlxBlockSize } from './block-size.ts'
 
 /** How blocks oMLX wrote itself are treated by our store: left alone (a miss for us), or served. */
@@ -23,6 +24,8 @@ export interface OmlxStoreOptions {
   cfg: DeepseekV4Config
   /** The numerics profile the sidecar was exported under (part of our geometry fingerprint). */
   profile: string
+  /** The sidecar's cache math record, when it has one (mlx-cpu: oMLX's own arithmetic); part of the geometry too. */
+  cacheMath?: SidecarCacheMath
   /** Tokens per block: oMLX's (omlxAlignedBlockSize), or what the user's oMLX logs. */
   blockSize: number
   /** Default 'leave'. */
@@ -51,6 +54,7 @@ export async function openOmlxStore (o: OmlxStoreOptions): Promise<DecoderPrefix
     modelName: o.modelName,
     cfg: o.cfg,
     profile: o.profile,
+    ...(o.cacheMath !== undefined ? { cacheMath: o.cacheMath } : {}),
     blockSize: o.blockSize,
     omlxWritten: o.omlxBlocks ?? 'leave',
     ...(o.authKey !== undefined ? { authKey: o.authKey } : {}),
