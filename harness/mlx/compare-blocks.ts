@@ -12,7 +12,7 @@ import type { DeepseekV4Config } from '../../src/model/config.ts'
 import type { DeepseekV4Engine } from '../../src/model/engine/index.ts'
 import { decodeBf16 } from '../../src/numerics/bf16.ts'
 import { combine, distance, showHistogram, type Distance } from './distance.ts'
-import { mlxCpuBlockCache, oneShotAttnInput } from './mlx-cpu-block.ts'
+import { mlxCpuBlockCache, mlxAttnInput } from './mlx-cpu-block.ts'
 
 export interface StoreRecord {
   restored: boolean
@@ -80,7 +80,7 @@ export async function writeMlxCpuBlock (fixtures: string, cfg: DeepseekV4Config,
   const inputs = await readSafetensors(join(fixtures, 'mlx/omlx-blocks/tiny-t301-mxq-attn-inputs.safetensors'))
   if (inputs.metadata.checkpoint_sha256 !== weights.metadata.checkpoint_sha256) throw new Error('compare-blocks: attention inputs and cache weights come from different checkpoints')
   const B = c.boundary
-  const cache = mlxCpuBlockCache(cfg, weights, (layer) => oneShotAttnInput(inputs.tensors, cfg, layer, B), B)
+  const cache = mlxCpuBlockCache(cfg, weights, (layer) => mlxAttnInput(inputs.tensors, cfg, layer, B), B)
   edit?.(cache)
   const pc = await DecoderPrefixCache.open({ storeRoot, modelName: c.model_name, cfg, profile: 'decoder', blockSize: c.block_size, log: () => {} })
   const [hash] = pc.store.keysFor(tokensOf(fixtures, PROOF_CASES['tiny-t301-mxq'].tokens, c.tokens))
@@ -170,4 +170,38 @@ export function describeComparisons (label: string, cs: readonly Comparison[]): 
     }
   }
   return lines
+}
+
+/** One element whose bits differ: the tensor, its index (one number per dimension) and both values. */
+export interface ElementDifference { tensor: string, index: number[], ours: number, theirs: number }
+
+function bitsOf (t: Tensor): Uint16Array | Uint32Array | null {
+  const bytes = t.data.buffer.slice(t.data.byteOffset, t.data.byteOffset + t.data.byteLength)
+  return t.dtype === 'F32' ? new Uint32Array(bytes) : t.dtype === 'BF16' ? new Uint16Array(bytes) : null
+}
+
+function unravel (flat: number, shape: readonly number[]): number[] {
+  const index = shape.map(() => 0)
+  for (let d = shape.length - 1; d >= 0; d--) { index[d] = flat % shape[d]; flat = Math.floor(flat / shape[d]) }
+  return index
+}
+
+/**
+ * Every element of two float tensors (same dtype and shape: compareBlocks' structure check) whose
+ * bits differ, in storage order; an empty list when they are bit-identical.
+ */
+export function elementDifferences (name: string, ours: Tensor, theirs: Tensor): ElementDifference[] {
+  const a = bitsOf(ours)
+  const b = bitsOf(theirs)
+  const va = values(ours)
+  const vb = values(theirs)
+  if (a === null || b === null || va === null || vb === null || a.length !== b.length) throw new Error(`${name}: not two float tensors of one dtype and size`)
+  const out: ElementDifference[] = []
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) out.push({ tensor: name, index: unravel(i, ours.shape), ours: va.v[i], theirs: vb.v[i] })
+  return out
+}
+
+/** `name[i, j, ...]: ours X, oMLX Y` (values in full precision). */
+export function showDifference (d: ElementDifference): string {
+  return `${d.tensor}[${d.index.join(', ')}]: ours ${d.ours}, oMLX ${d.theirs}`
 }

@@ -13,7 +13,7 @@ import { readSafetensors, viewAs } from '../../src/formats/safetensors/index.ts'
 import { loadDeepseekV4Config } from '../../src/model/config.ts'
 import { DecoderPrefixCache, cacheToBlockPayload, type StorageRule } from '../../src/decode/prefix-cache/index.ts'
 import { blockPath } from '../../src/decode/store/index.ts'
-import { mlxCpuBlockCache, oneShotAttnInput } from './mlx-cpu-block.ts'
+import { mlxCpuBlockCache, mlxAttnInput } from './mlx-cpu-block.ts'
 
 const { values: o } = parseArgs({ options: { ckpt: { type: 'string' }, native: { type: 'string' }, weights: { type: 'string' }, tokens: { type: 'string' }, 'block-size': { type: 'string' }, 'model-name': { type: 'string' }, profile: { type: 'string' }, out: { type: 'string' } } })
 if (o.ckpt === undefined || o.native === undefined || o.weights === undefined || o.tokens === undefined || o.out === undefined) {
@@ -32,7 +32,7 @@ if (weights.metadata.checkpoint_sha256 !== native.metadata.checkpoint_sha256) th
 const ids = Array.from(viewAs(native.tensors.get('input_ids')!, 'I32'), Number)
 if (ids.length !== tokens.length || ids.some((t, i) => t !== tokens[i])) throw new Error('exact-blocks: the native run\'s prompt is not --tokens')
 
-const cache = mlxCpuBlockCache(cfg, weights, (layer) => oneShotAttnInput(native.tensors, cfg, layer, B), B)
+const cache = mlxCpuBlockCache(cfg, weights, (layer) => mlxAttnInput(native.tensors, cfg, layer, B), B)
 
 const payload = cacheToBlockPayload(cfg, cache, 0, B, { storage: STORAGE })
 const root = join(o.out, 'store')

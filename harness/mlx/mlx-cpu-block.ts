@@ -8,9 +8,12 @@ import type { DeepseekV4Config } from '../../src/model/config.ts'
 import { ModelCache, type CompressorState } from '../../src/model/engine/index.ts'
 import { decodeBf16 } from '../../src/numerics/bf16.ts'
 
-/** Layer i's attention input [B, hidden] (bf16, as MLX recorded it) from a one-shot record. */
-export function oneShotAttnInput (tensors: Map<string, Tensor>, cfg: DeepseekV4Config, layer: number, B: number): Float32Array {
-  const t = tensors.get(`oneshot.layers.${layer}.attn_input`)
+/**
+ * Layer i's attention input [B, hidden] (bf16, as MLX recorded it): `oneshot` from a one-shot record
+ * (omlx_exact_native.py), `prefill` from oMLX's block-by-block prefill (omlx_prefix_cache.py).
+ */
+export function mlxAttnInput (tensors: Map<string, Tensor>, cfg: DeepseekV4Config, layer: number, B: number, pass: 'oneshot' | 'prefill' = 'oneshot'): Float32Array {
+  const t = tensors.get(`${pass}.layers.${layer}.attn_input`)
   if (t === undefined) throw new Error(`mlx-cpu block: no attention input for layer ${layer}`)
   if (t.dtype !== 'BF16' || t.shape[0] !== B || t.shape[1] !== cfg.hiddenSize) throw new Error(`mlx-cpu block: layer ${layer} attention input is ${t.dtype} [${t.shape}], expected BF16 [${B}, ${cfg.hiddenSize}]`)
   return decodeBf16(viewAs(t, 'BF16'))

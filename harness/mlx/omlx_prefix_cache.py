@@ -12,12 +12,19 @@ native prefill, and oMLX restores blocks (its own, and this project's) and decod
             directory, BlockAwarePrefixCache.fetch_cache + reconstruct_cache build the model's cache
             from the blocks, and the same tail and decode run from it.
 
+With --save-attn-inputs FILE the native prefill also records every layer's attention input (the
+post-attn_norm rows omlx_reference.attn_input_recorder sees) over [0, B), block by block as MLX
+computed them, into FILE as `prefill.layers.{i}.attn_input` [B, hidden] in the model's dtype: what a
+prefill engine running oMLX's model hands the product's capture hook (harness/mlx/product-blocks.ts
+--attn-inputs).
+
 The only code here that is ours: loading the checkpoint (omlx_reference.load), the prefill loop that
 stands in for the scheduler's chunked prefill, one registry method the stored type_registry lacks
-(is_arrays_family: our class names are never in the arrays family), and the comparison.
+(is_arrays_family: our class names are never in the arrays family), the recording, and the comparison.
 
-    python3 harness/mlx/omlx_prefix_cache.py --ckpt DIR --tokens FILE [--take N] --dtype float32 \
-        --block-size 256 --decode 12 --model-name NAME --omlx-store DIR [--ours DIR] --out FILE.json
+    python3 harness/mlx/omlx_prefix_cache.py --ckpt DIR --tokens FILE [--take N] --dtype float32 [--quantize] \
+        --block-size 256 --decode 12 --model-name NAME --omlx-store DIR [--ours NAME=DIR] \
+        [--save-attn-inputs FILE] --out FILE.json
 """
 import argparse
 import ast
@@ -38,7 +45,7 @@ import mlx.core as mx  # noqa: E402
 import numpy as np  # noqa: E402
 
 import omlx_install  # noqa: E402,F401  (ours: installs oMLX's model into mlx_lm, as its patch does)
-from omlx_reference import checkpoint_digest, load  # noqa: E402
+from omlx_reference import attn_input_recorder, checkpoint_digest, load  # noqa: E402
 
 from omlx.cache.type_registry import CacheTypeRegistry  # noqa: E402
 from omlx.cache.type_handlers import CacheType  # noqa: E402
@@ -132,12 +139,17 @@ def continue_from(model, cache, tail, decode):
     return [np.array(x) for x in out], tokens
 
 
-def native(model, sched, tokens, block_size, decode, store, model_name):
+def native(model, sched, tokens, block_size, decode, store, model_name, recorded=None):
+    """recorded: a dict attn_input_recorder fills while recorded["on"] (the block loop only)."""
     boundary = (len(tokens) // block_size) * block_size
     cache = model.make_cache()
     snapshots = {}
     for start in range(0, boundary, block_size):
+        if recorded is not None:
+            recorded["on"] = True
         step(model, cache, tokens[start:start + block_size])
+        if recorded is not None:
+            recorded["on"] = False
         extracted, _ = sched._extract_cache_states(cache)
         eval_tree(extracted)
         snapshots[start + block_size] = compact_pooling_cache_snapshot(extracted, start + block_size, block_size)
@@ -167,6 +179,19 @@ def restored(model, tokens, block_size, decode, store, model_name):
             "logits": logits, "greedy": greedy}
 
 
+def save_attn_inputs(path, recorded, layers, tokens, boundary, block_size, ckpt):
+    """Each layer's recorded chunks (one per block) joined in position order: [B, hidden]."""
+    tensors = {"input_ids": mx.array(tokens, dtype=mx.int32)}
+    for i in range(layers):
+        chunks = [x[0] for x in recorded.get(i, [])]
+        if len(chunks) != boundary // block_size:
+            sys.exit(f"layer {i}: {len(chunks)} attention calls recorded, expected {boundary // block_size}")
+        tensors[f"prefill.layers.{i}.attn_input"] = mx.concatenate(chunks, axis=0)
+    mx.save_safetensors(path, tensors, metadata={
+        "producer": "harness/mlx/omlx_prefix_cache.py", "checkpoint_sha256": checkpoint_digest(ckpt),
+        "rows": str(boundary), "chunks": ",".join([str(block_size)] * (boundary // block_size)), "mlx_version": mx.__version__})
+
+
 def distance(a, b):
     a, b = np.asarray(a, np.float32), np.asarray(b, np.float32)
     d = np.abs(a - b)
@@ -186,6 +211,7 @@ def main():
     ap.add_argument("--model-name", required=True)
     ap.add_argument("--omlx-store", required=True)
     ap.add_argument("--ours", action="append", default=[], help="NAME=DIR: a store this project wrote")
+    ap.add_argument("--save-attn-inputs", help="FILE: every layer's attention input over [0, B) of the native prefill")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     logging.basicConfig(level=os.environ.get("OMLX_LOG", "WARNING"))
@@ -196,7 +222,13 @@ def main():
     tokens = tokens[: a.take] if a.take else tokens
     model, _ = load(a.ckpt, a.dtype, a.quantize)
     shutil.rmtree(a.omlx_store, ignore_errors=True)
-    boundary, n_logits, n_greedy = native(model, sched, tokens, a.block_size, a.decode, a.omlx_store, a.model_name)
+    recorded = None
+    if a.save_attn_inputs:
+        recorded = {}
+        attn_input_recorder(model, recorded)
+    boundary, n_logits, n_greedy = native(model, sched, tokens, a.block_size, a.decode, a.omlx_store, a.model_name, recorded)
+    if recorded is not None:
+        save_attn_inputs(a.save_attn_inputs, recorded, len(model.layers), tokens[:boundary], boundary, a.block_size, a.ckpt)
     sources = json.load(open(os.path.join(SITE, "sources.json")))
     for manifest in ("omlx-files.json", "omlx-cache-files.json"):
         sources[manifest] = [{k: f[k] for k in ("repo", "path", "commit", "sha256")} for f in json.load(open(os.path.join(HERE, manifest)))["files"]]

@@ -25,7 +25,7 @@ import { readSafetensors } from '../../src/formats/safetensors/index.ts'
 import {
   compareBlocks, describeComparisons, identical, isWindow, omlxBlocks, readBlock, readProof, tokensOf, PROOF_CASES, type Comparison,
 } from '../../harness/mlx/compare-blocks.ts'
-import { mlxCpuBlockCache, oneShotAttnInput } from '../../harness/mlx/mlx-cpu-block.ts'
+import { mlxCpuBlockCache, mlxAttnInput } from '../../harness/mlx/mlx-cpu-block.ts'
 import { tinyModelForFile } from '../blocks/helpers.ts'
 import { envWith, runCli } from '../stack/helpers.ts'
 
@@ -94,7 +94,7 @@ describe('the omlx kind writes the blocks oMLX writes', () => {
     const cfg = held.model.ckpt.config
     const weights = await readMlxCpuCacheWeights(join(FX, 'mlx/tiny-mxq-cache-weights.safetensors'))
     const inputs = await readSafetensors(join(FX, 'mlx/omlx-blocks/tiny-t301-mxq-attn-inputs.safetensors'))
-    const cache = mlxCpuBlockCache(cfg, weights, (layer) => oneShotAttnInput(inputs.tensors, cfg, layer, c.boundary), c.boundary)
+    const cache = mlxCpuBlockCache(cfg, weights, (layer) => mlxAttnInput(inputs.tensors, cfg, layer, c.boundary), c.boundary)
     const dir = await omlxDir('omlx-mxq')
     const pc = await openOmlxStore({ cacheDir: dir, modelName: c.model_name, cfg, profile: 'decoder', blockSize: c.block_size, log: () => {} })
     expect(pc.storage, 'bf16 blocks, as MLX holds the cache').toBe('bf16-if-exact')
