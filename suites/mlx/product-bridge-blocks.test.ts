@@ -1,17 +1,18 @@
-// The product's blocks against the ones oMLX wrote itself for the same prompts, for every case of the
+// The product's blocks against the ones oMLX wrote itself for the same prompts, for the cases of the
 // end-to-end record (harness/fixtures/mlx/product-bridge.json, made by make-product-bridge-proof.sh;
-// oMLX's blocks in product-bridge-blocks/<case>/). No MLX here: the product's path
-// (harness/mlx/product-bridge.ts: the capture hook under the case's sidecar, then the omlx kind's
-// target) writes the blocks again, and they are compared with oMLX's tensor by tensor.
-//   - f32 (cache math `decoder` under the f32 profile): the hook's attention inputs from our engine's live f32 prefill. Two engines' float32:
-//     every tensor within relative error 1e-5 (the bound of omlx-kind.test.ts), each tensor's
-//     identical fraction, worst ulp and relative error printed.
+// oMLX's blocks in product-bridge-blocks/<case>/; all but the flash schedule's f32 case, see
+// CI_CASES). No MLX here: the product's path (harness/mlx/product-bridge.ts: the capture hook under
+// the case's sidecar, then the omlx kind's target) writes the blocks again, and they are compared
+// with oMLX's tensor by tensor.
+//   - f32 (cache math `decoder` under the f32 profile): the hook's attention inputs from our engine's
+//     live f32 prefill. Two engines' float32: every tensor within relative error 1e-5 (the bound of
+//     omlx-kind.test.ts), each tensor's identical fraction, worst ulp and relative error printed.
 //   - mlx-cpu: the sidecar `export-weights --cache-math mlx-cpu`, the hook fed the attention inputs
 //     oMLX's model computed (product-bridge-blocks/<case>-attn-inputs.safetensors). Every element
 //     bit-identical but each window's oldest row, which our capture does not hold (zeros;
 //     docs/omlx.md shows nothing reads it, and the record's logits are bit-identical); every
 //     differing element is printed with its index and both values.
-// One more test flips one bit of a copy of an oMLX block and checks that the comparison reports it.
+// The store's geometry must record the sidecar's cache math. One more test flips one bit of a copy of an oMLX block and checks that the comparison reports it.
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -24,6 +25,7 @@ import {
   compareBlocks, describeComparisons, elementDifferences, isWindow, readBlock, showDifference, type Block, type ElementDifference,
 } from '../../harness/mlx/compare-blocks.ts'
 import { writeProductBlocks } from '../../harness/mlx/product-bridge.ts'
+import { omlxTarget } from '../../src/decoders/omlx/target.ts'
 import { tinyModelForFile } from '../blocks/helpers.ts'
 
 const FX = fileURLToPath(new URL('../../harness/fixtures/', import.meta.url))
@@ -139,8 +141,9 @@ async function productBlocksFor (c: RecordCase, workDir: string): Promise<{ ours
   return { ours: await blocksIn(w.store), window: ckpt.config.slidingWindow }
 }
 
-// Every case of the record (the 43-layer flash-schedule ones too: about 12 s of the file's ~20 s).
-const CI_CASES = RECORD.cases
+// Every case of the record but the flash schedule's f32 one (its live 43-layer f32 prefill alone
+// takes longer than all the others together); its mlx-cpu twin runs in a few seconds.
+const CI_CASES = RECORD.cases.filter((c) => presetOf(c) === 'tiny' || c.cache_math === 'mlx-cpu')
 
 describe('the product\'s blocks against oMLX\'s own, for each case of product-bridge.json', () => {
   it('the record holds both cache maths, and oMLX\'s blocks (plus MLX\'s attention inputs for mlx-cpu) are committed for each case', () => {
@@ -171,6 +174,21 @@ describe('the product\'s blocks against oMLX\'s own, for each case of product-br
       }
     })
   }
+
+  it('the store records the cache math: oMLX\'s directory opened without the mlx-cpu sidecar\'s refuses its capture', async () => {
+    const c = CI_CASES.find((x) => x.cache_math === 'mlx-cpu')!
+    const { dir, ckpt } = await checkpointFor(presetOf(c))
+    const sidecar = await sidecarFor(presetOf(c), dir, 'mlx-cpu')
+    const cacheDir = held.model.scratch('geometry')
+    mkdirSync(cacheDir, { recursive: true })
+    const open = async (cacheMath?: Sidecar['json']['cacheMath']) => await omlxTarget({
+      cacheDir, modelName: 'geometry', cfg: ckpt.config, profile: 'decoder', blockSize: 256, log: () => {}, ...(cacheMath !== undefined ? { cacheMath } : {}),
+    })
+    const without = await open()
+    expect(() => { without.checkSidecar(sidecar.json) }).toThrow(/cache math mlx-cpu\) gives geometry/)
+    const withMath = await open(sidecar.json.cacheMath)
+    expect(() => { withMath.checkSidecar(sidecar.json) }).not.toThrow()
+  })
 
   describe('the comparison reports a one-bit change', () => {
     const c = CI_CASES.find((x) => x.cache_math === 'mlx-cpu')!
