@@ -25,7 +25,10 @@ import {
   compareBlocks, describeComparisons, elementDifferences, isWindow, readBlock, showDifference, type Block, type ElementDifference,
 } from '../../harness/mlx/compare-blocks.ts'
 import { writeProductBlocks } from '../../harness/mlx/product-bridge.ts'
+import { parseFrontConfig } from '../../src/config/index.ts'
+import { omlxDecoderKind } from '../../src/decoders/omlx/index.ts'
 import { omlxTarget } from '../../src/decoders/omlx/target.ts'
+import { buildSetup } from '../../src/front/index.ts'
 import { tinyModelForFile } from '../blocks/helpers.ts'
 
 const FX = fileURLToPath(new URL('../../harness/fixtures/', import.meta.url))
@@ -175,7 +178,7 @@ describe('the product\'s blocks against oMLX\'s own, for each case of product-br
     })
   }
 
-  it('the store records the cache math: oMLX\'s directory opened without the mlx-cpu sidecar\'s refuses its capture', async () => {
+  it('the store records the cache math: oMLX\'s directory opened without the mlx-cpu sidecar\'s refuses its capture; the front door\'s setup passes it', async () => {
     const c = CI_CASES.find((x) => x.cache_math === 'mlx-cpu')!
     const { dir, ckpt } = await checkpointFor(presetOf(c))
     const sidecar = await sidecarFor(presetOf(c), dir, 'mlx-cpu')
@@ -188,6 +191,11 @@ describe('the product\'s blocks against oMLX\'s own, for each case of product-br
     expect(() => { without.checkSidecar(sidecar.json) }).toThrow(/cache math mlx-cpu\) gives geometry/)
     const withMath = await open(sidecar.json.cacheMath)
     expect(() => { withMath.checkSidecar(sidecar.json) }).not.toThrow()
+    // The front door's setup opens the kind's target with the sidecar's cache math: no geometry problem.
+    const base = { engine: omlxDecoderKind.name, url: 'http://127.0.0.1:9', model: dir, modelName: 'geometry', cacheDir, blockSize: 256, profile: 'decoder' }
+    const { config } = parseFrontConfig({ decoder: base, prefill: { url: 'http://127.0.0.1:9' }, share: { url: 'http://127.0.0.1:9' }, sidecar: sidecar.dir })
+    const setup = await buildSetup(config, omlxDecoderKind, 'geometry', () => {})
+    expect(setup.problem).toBeUndefined()
   })
 
   describe('the comparison reports a one-bit change', () => {
