@@ -22,6 +22,7 @@
 #            cache arithmetic, the block mapping and the writer are the product's. Logits bit for bit.
 # Cases: tiny 301 tokens (not a multiple of the block size), tiny 1,100 tokens (past the native window
 # of 1,024 under YaRN), each with both cache maths; with FLASH=1 the 43-layer V4-Flash schedule at 301.
+# ONLY=REGEX keeps the cases whose line ('preset take tokens-file math') matches (with OUT=FILE, to try one).
 # The oMLX-written blocks are kept in harness/fixtures/mlx/product-bridge-blocks/<case>/ (and, for
 # mlx-cpu cases, <case>-attn-inputs.safetensors) for suites/mlx/product-bridge-blocks.test.ts.
 # Needs MLX (harness/mlx/build-mlx.sh), harness/mlx/gather.sh and gather-cache.sh.
