@@ -31,7 +31,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 fx="$root/harness/fixtures"
 out="${OUT:-$fx/mlx/product-bridge.json}"
-blocks_out="$fx/mlx/product-bridge-blocks"
+blocks_out="$(dirname "$out")/product-bridge-blocks"  # beside the record: OUT=/tmp/x.json leaves the fixtures alone
 [ -d "$here/.work/python/mlx" ] || { echo "make-product-bridge-proof: run harness/mlx/build-mlx.sh first" >&2; exit 1; }
 [ -d "$here/.omlx/cache-site" ] || { echo "make-product-bridge-proof: run harness/mlx/gather.sh and gather-cache.sh first" >&2; exit 1; }
 tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
