@@ -498,9 +498,23 @@ function sampleRss (pids) {
   }
 }
 
+let decoderUrl
+/** The decoder's batch counters (/health `batch`: a kind that batches has them), or null. */
+async function batchCounters () {
+  try {
+    const res = await fetch(`${decoderUrl}/health`, { headers: apiKey === undefined ? {} : { authorization: `Bearer ${apiKey}` }, signal: AbortSignal.timeout(30_000) })
+    const b = (await res.json())?.batch
+    return typeof b?.steps === 'number' && typeof b?.rows === 'number' && typeof b?.chunks === 'number' ? b : null
+  }
+  catch {
+    return null
+  }
+}
+
 /** One level: `clients` clients, each sending requestsPerClient requests one after another; then the solo runs. */
 async function runLevel (clients, stackPids) {
   const samples = []
+  const batchBefore = await batchCounters()
   const loadStart = loadavg()[0]
   const stopRss = sampleRss(stackPids)
   await Promise.all(Array.from({ length: clients }, async (_, i) => {
@@ -516,9 +530,13 @@ async function runLevel (clients, stackPids) {
   }))
   const peakRssBytes = await stopRss()
   const loadEnd = loadavg()[0]
+  const batchAfter = await batchCounters()
+  const steps = batchAfter === null || batchBefore === null ? null : batchAfter.steps - batchBefore.steps
+  const rows = steps === null ? 0 : batchAfter.rows - batchBefore.rows
+  const decoderBatch = steps === null ? null : { steps, rows, meanRows: steps > 0 ? rows / steps : null, chunks: batchAfter.chunks - batchBefore.chunks }
   await compareWithSolo(samples)
   logErrors(clients, samples)
-  return { samples, level: summarizeLevel(clients, samples, { peakRssBytes, loadAverage: { start: loadStart, end: loadEnd } }) }
+  return { samples, level: summarizeLevel(clients, samples, { peakRssBytes, loadAverage: { start: loadStart, end: loadEnd }, decoderBatch }) }
 }
 
 /** The latency probe: short prompts one after another on the idle stack, then while long prompts (max_tokens 1: little but the bridge) run. */
@@ -579,6 +597,7 @@ async function runKind (kind) {
       onDeath: (message) => say(`a child died: ${message}`),
     })
     frontUrl = stack.urls.front
+    decoderUrl = stack.urls.decoder
     modelName = stack.modelName
     cacheDir = stack.cacheDir
     tokenizer = await loadTokenizer(stack.checkpoint.dir)
@@ -609,7 +628,7 @@ async function runKind (kind) {
       const { level } = await runLevel(clients, pids)
       levels.push(level)
       const p = (x) => (x === null ? '—' : ms(x.p99))
-      say(`${kind}: ${clients} clients: ${level.requests} requests, ${level.errors} errors, ${level.decodeTokensPerS === null ? '—' : level.decodeTokensPerS.toFixed(1)} decode tokens/s, TTFT p99 ${p(level.ttftMs)}, end to end p99 ${p(level.latencyMs)}, ${level.answersDiffering} of ${level.answersCompared} differ from solo, load ${level.loadAverage.end.toFixed(1)}`)
+      say(`${kind}: ${clients} clients: ${level.requests} requests, ${level.errors} errors, ${level.decodeTokensPerS === null ? '—' : level.decodeTokensPerS.toFixed(1)} decode tokens/s, TTFT p99 ${p(level.ttftMs)}, end to end p99 ${p(level.latencyMs)}, ${level.answersDiffering} of ${level.answersCompared} differ from solo, load ${level.loadAverage.end.toFixed(1)}${level.decoderBatch?.meanRows == null ? '' : `, mean batch ${level.decoderBatch.meanRows.toFixed(2)} over ${level.decoderBatch.steps} steps`}`)
     }
     let latency = null
     if (levelOpts.latencySamples > 0) {

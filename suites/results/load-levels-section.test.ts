@@ -99,6 +99,8 @@ describe('the preset and the definitions', () => {
     expect(loadLevelsRunLine(old)).not.toContain('preset')
     expect(now.definitions.decodeTokensPerS).toContain('union')
     expect(() => parseLoadLevelsRecord({ ...now, definitions: { ...LOAD_LEVELS_DEFINITIONS, extra: 'x' } }, 'bad.json')).toThrow()
+    const batched = { ...now, levels: [{ ...now.levels[0], decoderBatch: { steps: 10, rows: 20, meanRows: 2, chunks: 1 } }] }
+    expect(parseLoadLevelsRecord(JSON.parse(JSON.stringify(batched)), 'batched.json').levels[0].decoderBatch?.meanRows).toBe(2)
   })
 })
 

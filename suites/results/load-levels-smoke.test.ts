@@ -32,6 +32,8 @@ describe('the load protocol\'s concurrency levels, smoke run on the embedded sta
       expect(rec.decoder.kind).toBe('ours')
       expect(rec.settings).toMatchObject({ preset: 'tiny', levels: [1, 2], requestsPerClient: 1, seed: 11, latencySamples: 2, longTokens: 1500, maxTokens: 6 })
       expect(rec.definitions).toEqual(LOAD_LEVELS_DEFINITIONS)
+      // Our decoder batches: each level's answers were decoded in batched steps it counted.
+      for (const l of rec.levels) expect(l.decoderBatch?.rows).toBeGreaterThanOrEqual(l.completionTokens - l.ok)
       expect(rec.levels.map((l) => [l.clients, l.requests, l.errors])).toEqual([[1, 1, 0], [2, 2, 0]])
       expect(rec.totals.errors).toBe(0)
       expect(rec.errorSamples).toEqual([])

@@ -72,6 +72,12 @@ export const loadLevelSchema = z.strictObject({
   peakRssBytes: z.record(z.string(), bytes),
   /** 1-minute load average when the level started and when it ended. */
   loadAverage: z.strictObject({ start: z.number().nonnegative(), end: z.number().nonnegative() }),
+  /**
+   * The decoder's batched steps during the level, from its /health `batch` counters (a kind that
+   * batches reports them; null otherwise; absent in records written before): steps, the rows they
+   * fed, rows per step, and the prefill chunks run between steps.
+   */
+  decoderBatch: z.strictObject({ steps: count, rows: count, meanRows: rate.nullable(), chunks: count }).nullable().optional(),
 })
 
 /** The latency goal: short prompts one after another on an idle stack, then while a long prompt is bridged. */
@@ -205,7 +211,7 @@ function ttfts (samples: readonly LevelSample[]): Percentiles | null {
 }
 
 /** A level's fields from its samples (peak RSS and load average are measured apart). */
-export function summarizeLevel (clients: number, samples: readonly LevelSample[], extra: Pick<LoadLevel, 'peakRssBytes' | 'loadAverage'>): LoadLevel {
+export function summarizeLevel (clients: number, samples: readonly LevelSample[], extra: Pick<LoadLevel, 'peakRssBytes' | 'loadAverage' | 'decoderBatch'>): LoadLevel {
   const ok = samples.filter(isOk)
   const wallMs = samples.length === 0 ? 0 : Math.max(...samples.map((s) => s.end)) - Math.min(...samples.map((s) => s.start))
   const completionTokens = ok.reduce((a, s) => a + s.completionTokens, 0)
