@@ -3,7 +3,9 @@
 // of all of them at a time (the step the decoder's batcher runs), B levels interleaved over the
 // repeats so a busy machine slows every level alike. Per level: step time (min and median),
 // tokens/s, throughput over one sequence's (median and best steps), and a step's mean time inside
-// each kernel over --repeats more steps (lib/kernel-clock.ts). One JSON record in --out; nothing is asserted.
+// each kernel over --repeats more steps (lib/kernel-clock.ts), and (version 3) the bf16 matmul's time
+// per weight shape over --repeats more (which projections grow with the batch, at what mean rows per
+// call). One JSON record in --out; nothing is asserted.
 //
 //   npx tsx protocols/batch-step.ts --model DIR [--levels 1,2,4,8] [--prompt 64] [--repeats 8] [--threads N]
 import { mkdir, writeFile } from 'node:fs/promises'
@@ -13,7 +15,7 @@ import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { loadNativeKernels } from '../src/kernels/native.ts'
 import { DeepseekV4Engine, type ModelCache } from '../src/model/engine/index.ts'
-import { clockKernels, type KernelClock } from './lib/kernel-clock.ts'
+import { clockKernels, clockMatmulShapes, type KernelClock, type MatmulShape } from './lib/kernel-clock.ts'
 
 const REPO = resolve(fileURLToPath(new URL('..', import.meta.url)))
 const USAGE = `Usage: npx tsx protocols/batch-step.ts --model DIR [options]
@@ -83,6 +85,14 @@ for (const b of levels) {
   })
 }
 
+// The bf16 matmul per weight shape over --repeats more steps, reported per step.
+const shapes = new Map<number, MatmulShape[]>()
+for (const b of levels) {
+  const level = byLevel.get(b)!
+  const all = clockMatmulShapes(addon, () => { for (let r = 0; r < repeats; r++) engine.decodeBatch(tokensFor(b), level.caches) })
+  shapes.set(b, all.map((s) => ({ ...s, calls: s.calls / repeats, ms: s.ms / repeats, weightMiB: s.weightMiB / repeats })))
+}
+
 const median = (xs: number[]): number => {
   const s = [...xs].sort((a, c) => a - c)
   return s.length % 2 === 1 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2
@@ -98,15 +108,19 @@ const rows = levels.map((b) => {
     throughput_vs_smallest_best: (b / Math.min(...ms)) / (Math.min(...levels) / Math.min(...one.ms)),
     /** Mean per step over --repeats clocked steps (calls per step likewise). */
     one_step_inside_kernels: clocks.get(b)!,
+    /** Mean per step over --repeats more steps: the bf16 matmul per weight shape k x n (calls, mean rows per call, ms, MiB of W read). */
+    one_step_matmul_bf16_by_shape: shapes.get(b)!,
   }
   const top = Object.entries(row.one_step_inside_kernels.kernels).slice(0, 5).map(([k, v]) => `${k} ${v.ms.toFixed(1)} ms`).join(', ')
+  const bigShapes = row.one_step_matmul_bf16_by_shape.slice(0, 4).map((s) => `${s.shape} m=${s.meanRows.toFixed(1)} ${s.ms.toFixed(1)} ms`).join(', ')
+  console.error(`batch-step: B=${b}: bf16 matmul by shape: ${bigShapes}`)
   console.error(`batch-step: B=${b}: step ${row.step_ms_median.toFixed(1)} ms median (${row.step_ms_min.toFixed(1)} min), ${row.tokens_per_s_median.toFixed(1)} tok/s, ${row.throughput_vs_smallest_median.toFixed(2)}x (best ${row.throughput_vs_smallest_best.toFixed(2)}x); ${top}`)
   return row
 })
 const at = new Date().toISOString()
 const cfg = engine.config
 const record = {
-  kind: 'batch-step', version: 2, at, note: opts.note,
+  kind: 'batch-step', version: 3, at, note: opts.note,
   machine: { cpu: cpus()[0]?.model ?? 'unknown', cores: cpus().length, threads: addon.getThreads(), kernel_pool: addon.threadPool ?? null, isa: addon.isa, node: process.version },
   load_average: loadavg(),
   model: { dir_name: opts.model.split('/').filter(Boolean).at(-1), hidden_size: cfg.hiddenSize, layers: cfg.numHiddenLayers, experts: cfg.nRoutedExperts, experts_per_token: cfg.numExpertsPerTok, profile: 'decoder' },

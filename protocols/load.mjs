@@ -31,13 +31,17 @@ import { checkArgv, helpAndExit, usageError } from './flags.mjs'
 const REPO = resolve(fileURLToPath(new URL('..', import.meta.url)))
 const DEFAULT_RUNS = join(REPO, 'results', 'load')
 const DEFAULT_OUT = join(REPO, 'results')
-const PRESET = 'tiny'
+const DEFAULT_PRESET = 'tiny'
 const SEED = 1
 const BLOCK = 256
 const ROUTES = ['bridged', 'warm', 'native-short']
 
 // The stack, the prompt builder and the record are TypeScript; tsx lets this protocol import them as they are.
 register()
+const { PRESET_NAMES, isPresetName } = await import('../src/model/checkpoint/index.ts')
+// Named mixes (weights of bridged, warm, native-short). decode-heavy: no cold prompt at the levels,
+// so the decoder's batched steps, not prefills, fill the level's time (issue 41's throughput goal).
+const NAMED_MIXES = { 'decode-heavy': '0,1,3' }
 // The decoder kinds are the registry's (src/decoders/registry.ts): those the embedded stack starts
 // itself (an external kind, such as oMLX, runs outside pd-bridge and has no stack leg here).
 const { DECODER_KINDS: REGISTERED, DEFAULT_DECODER_KIND, kindNamesText } = await import('../src/decoders/registry.ts')
@@ -46,8 +50,8 @@ const DECODER_KINDS = STACK_KINDS.map((k) => k.name)
 
 const USAGE = `Usage: npx zx protocols/load.mjs [options]   (node runs it as well)
 
-The load protocol (docs/BENCHMARK-PROTOCOL.md, "Load"): starts the embedded stack (preset ${PRESET},
-blocks of ${BLOCK}, loopback only) in a home of its own and sends a mix of requests through the front
+The load protocol (docs/BENCHMARK-PROTOCOL.md, "Load"): starts the embedded stack (--preset, default
+${DEFAULT_PRESET}; blocks of ${BLOCK}, loopback only) in a home of its own and sends a mix of requests through the front
 door: fresh cold prompts long enough to be bridged (route bridged), repeats of earlier prompts whose
 blocks are in the decoder's store (warm) and short prompts that go native (native-short).
 
@@ -76,7 +80,10 @@ The timed mix:
   --stream-share F       share of requests sent as streams, 0 to 1 (default 0.5)
   --when-full MODE       the front door's queue.whenFull: native (default) or reject (429 + Retry-After)
 Both:
-  --mix B,W,S            weights of bridged, warm and native-short requests (default 1,2,2)
+  --preset NAME          the checkpoint preset the stack serves: ${PRESET_NAMES.join(', ')} (default ${DEFAULT_PRESET});
+                         made once in the state directory (flash-attn: about 1.8 GB, minutes)
+  --mix B,W,S            weights of bridged, warm and native-short requests (default 1,2,2), or a
+                         named mix: ${Object.entries(NAMED_MIXES).map(([k, v]) => `${k} (${v}: no cold prompts at the levels)`).join(', ')}
   --cold-tokens N        size of each fresh cold prompt (default 700: two full blocks and a tail)
   --short-tokens N       size of each short prompt (default 200; must stay under the front door's
                          minimum of ${2 * BLOCK} tokens, so it goes native)
@@ -102,7 +109,7 @@ helpAndExit(USAGE)
 checkArgv('load', argv, {
   clients: 'string', 'duration-s': 'string', mix: 'string', 'stream-share': 'string', 'cold-tokens': 'string', 'short-tokens': 'string',
   'max-tokens': 'string', 'request-timeout-s': 'string', 'when-full': 'string', seed: 'string', 'state-dir': 'string', 'keep-state': 'boolean',
-  runs: 'string', out: 'string', generate: 'negatable',
+  runs: 'string', out: 'string', generate: 'negatable', preset: 'string',
   levels: 'string', decoders: 'string', 'requests-per-client': 'string', 'long-tokens': 'string', 'latency-samples': 'string', temperature: 'string', 'top-p': 'string',
 })
 
@@ -121,11 +128,12 @@ function fraction (name, text) {
   return x
 }
 
-function mixOf (text) {
+function mixOf (given) {
+  const text = NAMED_MIXES[String(given)] ?? String(given)
   const parts = String(text).split(',').map((s) => s.trim())
   const w = parts.map(Number)
   if (parts.length !== 3 || parts.some((s) => !/^\d*\.?\d+$/.test(s)) || w.some((x) => !(x >= 0)) || w[0] + w[1] + w[2] <= 0) {
-    fail(`--mix must be three weights B,W,S (bridged, warm, native-short) that are not all 0, got ${JSON.stringify(String(text))}`)
+    fail(`--mix must be three weights B,W,S (bridged, warm, native-short) that are not all 0, or one of ${Object.keys(NAMED_MIXES).join(', ')}; got ${JSON.stringify(String(given))}`)
   }
   const sum = w[0] + w[1] + w[2]
   const mix = { bridged: w[0] / sum, warm: w[1] / sum, 'native-short': w[2] / sum }
@@ -133,6 +141,10 @@ function mixOf (text) {
   mix['native-short'] = 1 - mix.bridged - mix.warm
   return mix
 }
+
+const presetArg = String(argv.preset ?? DEFAULT_PRESET)
+if (!isPresetName(presetArg)) fail(`--preset: unknown preset ${JSON.stringify(presetArg)} (expected one of ${PRESET_NAMES.join(', ')})`)
+const PRESET = presetArg
 
 const opts = {
   clients: int('clients', argv.clients ?? 16, 1, 256),
@@ -210,7 +222,7 @@ const { loadTokenizer } = await import('../src/model/tokenizer/index.ts')
 const { embeddedEnvironment, embeddedModelName } = await import('../verify/results/environment.ts')
 const { LOAD_RECORD_SCHEMA, loadTotals, parseLoadRecord, isLoadError } = await import('../verify/results/load-record.ts')
 const { loadHeadline } = await import('../verify/results/load-section.ts')
-const { LOAD_LEVELS_RECORD_SCHEMA, parseLoadLevelsRecord, summarizeLevel, summarizeLatency, loadLevelsVerdict } = await import('../verify/results/load-levels-record.ts')
+const { LOAD_LEVELS_RECORD_SCHEMA, LOAD_LEVELS_DEFINITIONS, parseLoadLevelsRecord, summarizeLevel, summarizeLatency, loadLevelsVerdict } = await import('../verify/results/load-levels-record.ts')
 const { loadLevelsHeadline } = await import('../verify/results/load-levels-section.ts')
 const { generateResults } = await import('../verify/results/generate.ts')
 const { resolveProgressMode, startProgress } = await import('../src/progress/index.ts')
@@ -486,9 +498,23 @@ function sampleRss (pids) {
   }
 }
 
+let decoderUrl
+/** The decoder's batch counters (/health `batch`: a kind that batches has them), or null. */
+async function batchCounters () {
+  try {
+    const res = await fetch(`${decoderUrl}/health`, { headers: apiKey === undefined ? {} : { authorization: `Bearer ${apiKey}` }, signal: AbortSignal.timeout(30_000) })
+    const b = (await res.json())?.batch
+    return typeof b?.steps === 'number' && typeof b?.rows === 'number' && typeof b?.chunks === 'number' ? b : null
+  }
+  catch {
+    return null
+  }
+}
+
 /** One level: `clients` clients, each sending requestsPerClient requests one after another; then the solo runs. */
 async function runLevel (clients, stackPids) {
   const samples = []
+  const batchBefore = await batchCounters()
   const loadStart = loadavg()[0]
   const stopRss = sampleRss(stackPids)
   await Promise.all(Array.from({ length: clients }, async (_, i) => {
@@ -504,9 +530,13 @@ async function runLevel (clients, stackPids) {
   }))
   const peakRssBytes = await stopRss()
   const loadEnd = loadavg()[0]
+  const batchAfter = await batchCounters()
+  const steps = batchAfter === null || batchBefore === null ? null : batchAfter.steps - batchBefore.steps
+  const rows = steps === null ? 0 : batchAfter.rows - batchBefore.rows
+  const decoderBatch = steps === null ? null : { steps, rows, meanRows: steps > 0 ? rows / steps : null, chunks: batchAfter.chunks - batchBefore.chunks }
   await compareWithSolo(samples)
   logErrors(clients, samples)
-  return { samples, level: summarizeLevel(clients, samples, { peakRssBytes, loadAverage: { start: loadStart, end: loadEnd } }) }
+  return { samples, level: summarizeLevel(clients, samples, { peakRssBytes, loadAverage: { start: loadStart, end: loadEnd }, decoderBatch }) }
 }
 
 /** The latency probe: short prompts one after another on the idle stack, then while long prompts (max_tokens 1: little but the bridge) run. */
@@ -567,6 +597,7 @@ async function runKind (kind) {
       onDeath: (message) => say(`a child died: ${message}`),
     })
     frontUrl = stack.urls.front
+    decoderUrl = stack.urls.decoder
     modelName = stack.modelName
     cacheDir = stack.cacheDir
     tokenizer = await loadTokenizer(stack.checkpoint.dir)
@@ -575,21 +606,29 @@ async function runKind (kind) {
     client = new OpenAI({ baseURL: `${frontUrl}/v1`, apiKey: apiKey ?? 'none', maxRetries: 0, timeout: opts.requestTimeoutMs })
     soloClient = new OpenAI({ baseURL: `${solo.url}/v1`, apiKey: apiKey ?? 'none', maxRetries: 0, timeout: opts.requestTimeoutMs })
 
-    say(`${kind}: warm-up: one cold prompt and its warm repeat (not counted)`)
-    const first = await coldPrompt()
-    const w1 = await sendSeeded('bridged', first)
-    if (w1.status !== 200) throw new Error(`the warm-up cold prompt got ${w1.message ?? `HTTP ${w1.status}`}`)
-    await remember(first)
-    if (warmPool.length === 0) throw new Error(`the warm-up cold prompt (${w1.verdict}) left its blocks out of the decoder's store; no warm prompt to repeat`)
-    const w2 = await sendSeeded('warm', first)
-    if (w2.status !== 200) throw new Error(`the warm-up warm repeat got ${w2.message ?? `HTTP ${w2.status}`}`)
+    if (opts.mix.bridged > 0 || opts.mix.warm > 0) {
+      say(`${kind}: warm-up: one cold prompt and its warm repeat (not counted)`)
+      const first = await coldPrompt()
+      const w1 = await sendSeeded('bridged', first)
+      if (w1.status !== 200) throw new Error(`the warm-up cold prompt got ${w1.message ?? `HTTP ${w1.status}`}`)
+      await remember(first)
+      if (warmPool.length === 0) throw new Error(`the warm-up cold prompt (${w1.verdict}) left its blocks out of the decoder's store; no warm prompt to repeat`)
+      const w2 = await sendSeeded('warm', first)
+      if (w2.status !== 200) throw new Error(`the warm-up warm repeat got ${w2.message ?? `HTTP ${w2.status}`}`)
+    }
+    else {
+      // A mix of short prompts only needs no warm pool: one short prompt pays the first-call costs.
+      say(`${kind}: warm-up: one short prompt (not counted)`)
+      const w = await sendSeeded('native-short', shortPrompt())
+      if (w.status !== 200) throw new Error(`the warm-up short prompt got ${w.message ?? `HTTP ${w.status}`}`)
+    }
 
     const levels = []
     for (const clients of levelOpts.levels) {
       const { level } = await runLevel(clients, pids)
       levels.push(level)
       const p = (x) => (x === null ? '—' : ms(x.p99))
-      say(`${kind}: ${clients} clients: ${level.requests} requests, ${level.errors} errors, ${level.decodeTokensPerS === null ? '—' : level.decodeTokensPerS.toFixed(1)} decode tokens/s, TTFT p99 ${p(level.ttftMs)}, end to end p99 ${p(level.latencyMs)}, ${level.answersDiffering} of ${level.answersCompared} differ from solo, load ${level.loadAverage.end.toFixed(1)}`)
+      say(`${kind}: ${clients} clients: ${level.requests} requests, ${level.errors} errors, ${level.decodeTokensPerS === null ? '—' : level.decodeTokensPerS.toFixed(1)} decode tokens/s, TTFT p99 ${p(level.ttftMs)}, end to end p99 ${p(level.latencyMs)}, ${level.answersDiffering} of ${level.answersCompared} differ from solo, load ${level.loadAverage.end.toFixed(1)}${level.decoderBatch?.meanRows == null ? '' : `, mean batch ${level.decoderBatch.meanRows.toFixed(2)} over ${level.decoderBatch.steps} steps`}`)
     }
     let latency = null
     if (levelOpts.latencySamples > 0) {
@@ -604,7 +643,9 @@ async function runKind (kind) {
       environment,
       decoder: { kind, profile: stack.profile },
       machine: { cpus: cpus().length, cpu: cpus()[0]?.model ?? 'unknown', totalMemoryBytes: totalmem() },
+      definitions: LOAD_LEVELS_DEFINITIONS,
       settings: {
+        preset: PRESET,
         levels: levelOpts.levels, requestsPerClient: levelOpts.requestsPerClient, mix: opts.mix, coldTokens: opts.coldTokens, shortTokens: opts.shortTokens,
         longTokens: levelOpts.longTokens, maxTokens: opts.maxTokens, temperature: levelOpts.temperature, topP: levelOpts.topP, seed: opts.seed,
         latencySamples: levelOpts.latencySamples, requestTimeoutMs: opts.requestTimeoutMs,

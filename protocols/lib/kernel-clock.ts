@@ -47,3 +47,43 @@ export function clockKernels (addon: NativeKernels, work: () => void): KernelClo
   kernels[OUTSIDE_KERNELS] = { ms: wallMs - inside, calls: 0, share: (wallMs - inside) / wallMs }
   return { wallMs, kernels }
 }
+
+/** One weight shape's bf16 matmul calls: k x n (W's in and out features), per `work`. */
+export interface MatmulShape { shape: string, calls: number, meanRows: number, ms: number, weightMiB: number }
+
+/**
+ * The bf16 matmul's time per weight shape while `work` runs (matmulBf16 and the packed entry
+ * point wrapped as clockKernels wraps every kernel): which projections grow with the batch, and by
+ * how much per call, where clockKernels gives only the kernel's total. Sorted by time.
+ */
+export function clockMatmulShapes (addon: NativeKernels, work: () => void): MatmulShape[] {
+  const target = addon as unknown as Record<string, unknown>
+  const byShape = new Map<string, { calls: number, rows: number, ms: number, bytes: number }>()
+  const originals = new Map<string, unknown>()
+  for (const name of ['matmulBf16'] as const) {
+    const fn = target[name] as (...a: unknown[]) => unknown
+    originals.set(name, fn)
+    // (x, m, k, w, n, ...): W is k x n bf16 codes.
+    target[name] = (...args: unknown[]) => {
+      const t0 = performance.now()
+      try {
+        return fn(...args)
+      } finally {
+        const [m, k, n] = [args[1], args[2], args[4]] as number[]
+        const key = `${k}x${n}`
+        const s = byShape.get(key) ?? { calls: 0, rows: 0, ms: 0, bytes: 0 }
+        s.ms += performance.now() - t0
+        s.calls++
+        s.rows += m
+        s.bytes += k * n * 2
+        byShape.set(key, s)
+      }
+    }
+  }
+  try {
+    work()
+  } finally {
+    for (const [name, fn] of originals) target[name] = fn
+  }
+  return [...byShape].sort((a, b) => b[1].ms - a[1].ms).map(([shape, s]) => ({ shape, calls: s.calls, meanRows: s.rows / s.calls, ms: s.ms, weightMiB: s.bytes / 2 ** 20 }))
+}

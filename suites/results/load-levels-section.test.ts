@@ -9,10 +9,10 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { generateResults } from '../../verify/results/generate.ts'
 import {
-  LOAD_LEVELS_RECORD_SCHEMA, loadLevelsVerdict, parseLoadLevelsRecord, summarizeLatency, summarizeLevel, unionMs,
+  LOAD_LEVELS_DEFINITIONS, LOAD_LEVELS_RECORD_SCHEMA, loadLevelsVerdict, parseLoadLevelsRecord, summarizeLatency, summarizeLevel, unionMs,
   type LevelSample, type LoadLevel, type LoadLevelsRecord,
 } from '../../verify/results/load-levels-record.ts'
-import { loadLevelsHeadline, loadLevelsTable } from '../../verify/results/load-levels-section.ts'
+import { loadLevelsHeadline, loadLevelsRunLine, loadLevelsTable } from '../../verify/results/load-levels-section.ts'
 
 let dir: string
 beforeAll(async () => { dir = await mkdtemp(join(tmpdir(), 'pd-load-levels-')) })
@@ -86,6 +86,21 @@ describe('the counting rules', () => {
     const r = record([level(1, 1000), level(2, 1000)])
     expect(() => parseLoadLevelsRecord({ ...r, totals: { ...r.totals, answersDiffering: 0, answersCompared: 1 } }, 'bad.json')).toThrow('bad.json: load-levels record field totals.answersCompared: is 1, but the levels (and the latency probe) sum to 8')
     expect(() => parseLoadLevelsRecord({ ...r, settings: { ...r.settings, levels: [2, 1] } }, 'bad.json')).toThrow('levels.0.clients: must be 2 (the settings\' levels in order)')
+  })
+})
+
+describe('the preset and the definitions', () => {
+  it('a record names its preset and says what its rates are; a record from before them still reads', () => {
+    const old = record([level(1, 1000)])
+    const now = { ...old, definitions: LOAD_LEVELS_DEFINITIONS, settings: { ...old.settings, preset: 'flash-attn' } }
+    expect(parseLoadLevelsRecord(JSON.parse(JSON.stringify(now)), 'now.json').settings.preset).toBe('flash-attn')
+    expect(parseLoadLevelsRecord(JSON.parse(JSON.stringify(old)), 'old.json').definitions).toBeUndefined()
+    expect(loadLevelsRunLine(now)).toContain('preset flash-attn; 1 requests per client')
+    expect(loadLevelsRunLine(old)).not.toContain('preset')
+    expect(now.definitions.decodeTokensPerS).toContain('union')
+    expect(() => parseLoadLevelsRecord({ ...now, definitions: { ...LOAD_LEVELS_DEFINITIONS, extra: 'x' } }, 'bad.json')).toThrow()
+    const batched = { ...now, levels: [{ ...now.levels[0], decoderBatch: { steps: 10, rows: 20, meanRows: 2, chunks: 1 } }] }
+    expect(parseLoadLevelsRecord(JSON.parse(JSON.stringify(batched)), 'batched.json').levels[0].decoderBatch?.meanRows).toBe(2)
   })
 })
 

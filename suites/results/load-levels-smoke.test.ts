@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { execa } from 'execa'
 import { describe, expect, it } from 'vitest'
-import { readLoadLevelsRecords } from '../../verify/results/load-levels-record.ts'
+import { LOAD_LEVELS_DEFINITIONS, readLoadLevelsRecords } from '../../verify/results/load-levels-record.ts'
 import { loadLevelsHeadline } from '../../verify/results/load-levels-section.ts'
 import { HANG_LIMIT_MS } from '../support/hang-limit.ts'
 
@@ -30,7 +30,10 @@ describe('the load protocol\'s concurrency levels, smoke run on the embedded sta
       expect(records).toHaveLength(1)
       const rec = records[0]
       expect(rec.decoder.kind).toBe('ours')
-      expect(rec.settings).toMatchObject({ levels: [1, 2], requestsPerClient: 1, seed: 11, latencySamples: 2, longTokens: 1500, maxTokens: 6 })
+      expect(rec.settings).toMatchObject({ preset: 'tiny', levels: [1, 2], requestsPerClient: 1, seed: 11, latencySamples: 2, longTokens: 1500, maxTokens: 6 })
+      expect(rec.definitions).toEqual(LOAD_LEVELS_DEFINITIONS)
+      // Our decoder batches: each level's answers were decoded in batched steps it counted.
+      for (const l of rec.levels) expect(l.decoderBatch?.rows).toBeGreaterThanOrEqual(l.completionTokens - l.ok)
       expect(rec.levels.map((l) => [l.clients, l.requests, l.errors])).toEqual([[1, 1, 0], [2, 2, 0]])
       expect(rec.totals.errors).toBe(0)
       expect(rec.errorSamples).toEqual([])

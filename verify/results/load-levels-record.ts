@@ -18,6 +18,17 @@ export const LOAD_LEVELS_RECORD_SCHEMA = 'pd-bridge/load-levels@1'
 /** The issue's goals (#41): decode throughput at 8 streams over 1 stream, p99 TTFT of short prompts under a bridge over idle. */
 export const LOAD_GOALS = { throughputClients: 8, throughputSpeedup: 4, ttftRatio: 2 } as const
 
+/**
+ * What the record's rates and goals are, in words, written into every new record (`definitions`) so a
+ * record read alone says how its numbers were made.
+ */
+export const LOAD_LEVELS_DEFINITIONS = {
+  decodeTokensPerS: 'aggregate decode tokens/s: the completion tokens after each 2xx answer\'s first, summed over the level, divided by the wall time of the level\'s decode phase, which is the union of the answers\' spans from their first content token to their end (client clock); time in which no answer was decoding (all waiting on a prefill, restore or bridge) is not in it',
+  tokensPerS: 'completion tokens of the 2xx answers over the level\'s wall time, from its first request sent to its last answer received (prefills and bridges included)',
+  speedup: 'each level\'s decodeTokensPerS over the 1-client level\'s',
+  goals: `throughput: speedup at ${LOAD_GOALS.throughputClients} clients, target at least ${LOAD_GOALS.throughputSpeedup}; ttftUnderBridge: p99 TTFT of short prompts while a long prompt is bridged over p99 on the idle stack (latency probe), target at most ${LOAD_GOALS.ttftRatio}; answersDiffering: 2xx answers (levels and probe) whose token ids differ from the same request sent alone to a second decoder of the kind, target 0`,
+} as const
+
 const count = z.int().nonnegative()
 const ms = z.number().finite().nonnegative()
 const bytes = z.number().int().nonnegative()
@@ -61,6 +72,12 @@ export const loadLevelSchema = z.strictObject({
   peakRssBytes: z.record(z.string(), bytes),
   /** 1-minute load average when the level started and when it ended. */
   loadAverage: z.strictObject({ start: z.number().nonnegative(), end: z.number().nonnegative() }),
+  /**
+   * The decoder's batched steps during the level, from its /health `batch` counters (a kind that
+   * batches reports them; null otherwise; absent in records written before): steps, the rows they
+   * fed, rows per step, and the prefill chunks run between steps.
+   */
+  decoderBatch: z.strictObject({ steps: count, rows: count, meanRows: rate.nullable(), chunks: count }).nullable().optional(),
 })
 
 /** The latency goal: short prompts one after another on an idle stack, then while a long prompt is bridged. */
@@ -94,7 +111,11 @@ export const loadLevelsRecordSchema = z.strictObject({
   /** The stack's decoder kind and its numerics profile. */
   decoder: z.strictObject({ kind: z.string().min(1), profile: z.string().min(1) }),
   machine: z.strictObject({ cpus: z.int().positive(), cpu: z.string(), totalMemoryBytes: bytes }),
+  /** What the rates and goals are (LOAD_LEVELS_DEFINITIONS); absent in records written before it. */
+  definitions: z.strictObject({ decodeTokensPerS: z.string(), tokensPerS: z.string(), speedup: z.string(), goals: z.string() }).optional(),
   settings: z.strictObject({
+    /** The checkpoint preset the stack served; absent in records written before --preset (tiny). */
+    preset: z.string().min(1).optional(),
     levels: z.array(z.int().positive()).min(1),
     /** Requests each client sends one after another at a level. */
     requestsPerClient: z.int().positive(),
@@ -190,7 +211,7 @@ function ttfts (samples: readonly LevelSample[]): Percentiles | null {
 }
 
 /** A level's fields from its samples (peak RSS and load average are measured apart). */
-export function summarizeLevel (clients: number, samples: readonly LevelSample[], extra: Pick<LoadLevel, 'peakRssBytes' | 'loadAverage'>): LoadLevel {
+export function summarizeLevel (clients: number, samples: readonly LevelSample[], extra: Pick<LoadLevel, 'peakRssBytes' | 'loadAverage' | 'decoderBatch'>): LoadLevel {
   const ok = samples.filter(isOk)
   const wallMs = samples.length === 0 ? 0 : Math.max(...samples.map((s) => s.end)) - Math.min(...samples.map((s) => s.start))
   const completionTokens = ok.reduce((a, s) => a + s.completionTokens, 0)

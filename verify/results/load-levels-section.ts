@@ -47,7 +47,7 @@ export function loadLevelsRunLine (r: LoadLevelsRecord): string {
   const pct = (v: number): string => `${Math.round(v * 100)}%`
   const loads = r.levels.map((l) => l.loadAverage.start)
   return `Run ${r.runId} (commit ${r.environment.commit}, ${r.startedAt}, ${r.machine.cpus} CPUs, 1-minute load average ${Math.min(...loads).toFixed(1)} to ${Math.max(...loads).toFixed(1)} at the levels' starts): ` +
-    `${s.requestsPerClient} requests per client per level, ${pct(s.mix.bridged)} bridged, ${pct(s.mix.warm)} warm, ${pct(s.mix['native-short'])} native-short; cold prompts of about ${s.coldTokens} tokens, short ones of about ${s.shortTokens}; ` +
+    `${s.preset === undefined ? '' : `preset ${s.preset}; `}${s.requestsPerClient} requests per client per level, ${pct(s.mix.bridged)} bridged, ${pct(s.mix.warm)} warm, ${pct(s.mix['native-short'])} native-short; cold prompts of about ${s.coldTokens} tokens, short ones of about ${s.shortTokens}; ` +
     `max_tokens ${s.maxTokens}, temperature ${s.temperature}, top_p ${s.topP}, a seed per request from ${s.seed}; all streamed by the openai client. protocols/load.mjs, docs/BENCHMARK-PROTOCOL.md.`
 }
 
