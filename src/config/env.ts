@@ -59,6 +59,10 @@ export const ENV_OVERRIDES: readonly EnvOverride[] = [
   { name: 'PD_TOKENIZE_WORKER_BYTES', key: 'limits.tokenizeWorkerBytes', kind: 'integer', help: 'bodies this large are tokenized in a worker thread' },
   { name: 'PD_WRITER_BUILDERS', key: 'limits.writerBuilders', kind: 'integer', help: 'threads that build blocks ahead of the write stage (0: none)' },
   { name: 'PD_REQUEST_RULES', key: 'decoder.requestRules', kind: 'string', help: "auto, embedded or off: the decoder's request checks run in the front door" },
+  { name: 'PD_RESTART_LIMIT', key: 'restarts.limit', kind: 'integer', help: "serve: restarts of one child allowed within the window of its up time" },
+  { name: 'PD_RESTART_WINDOW_MS', key: 'restarts.windowMs', kind: 'integer', help: "serve: the restart window, in the child's up time (start-up and backoff not counted)" },
+  { name: 'PD_RESTART_DELAY_MS', key: 'restarts.firstDelayMs', kind: 'integer', help: 'serve: wait before the first restart (it doubles within the window)' },
+  { name: 'PD_RESTART_MAX_DELAY_MS', key: 'restarts.maxDelayMs', kind: 'integer', help: 'serve: the longest wait between restarts' },
   { name: 'PD_LOG_FILE', key: 'log.file', kind: 'string', help: 'pino JSON log file' },
   { name: 'PD_LOG_LEVEL', key: 'log.level', kind: 'string', help: 'log level' },
 ]

@@ -57,6 +57,22 @@ const deadlinesSchema = z.strictObject({
   deleteMs: ms.default(30_000),
 })
 
+/**
+ * serve's restarts of its children (src/stack/supervisor.ts, RestartPolicy): read by serve, not by
+ * the front door. The window is the child's up time, so a slow start-up on a loaded machine does
+ * not stretch a crash loop out of it.
+ */
+export const restartsSchema = z.strictObject({
+  /** Restarts of one child allowed within windowMs of its up time; one more death stops the stack (0: none). */
+  limit: int(0).default(5),
+  /** The window, in the child's up time (ready and running), not wall time. */
+  windowMs: ms.default(60_000),
+  /** Wait before the first restart; it doubles with each restart within the window. */
+  firstDelayMs: ms.default(500),
+  /** The longest wait between restarts. */
+  maxDelayMs: ms.default(8000),
+}).refine((r) => r.maxDelayMs >= r.firstDelayMs, { message: 'maxDelayMs must be at least firstDelayMs', path: ['maxDelayMs'] })
+
 /** The front door's config after validation and defaults. */
 export const frontConfigSchema = z.strictObject({
   listen: z.strictObject({
@@ -156,6 +172,7 @@ export const frontConfigSchema = z.strictObject({
      */
     writerBuilders: int(0).default(0),
   }).prefault({}),
+  restarts: restartsSchema.prefault({}),
   log: z.strictObject({
     /** pino JSON lines go here (created with its directory); absent: stderr. */
     file: path.optional(),

@@ -16,7 +16,7 @@ import { StackError } from './errors.ts'
 import { isAlive, readStackRecord, removeStackRecord, writeStackRecord, type StackRecord } from './record.ts'
 import { cacheDirFor, stackPaths, type StackPaths } from './state-dir.ts'
 import type { ReadyInfo } from './ready-line.ts'
-import { Supervisor, type SupervisorEvent } from './supervisor.ts'
+import { Supervisor, type RestartPolicy, type SupervisorEvent } from './supervisor.ts'
 import { torchPrefillArgv, torchPrefillLabel, type TorchPrefillEngine } from './torch-prefill.ts'
 
 /**
@@ -125,6 +125,8 @@ export interface EmbeddedStack {
   /** The prefill engine's GPU, when it runs on one (the torch engine's ready line names it). */
   prefillGpu?: string
   supervisor: Supervisor
+  /** How serve restarts the children: front.json's `restarts` and the PD_RESTART_* variables (docs/configuration.md). */
+  restarts: RestartPolicy
   record: StackRecord
   /** The environment children get (PD_* front door overrides removed). */
   childEnv: NodeJS.ProcessEnv
@@ -285,7 +287,7 @@ export async function startEmbeddedStack (options: EmbeddedStackOptions): Promis
       urls: { prefill: prefill.url, share: share.url, decoder: decoder.url, front: front.url },
       prefillLabel: options.torchPrefill !== undefined ? torchPrefillLabel(options.torchPrefill, gpu) : options.prefillProfile ?? profile,
       ...(options.torchPrefill !== undefined && gpu !== undefined && options.torchPrefill.device !== 'cpu' ? { prefillGpu: gpu } : {}),
-      supervisor, record, childEnv, stop,
+      supervisor, restarts: user.restarts, record, childEnv, stop,
     }
   }
   catch (err) {

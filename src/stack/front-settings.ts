@@ -1,14 +1,15 @@
 // Your settings for the embedded stack's front door, `<state>/front.json`: read at every start and
 // never written, so an edit survives restarts. The stack owns the links (it starts the decoder,
 // prefill engine and share itself and learns their ports at start), so those keys are refused
-// there; what is yours is how the front door listens, routes, queues, times out, limits and logs.
+// there; what is yours is how the front door listens, routes, queues, times out, limits and logs,
+// and how serve restarts the stack's children (`restarts`).
 import { readFile } from 'node:fs/promises'
-import { parseFrontConfig } from '../config/index.ts'
+import { ENV_OVERRIDES, parseFrontConfig, type FrontConfig } from '../config/index.ts'
 import { ConfigError } from '../errors.ts'
 import type { DeepseekV4Config } from '../model/config.ts'
 
 /** The keys of front.json that are yours under the embedded stack. */
-const YOURS = ['listen', 'routing', 'queue', 'deadlines', 'limits', 'log', 'prefill'] as const
+const YOURS = ['listen', 'routing', 'queue', 'deadlines', 'limits', 'log', 'prefill', 'restarts'] as const
 /** The one prefill key that is yours (the URL is the stack's). */
 const YOUR_PREFILL_KEYS = ['memoryBudgetBytes']
 
@@ -17,18 +18,27 @@ export interface UserFrontSettings {
   listen?: { host?: string, port?: number }
   routing?: { minTokens?: number, minTail?: number, maxBridgeTokens?: number }
   prefill?: { memoryBudgetBytes?: number }
+  /** serve's restart policy: the file's `restarts` with the PD_RESTART_* variables applied, validated, defaults filled in. */
+  restarts: FrontConfig['restarts']
   /** queue, deadlines, limits, log: passed through as written. */
   rest: Record<string, unknown>
 }
 
-/** Read `<state>/front.json` if it exists; a key the stack owns, or an invalid value, is a ConfigError naming it. */
-export async function readUserFrontSettings (file: string): Promise<UserFrontSettings> {
+/** The PD_* variables of `restarts`: serve applies these itself (the front door's own variables reach it in its environment). */
+const RESTART_VARIABLES = ENV_OVERRIDES.filter((o) => o.key.startsWith('restarts.')).map((o) => o.name)
+
+/**
+ * Read `<state>/front.json` if it exists; a key the stack owns, or an invalid value (in the file, or
+ * in a PD_RESTART_* variable of `env`), is a ConfigError naming it.
+ */
+export async function readUserFrontSettings (file: string, env: Record<string, string | undefined> = process.env): Promise<UserFrontSettings> {
+  const restartEnv = Object.fromEntries(RESTART_VARIABLES.map((name) => [name, env[name]]))
   let text: string
   try {
     text = await readFile(file, 'utf8')
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { rest: {} }
-    throw err
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
+    return { restarts: parseFrontConfig({ decoder: { url: 'http://127.0.0.1:1' } }, restartEnv).config.restarts, rest: {} }
   }
   let raw: unknown
   try {
@@ -48,9 +58,9 @@ export async function readUserFrontSettings (file: string): Promise<UserFrontSet
     if (!YOUR_PREFILL_KEYS.includes(key)) throw new ConfigError(`prefill.${key}`, 'is set by the embedded stack; here only prefill.memoryBudgetBytes is yours', file)
   }
   // Validate now, with a stand-in for the links the stack fills in, so a typo fails before anything starts.
-  parseFrontConfig({ ...obj, decoder: { url: 'http://127.0.0.1:1' } }, {}, file)
-  const { listen, routing, prefill: _prefill, ...rest } = obj
-  return { listen: listen as UserFrontSettings['listen'], routing: routing as UserFrontSettings['routing'], prefill: prefill as UserFrontSettings['prefill'], rest }
+  const { config } = parseFrontConfig({ ...obj, decoder: { url: 'http://127.0.0.1:1' } }, restartEnv, file)
+  const { listen, routing, prefill: _prefill, restarts: _restarts, ...rest } = obj
+  return { listen: listen as UserFrontSettings['listen'], routing: routing as UserFrontSettings['routing'], prefill: prefill as UserFrontSettings['prefill'], restarts: config.restarts, rest }
 }
 
 /**

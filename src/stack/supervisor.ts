@@ -3,7 +3,10 @@
 // when this process exits. By default a child that dies after start-up is a death: its listeners
 // (the demo) stop the whole stack. With restarts on (serve: restartOnDeath), a child that exits
 // for any reason, code 0 included, is started again on the port it had, after a backoff, and only
-// a child that keeps dying past the limit is a death.
+// a child that keeps dying past the limit is a death. The limit's window is measured in the child's
+// own up time (ready and running), not wall time: on a loaded machine a start-up or a backoff can
+// take tens of seconds, and a child that is slow to start is not one that crashes more often.
+import { restartsSchema } from '../config/front-config.ts'
 import { StackError } from './errors.ts'
 import { StackChild, describeExit, waitPortFree, type ChildExit, type ChildSpec } from './child.ts'
 import type { ReadyInfo } from './ready-line.ts'
@@ -14,20 +17,26 @@ export interface RestartPolicy {
   firstDelayMs: number
   /** The longest wait. */
   maxDelayMs: number
-  /** At most this many restarts of one child within `windowMs`; one more death is given up on. */
+  /** At most this many restarts of one child within `windowMs` of its up time; one more death is given up on. */
   limit: number
+  /**
+   * The window, in up time: the time the child was ready and running, summed over its lives. Time
+   * in start-up (before the ready line) and in backoff does not count, so a crash loop is judged by
+   * how long the child runs between deaths however slow the machine is; a life of at least this
+   * long clears every earlier death.
+   */
   windowMs: number
 }
 
-/** serve's restarts: 0.5 s doubling to 8 s, at most 5 within 60 s. */
-export const DEFAULT_RESTART_POLICY: RestartPolicy = { firstDelayMs: 500, maxDelayMs: 8000, limit: 5, windowMs: 60_000 }
+/** serve's restarts by default: the config's `restarts` defaults (0.5 s doubling to 8 s, at most 5 within 60 s of up time). */
+export const DEFAULT_RESTART_POLICY: RestartPolicy = restartsSchema.parse({})
 
 /** What the supervisor reports as it goes (serve prints these; the demo feeds its progress display). */
 export type SupervisorEvent =
   | { kind: 'starting', name: string }
   | { kind: 'ready', name: string, url: string, pid: number, ms: number }
   | { kind: 'died', name: string, exit: ChildExit, message: string }
-  /** A child died and will be started again on `port` after `delayMs` (`attempt` of `limit` within the window). */
+  /** A child died and will be started again on `port` after `delayMs` (`attempt` of `limit` within the window of up time). */
   | { kind: 'restarting', name: string, pid: number, exit: ChildExit, port: number | undefined, attempt: number, limit: number, windowMs: number, delayMs: number, message: string }
   /** A restarted child is ready again. */
   | { kind: 'restarted', name: string, url: string, pid: number, ms: number, attempt: number }
@@ -50,8 +59,8 @@ export class Supervisor {
   private readonly deathListeners: Array<(child: StackChild, message: string) => void> = []
   private readonly deaths: Array<{ child: StackChild, message: string }> = []
   private restartPolicy: RestartPolicy | undefined
-  /** Per child name: when it was restarted (within the policy's window). */
-  private readonly restarts = new Map<string, number[]>()
+  /** Per child name: its up time so far, and the up time at each restart (within the policy's window). */
+  private readonly upTime = new Map<string, { totalMs: number, restarts: number[] }>()
   /** Per child name: the port of its first ready URL, which every restart listens on again. */
   private readonly ports = new Map<string, number>()
   /** Wakes restarts that wait out their backoff when the stack stops. */
@@ -70,7 +79,7 @@ export class Supervisor {
   /**
    * From now on restart a ready child that exits without being asked to (any code, 0 included, or
    * any signal) instead of reporting its death; a child that dies more than `policy.limit` times
-   * within the window is reported to onDeath listeners as before (its message says so).
+   * within the window of up time is reported to onDeath listeners as before (its message says so).
    */
   restartOnDeath (policy: RestartPolicy = DEFAULT_RESTART_POLICY): void {
     this.restartPolicy = policy
@@ -92,14 +101,15 @@ export class Supervisor {
     const port = portOf(ready.url)
     if (port !== undefined) this.ports.set(spec.name, port)
     this.emit({ kind: 'ready', name: spec.name, url: ready.url, pid: child.pid ?? -1, ms: Date.now() - child.started })
-    this.watch(child)
+    this.watch(child, Date.now())
     return ready
   }
 
   /** React to the death of a ready child: a restart, or (no restarts, or past the limit) a reported death. */
-  private watch (child: StackChild): void {
+  private watch (child: StackChild, readyAt: number): void {
     void child.exited.then((exit) => {
       if (child.stopRequested) return
+      this.addUpTime(child.spec.name, Date.now() - readyAt)
       const message = `${child.spec.name} (pid ${String(child.pid)}) ${describeExit(exit)} while the stack was running${child.tailText()}`
       if (this.restartPolicy !== undefined) {
         if (this.stopAllPromise !== undefined) return
@@ -122,16 +132,16 @@ export class Supervisor {
     const name = dead.spec.name
     // Whatever the dead process left in its group (it is its leader) must not hold the port.
     dead.killGroup()
-    const now = Date.now()
-    const times = (this.restarts.get(name) ?? []).filter((t) => t > now - policy.windowMs)
+    const up = this.upTime.get(name) ?? { totalMs: 0, restarts: [] }
+    const times = up.restarts.filter((t) => t > up.totalMs - policy.windowMs)
     if (times.length >= policy.limit) {
       const windowS = Math.round(policy.windowMs / 1000)
-      this.reportDeath(dead, exit, `${name} died ${times.length + 1} times within ${windowS} s (at most ${policy.limit} restarts are allowed): giving up, the stack stops. Its last death: ${message}`)
+      this.reportDeath(dead, exit, `${name} died ${times.length + 1} times within ${windowS} s of up time (at most ${policy.limit} restarts are allowed): giving up, the stack stops. Its last death: ${message}`)
       return
     }
     const delayMs = Math.min(policy.firstDelayMs * 2 ** times.length, policy.maxDelayMs)
-    times.push(now)
-    this.restarts.set(name, times)
+    times.push(up.totalMs)
+    this.upTime.set(name, { totalMs: up.totalMs, restarts: times })
     const port = this.ports.get(name)
     this.emit({ kind: 'restarting', name, pid: dead.pid ?? -1, exit, port, attempt: times.length, limit: policy.limit, windowMs: policy.windowMs, delayMs, message })
     await dead.log.close()
@@ -156,7 +166,13 @@ export class Supervisor {
     }
     if (this.stopAllPromise !== undefined) return
     this.emit({ kind: 'restarted', name, url: ready.url, pid: next.pid ?? -1, ms: Date.now() - next.started, attempt: times.length })
-    this.watch(next)
+    this.watch(next, Date.now())
+  }
+
+  /** Add one life's up time (from its ready line to its exit) to `name`'s. */
+  private addUpTime (name: string, ms: number): void {
+    const up = this.upTime.get(name) ?? { totalMs: 0, restarts: [] }
+    this.upTime.set(name, { totalMs: up.totalMs + ms, restarts: up.restarts })
   }
 
   private async sleepUnlessStopping (ms: number): Promise<void> {

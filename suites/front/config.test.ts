@@ -6,6 +6,8 @@ import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { ENV_OVERRIDES, loadFrontConfig, parseFrontConfig } from '../../src/config/index.ts'
 import { ConfigError } from '../../src/errors.ts'
+import { readUserFrontSettings } from '../../src/stack/front-settings.ts'
+import { DEFAULT_RESTART_POLICY } from '../../src/stack/supervisor.ts'
 
 const dir = mkdtempSync(join(tmpdir(), 'pd-bridge-front-config-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -109,5 +111,40 @@ describe('PD_* overrides', () => {
     expect(refusal(() => parseFrontConfig(minimal, { PD_PREFILL_URL: 'localhost:8010' })).message).toContain('(set by PD_PREFILL_URL)')
     // An override that cannot be placed (the file has a scalar where an object belongs) says so.
     expect(refusal(() => parseFrontConfig({ ...minimal, routing: 5 }, { PD_MIN_TAIL: '3' })).field).toBe('routing.minTail')
+  })
+})
+
+describe('restarts (serve\'s restart policy)', () => {
+  it('defaults to 5 restarts within 60 s of up time, 0.5 s doubling to 8 s: the supervisor\'s default', () => {
+    const { config } = parseFrontConfig(minimal)
+    expect(config.restarts).toEqual({ limit: 5, windowMs: 60_000, firstDelayMs: 500, maxDelayMs: 8000 })
+    expect(DEFAULT_RESTART_POLICY).toEqual(config.restarts)
+  })
+
+  it('refuses bad values in the file and in the variables, naming the field', () => {
+    expect(refusal(() => parseFrontConfig({ ...minimal, restarts: { limit: -1 } })).field).toBe('restarts.limit')
+    expect(refusal(() => parseFrontConfig({ ...minimal, restarts: { windowMs: 0 } })).field).toBe('restarts.windowMs')
+    expect(refusal(() => parseFrontConfig({ ...minimal, restarts: { firstDelayMs: 2.5 } })).field).toBe('restarts.firstDelayMs')
+    expect(refusal(() => parseFrontConfig({ ...minimal, restarts: { window: 5 } })).field).toBe('restarts.window')
+    expect(refusal(() => parseFrontConfig({ ...minimal, restarts: { firstDelayMs: 9000 } })).message).toBe('restarts.maxDelayMs: maxDelayMs must be at least firstDelayMs')
+    expect(refusal(() => parseFrontConfig(minimal, { PD_RESTART_MAX_DELAY_MS: '100' })).message).toBe('environment: restarts.maxDelayMs: maxDelayMs must be at least firstDelayMs (set by PD_RESTART_MAX_DELAY_MS)')
+    expect(refusal(() => parseFrontConfig(minimal, { PD_RESTART_WINDOW_MS: '0' })).message).toContain('(set by PD_RESTART_WINDOW_MS)')
+    expect(refusal(() => parseFrontConfig(minimal, { PD_RESTART_LIMIT: 'many' })).message).toBe('environment: restarts.limit: PD_RESTART_LIMIT="many" is not a non-negative decimal integer')
+    // 0 restarts is a setting (every death stops the stack), not a mistake.
+    expect(parseFrontConfig(minimal, { PD_RESTART_LIMIT: '0' }).config.restarts.limit).toBe(0)
+  })
+
+  it('the embedded stack\'s front.json may set them; serve applies the PD_RESTART_* variables only, and keeps them out of the front door\'s part', async () => {
+    const file = join(dir, 'embedded-front.json')
+    writeFileSync(file, JSON.stringify({ restarts: { limit: 9, windowMs: 120_000 }, routing: { minTokens: 600 } }))
+    const user = await readUserFrontSettings(file, { PD_RESTART_DELAY_MS: '250', PD_PORT: 'not a port' })
+    expect(user.restarts).toEqual({ limit: 9, windowMs: 120_000, firstDelayMs: 250, maxDelayMs: 8000 })
+    expect(user.rest).toEqual({})
+    expect(user.routing).toEqual({ minTokens: 600 })
+    const none = await readUserFrontSettings(join(dir, 'no-such-front.json'), { PD_RESTART_LIMIT: '2' })
+    expect(none.restarts.limit).toBe(2)
+    await expect(readUserFrontSettings(join(dir, 'no-such-front.json'), { PD_RESTART_LIMIT: '-2' })).rejects.toThrow('environment: restarts.limit: PD_RESTART_LIMIT="-2" is not a non-negative decimal integer')
+    writeFileSync(file, JSON.stringify({ restarts: { limit: 'lots' } }))
+    await expect(readUserFrontSettings(file, {})).rejects.toThrow(`${file}: restarts.limit: `)
   })
 })

@@ -1,14 +1,16 @@
 // `pd-bridge serve` as a real child process: it starts every part of the embedded stack, the front
 // door's /health reports each link, doctor passes on it and names a stopped decoder, a second
 // serve on the same state is refused, `serve --config` runs the front door alone, SIGINT stops
-// every child, a child dying mid-run is restarted on its port until it dies past the limit, which
-// stops the stack, a SIGKILLed supervisor leaves no orphans,
+// every child, a child dying mid-run is restarted on its port until it dies past the limit (the
+// restart policy set from the environment), which stops the stack, a bad restart setting is refused
+// before anything starts, a SIGKILLed supervisor leaves no orphans,
 // and a child that dies at start-up is named with its log tail.
 import { readFileSync, readdirSync, existsSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { exportWeights } from '../../src/capture/index.ts'
 import { alive, envWith, eventually, runCli, startServe, tempDir, type ServeChild } from './helpers.ts'
+import { HANG_LIMIT_MS } from '../support/hang-limit.ts'
 
 const tmp = tempDir('stack-serve')
 const state = join(tmp.dir, 'state')
@@ -161,6 +163,15 @@ describe('serve --config', () => {
     expect((await front.exited)[0]).toBe(0)
   })
 
+  it('refuses a restart setting that does not validate before starting anything, naming its variable', async () => {
+    const other = join(tmp.dir, 'restart-state')
+    const r = await runCli(['serve', '--port', '0', '--state-dir', other], { ...env, PD_RESTART_LIMIT: 'many' })
+    expect(r.code).toBe(2)
+    expect(r.stderr).toBe('pd-bridge: environment: restarts.limit: PD_RESTART_LIMIT="many" is not a non-negative decimal integer\n')
+    expect(existsSync(join(other, 'models'))).toBe(false)
+    expect(existsSync(join(other, 'stack.json'))).toBe(false)
+  })
+
   it('refuses a config that does not validate before starting anything', async () => {
     const file = join(tmp.dir, 'bad-front.json')
     writeFileSync(file, JSON.stringify({ decoder: {} }))
@@ -186,13 +197,18 @@ describe('SIGINT', () => {
 
 describe('a child that dies while the stack runs', () => {
   it('is restarted on its port (an exit with code 0 too); one that keeps dying past the limit stops the stack, and serve exits 1 naming it with its log tail', async () => {
-    const again = await startServe(['--port', '0'], env)
+    // The policy from the environment (docs/configuration.md, `restarts`): shorter backoffs than the
+    // defaults, and a window of up time above any honest run of this test, so the six deaths are a
+    // crash loop however slow each restart is on a loaded machine.
+    const restartEnv = { ...env, PD_RESTART_DELAY_MS: '100', PD_RESTART_MAX_DELAY_MS: '800', PD_RESTART_WINDOW_MS: String(HANG_LIMIT_MS) }
+    const windowS = Math.round(HANG_LIMIT_MS / 1000)
+    const again = await startServe(['--port', '0'], restartEnv)
     const processes = (): Array<{ name: string, pid: number }> => JSON.parse(readFileSync(join(state, 'stack.json'), 'utf8')).processes
     const sharePid = (): number => (processes().find((p) => p.name === 'share') as { pid: number }).pid
     const others = processes().filter((p) => p.name !== 'share').map((p) => p.pid)
     const port = new URL(again.ready.share).port
     const seen: number[] = []
-    const delays = ['0.5', '1.0', '2.0', '4.0', '8.0']
+    const delays = ['0.1', '0.2', '0.4', '0.8', '0.8']
     for (let n = 1; n <= 6; n++) {
       const pid = sharePid()
       seen.push(pid)
@@ -200,7 +216,7 @@ describe('a child that dies while the stack runs', () => {
       process.kill(pid, n === 1 ? 'SIGTERM' : 'SIGKILL')
       if (n === 6) break
       const how = n === 1 ? 'exited with code 0' : 'was killed by SIGKILL'
-      expect(await eventually(() => again.stderr().includes(`pd-bridge serve: share (pid ${pid}) ${how}; restarting it on port ${port} in ${delays[n - 1]} s (restart ${n} of at most 5 within 60 s)\n`))).toBe(true)
+      expect(await eventually(() => again.stderr().includes(`pd-bridge serve: share (pid ${pid}) ${how}; restarting it on port ${port} in ${delays[n - 1]} s (restart ${n} of at most 5 within ${windowS} s of up time)\n`))).toBe(true)
       // Back on the same URL: the front door's link to it is up again.
       expect(await eventually(() => sharePid() !== pid && alive(sharePid()))).toBe(true)
       expect(await eventually(async () => {
@@ -211,7 +227,7 @@ describe('a child that dies while the stack runs', () => {
     }
     const [code] = await again.exited
     expect(code).toBe(1)
-    expect(again.stderr()).toContain(`pd-bridge serve: share died 6 times within 60 s (at most 5 restarts are allowed): giving up, the stack stops. Its last death: share (pid ${seen[5]}) was killed by SIGKILL while the stack was running; last lines of ${join(state, 'logs', 'share.log')}:\n  ${again.ready.share}`)
+    expect(again.stderr()).toContain(`pd-bridge serve: share died 6 times within ${windowS} s of up time (at most 5 restarts are allowed): giving up, the stack stops. Its last death: share (pid ${seen[5]}) was killed by SIGKILL while the stack was running; last lines of ${join(state, 'logs', 'share.log')}:\n  ${again.ready.share}`)
     expect(again.stderr().trim().split('\n').at(-1)).toBe('pd-bridge serve: stopped')
     for (const p of [...others, ...seen]) expect(alive(p)).toBe(false)
     expect(existsSync(join(state, 'stack.json'))).toBe(false)

@@ -100,7 +100,7 @@ describe('a child that dies after start-up', () => {
     await sup.start({ name: 'fragile', args: [], argv: node('console.log("http://127.0.0.1:7"); setTimeout(() => { console.error("out of memory"); process.exit(9) }, 200)') })
     const early: string[] = []
     sup.onDeath((_c, m) => early.push(m))
-    expect(await eventually(() => early.length === 1, 5000)).toBe(true)
+    expect(await eventually(() => early.length === 1)).toBe(true)
     const late: string[] = []
     sup.onDeath((_c, m) => late.push(m))
     expect(late).toEqual(early)
@@ -133,7 +133,7 @@ describe('no orphans', () => {
     try {
       expect(alive(watched) && alive(unwatched) && alive(unmarked)).toBe(true)
       parent.kill('SIGKILL')
-      expect(await eventually(() => !alive(watched), 10_000)).toBe(true)
+      expect(await eventually(() => !alive(watched))).toBe(true)
       await new Promise((r) => setTimeout(r, 300))
       expect(alive(unwatched)).toBe(true)
       expect(alive(unmarked)).toBe(true)
@@ -164,6 +164,6 @@ describe('no orphans', () => {
     const code = await new Promise<number | null>((resolve) => proc.once('close', resolve))
     expect(code).toBe(1)
     expect(stderr).toContain('Error: crash')
-    expect(await eventually(() => !alive(pid), 5000)).toBe(true)
+    expect(await eventually(() => !alive(pid))).toBe(true)
   })
 })

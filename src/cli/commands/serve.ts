@@ -13,7 +13,7 @@ import { describeStackEvent } from '../../stack/describe.ts'
 import { EMBEDDED_DEFAULTS, startEmbeddedStack, type DecoderEngine, type StackEvent } from '../../stack/embedded.ts'
 import { startFrontOnly } from '../../stack/front-only.ts'
 import { resolveStateDir } from '../../stack/state-dir.ts'
-import { DEFAULT_RESTART_POLICY, type SupervisorEvent } from '../../stack/supervisor.ts'
+import type { SupervisorEvent } from '../../stack/supervisor.ts'
 import { runUntilStopped } from '../../stack/until-stopped.ts'
 import { resolve } from 'node:path'
 
@@ -52,7 +52,7 @@ export function requireNativeKernels (command: string, path: string = DEFAULT_AD
 export function restartLine (e: Extract<SupervisorEvent, { kind: 'restarting' }>): string {
   const how = e.exit.signal !== null ? `was killed by ${e.exit.signal}` : `exited with code ${String(e.exit.code)}`
   const where = e.port !== undefined ? ` on port ${e.port}` : ''
-  return `${e.name} (pid ${e.pid}) ${how}; restarting it${where} in ${(e.delayMs / 1000).toFixed(1)} s (restart ${e.attempt} of at most ${e.limit} within ${Math.round(e.windowMs / 1000)} s)`
+  return `${e.name} (pid ${e.pid}) ${how}; restarting it${where} in ${(e.delayMs / 1000).toFixed(1)} s (restart ${e.attempt} of at most ${e.limit} within ${Math.round(e.windowMs / 1000)} s of up time)`
 }
 
 interface ServeOptions {
@@ -153,8 +153,8 @@ serveCommand
         decoderEngine: opts.decoder as DecoderEngine, ...(externalDecoder !== undefined ? { externalDecoder } : {}),
       })
     // From here on a child that exits (any code, any signal) is started again on its port; only
-    // one that keeps dying past the limit, or SIGINT/SIGTERM to serve, stops the stack.
-    running.supervisor.restartOnDeath(DEFAULT_RESTART_POLICY)
+    // one that keeps dying past the limit (the config's `restarts`), or SIGINT/SIGTERM to serve, stops the stack.
+    running.supervisor.restartOnDeath(running.restarts)
     process.stdout.write(JSON.stringify({ event: 'ready', url: running.urls.front, pid: process.pid, state_dir: stateDir, logs: running.logDir, ...running.urls }) + '\n')
     say(`ready: point any OpenAI client at ${running.urls.front}/v1 (logs in ${running.logDir}); Ctrl-C stops everything`)
     const reason = await runUntilStopped(running.supervisor, running.stop, (r) => {
