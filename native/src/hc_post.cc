@@ -37,9 +37,17 @@ void hc_post (const float* h, size_t n, const float* post, const float* comb, co
         o[d] = acc;
         placed[d - d0] = pk * st[d];
       }
+      // The rounding passes apart from the sums, as the reference orders them (and they vectorize).
+      float* pl = placed.data();
+      if (bf16) {
+        for (size_t d = d0; d < d1; d++) {
+          o[d] = to_bf16(o[d]);
+          pl[d - d0] = to_bf16(pl[d - d0]);
+        }
+      }
       for (size_t d = d0; d < d1; d++) {
-        const float v = cast(placed[d - d0], bf16) + cast(o[d], bf16);
-        o[d] = canonical(cast(v, bf16));
+        const float v = pl[d - d0] + o[d];
+        o[d] = canonical(bf16 ? to_bf16(v) : v);
       }
     }
   });
