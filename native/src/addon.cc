@@ -177,7 +177,7 @@ static Napi::Object Init (Napi::Env env, Napi::Object exports) {
   exports.Set("abiVersion", Napi::Number::New(env, 9));
   exports.Set("isa", Napi::String::New(env, pdb::kernels().name));
   exports.Set("isas", isas);
-  exports.Set("minParallelWork", Napi::Number::New(env, double(pdb::kMinParallelWork)));
+  exports.Set("minParallelWork", Napi::Number::New(env, double(pdb::kernel_pool_on() ? pdb::kMinPoolWork : pdb::kMinParallelWork)));
   exports.Set("threadPool", Napi::Boolean::New(env, pdb::kernel_pool_on()));
   exports.Set("matmulF32", Napi::Function::New(env, MatmulF32, "matmulF32"));
   exports.Set("matmulBf16", Napi::Function::New(env, MatmulBf16, "matmulBf16"));

@@ -127,9 +127,10 @@ void attention_mqa (const float* q, size_t t_count, size_t heads, size_t dim, co
   }
   const size_t per = (heads + split - 1) / split;
   split = (heads + per - 1) / per;
-  parallel_ranges(t_count * split, 1, threads, [&](size_t task0, size_t task1) {
+  // Round-robin over the tasks: a causal prefill's later queries have more keys.
+  parallel_strided(t_count * split, threads, [&](size_t first, size_t stride) {
     Scratch scores, gathered;
-    for (size_t task = task0; task < task1; task++) {
+    for (size_t task = first; task < t_count * split; task += stride) {
       const size_t t = task / split;
       const size_t h0 = (task % split) * per;
       const size_t hn = heads - h0 < per ? heads - h0 : per;

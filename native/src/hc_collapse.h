@@ -8,7 +8,8 @@
 
 namespace pdb {
 
-// h [n, hc, hidden], pre [n, hc] -> out [n, hidden]. Threads split the tokens.
+// h [n, hc, hidden], pre [n, hc] -> out [n, hidden]. Threads split (token, block of hidden) units,
+// so one token splits too.
 void hc_collapse (const float* h, size_t n, const float* pre, size_t hc, size_t hidden, bool bf16, float* out,
                   int threads);
 

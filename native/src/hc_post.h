@@ -9,7 +9,8 @@
 namespace pdb {
 
 // h [n, hc, hidden], post [n, hc], comb [n, hc, hc], sub [n, hidden] -> out [n, hc, hidden].
-// Threads split the tokens; each element's operations are the reference's, in its order.
+// Threads split (token, stream, block of hidden) units, so one token splits too; each element's
+// operations are the reference's, in its order.
 void hc_post (const float* h, size_t n, const float* post, const float* comb, const float* sub,
               size_t hc, size_t hidden, bool bf16, float* out, int threads);
 

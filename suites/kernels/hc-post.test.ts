@@ -1,13 +1,16 @@
 // The hyper-connections' write-back kernel (hcPost): native == reference bit for bit, in the bf16
 // and f32 activation settings, on random values with ties, infinities and NaNs among them, on the
 // tiny and V4-Flash widths; and the reference is the engine's loop as it was (a copy kept here, so
-// moving the loop into the kernels changed no bit).
-import { describe, expect, it } from 'vitest'
-import { hcPost, reference } from '../../src/kernels/index.ts'
+// moving the loop into the kernels changed no bit). hcPost and hcCollapse split one token's streams
+// and blocks of hidden between threads: 1, 2, 3 and 7 threads give the reference's bits.
+import { afterAll, describe, expect, it } from 'vitest'
+import { getKernelThreads, kernelParallelThreshold, hcCollapse, hcPost, reference, setKernelThreads } from '../../src/kernels/index.ts'
 import { roundBf16 } from '../../src/numerics/bf16.ts'
 import { differingBits, mixedValues } from './fixtures.ts'
 
 const fround = Math.fround
+const defaultThreads = getKernelThreads()
+afterAll(() => setKernelThreads(defaultThreads))
 
 /** The engine's hcPost before 2026-12-02, verbatim but for the rounding helper. */
 function engineLoopAsItWas (h: Float32Array, n: number, postIn: Float32Array, combIn: Float32Array, sub: Float32Array, hc: number, hidden: number, bf16: boolean): Float32Array {
@@ -69,5 +72,44 @@ describe('hcPost', () => {
     expect(() => hcPost(f(10), 1, f(4), f(16), f(2), 4, 2, true)).toThrow(/h has 10 elements, expected \[n \* hc \* hidden\]/)
     expect(() => hcPost(f(8), 1, f(3), f(16), f(2), 4, 2, true)).toThrow(/post has 3 elements/)
     expect(() => hcPost(f(8), 1, f(4), f(16), f(2), 0, 2, true)).toThrow(/hc must be an integer >= 1/)
+  })
+})
+
+describe('hcPost and hcCollapse on 1, 2, 3 and 7 threads', () => {
+  // Shapes past the split threshold (with or without the pool), hidden not a multiple of the
+  // kernels' 512-element blocks; n = 1 is a decode step, which now splits too.
+  const shapes = [[1, 16, 4100], [3, 8, 6000]] as const
+  it('hcPost: one token and a few, bf16 and f32: every thread count gives the reference\'s bits', () => {
+    for (const [n, hc, hidden] of shapes) {
+      expect(n * hc * hidden * hc).toBeGreaterThan(kernelParallelThreshold())
+      for (const bf16 of [true, false]) {
+        const seed = n * 131 + hc + (bf16 ? 1 : 0)
+        const h = mixedValues(n * hc * hidden, seed, true)
+        const post = mixedValues(n * hc, seed + 1, false)
+        const comb = mixedValues(n * hc * hc, seed + 2, false)
+        const sub = mixedValues(n * hidden, seed + 3, true)
+        const ref = reference.hcPost(h, n, post, comb, sub, hc, hidden, bf16)
+        for (const threads of [1, 2, 3, 7]) {
+          setKernelThreads(threads)
+          expect(differingBits(hcPost(h, n, post, comb, sub, hc, hidden, bf16), ref), `n=${n} bf16=${bf16} threads=${threads}`).toBe(0)
+        }
+      }
+    }
+  })
+
+  it('hcCollapse: one token and a few, bf16 and f32: every thread count gives the reference\'s bits', () => {
+    for (const [n, hc, hidden] of [[1, 64, 16400], [3, 40, 9000]] as const) {
+      expect(n * hc * hidden).toBeGreaterThan(kernelParallelThreshold())
+      for (const bf16 of [true, false]) {
+        const seed = n * 17 + hc + (bf16 ? 1 : 0)
+        const h = mixedValues(n * hc * hidden, seed, true)
+        const pre = mixedValues(n * hc, seed + 1, false)
+        const ref = reference.hcCollapse(h, n, pre, hc, hidden, bf16)
+        for (const threads of [1, 2, 3, 7]) {
+          setKernelThreads(threads)
+          expect(differingBits(hcCollapse(h, n, pre, hc, hidden, bf16), ref), `n=${n} bf16=${bf16} threads=${threads}`).toBe(0)
+        }
+      }
+    }
   })
 })

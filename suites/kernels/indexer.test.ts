@@ -92,6 +92,20 @@ describe('indexerScores: a query never depends on the batch or the threads', () 
   })
 })
 
+describe('indexerScores: one query (decode) splits its entries between threads', () => {
+  it('gives the reference\'s bits on 1, 2, 3 and 7 threads for 1 and 3 queries over 3,000 entries', () => {
+    for (const t of [1, 3]) {
+      const c = randomCase(makeRng(430 + t), t, 8, 128, 3000)
+      c.visible[0] = 2999
+      const ref = runRef(c)
+      for (const threads of [1, 2, 3, 7]) {
+        setKernelThreads(threads)
+        expect(bitReport(run(c), ref), `t=${t} threads=${threads}`).toBe('identical')
+      }
+    }
+  })
+})
+
 describe('indexerScores: the heads are summed in order', () => {
   it('reversing the head order gives other bits on the same inputs', () => {
     const c = randomCase(makeRng(421), 8, 6, 16, 40)
