@@ -108,8 +108,9 @@ export interface ExternalFlag {
  */
 export interface ExternalPart {
   /**
-   * The numerics profile the embedded stack's sidecar and prefill engine run in for it, where that
-   * is not yet its cacheMath (the MLX cache path is not in the product: docs/omlx.md).
+   * The numerics profile the embedded stack's sidecar and prefill engine run in for it, where its
+   * cacheMath is a cache math rather than a profile (omlx: mlx-cpu, exported on top of this profile;
+   * src/stack/stack-numerics.ts).
    */
   stackProfile: string
   /** The page that says how to run it and point pd-bridge at it (`docs/omlx.md`). */

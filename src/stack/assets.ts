@@ -7,6 +7,7 @@ import { dirname, join } from 'node:path'
 import { exportWeights, loadSidecar } from '../capture/index.ts'
 import { checkpointDigest, makeCheckpoint, type PresetName } from '../model/checkpoint/index.ts'
 import { exportGguf } from '../model/gguf/index.ts'
+import { DEFAULT_CACHE_MATH, type CacheMathName } from '../wire/sidecar-format.ts'
 import { StackError } from './errors.ts'
 
 /** A checkpoint ready to serve. */
@@ -26,7 +27,7 @@ export interface SidecarAsset {
 }
 
 interface CheckpointStamp { preset: string, seed: number, digest: string, mirrorIndexerHeads?: boolean }
-interface SidecarStamp { checkpointDigest: string, profile: string, blockSize: number, fingerprint: string }
+interface SidecarStamp { checkpointDigest: string, profile: string, blockSize: number, fingerprint: string, cacheMath?: CacheMathName }
 
 async function readStamp<T> (path: string): Promise<T | undefined> {
   try {
@@ -85,28 +86,29 @@ export async function ensureCheckpoint (dir: string, preset: PresetName, seed: n
 }
 
 /**
- * The decoder's sidecar for `checkpoint` under `profile` with `blockSize`-token blocks: reused when
- * its stamp names this checkpoint's digest, profile and block size and it loads and verifies
- * (weights hash, fingerprint); exported again otherwise.
+ * The decoder's sidecar for `checkpoint` under `profile` with `blockSize`-token blocks, and the cache
+ * math `cacheMath` where the decoder's caches are not the profile's own (absent: the profile's kv
+ * path): reused when its stamp names this checkpoint's digest, profile, block size and cache math and
+ * it loads and verifies (weights hash, fingerprint, cache math); exported again otherwise.
  */
-export async function ensureSidecar (dir: string, checkpoint: CheckpointAsset, profile: string, blockSize: number): Promise<SidecarAsset> {
+export async function ensureSidecar (dir: string, checkpoint: CheckpointAsset, profile: string, blockSize: number, cacheMath?: CacheMathName): Promise<SidecarAsset> {
   const stampPath = `${dir}.stamp.json`
   const stamp = await readStamp<SidecarStamp>(stampPath)
-  if (stamp?.checkpointDigest === checkpoint.digest && stamp.profile === profile && stamp.blockSize === blockSize) {
+  if (stamp?.checkpointDigest === checkpoint.digest && stamp.profile === profile && stamp.blockSize === blockSize && stamp.cacheMath === cacheMath) {
     const loaded = await loadSidecar(dir).catch(() => undefined)
-    if (loaded !== undefined && loaded.fingerprint === stamp.fingerprint && loaded.json.blockSize === blockSize) {
+    if (loaded !== undefined && loaded.fingerprint === stamp.fingerprint && loaded.json.blockSize === blockSize && loaded.cacheMath === (cacheMath ?? DEFAULT_CACHE_MATH)) {
       return { dir, fingerprint: loaded.fingerprint, made: false }
     }
   }
   await rm(stampPath, { force: true })
   let fingerprint = ''
   await replaceDir(dir, async (tmp) => {
-    fingerprint = (await exportWeights({ model: checkpoint.dir, profile, out: tmp, blockSize })).fingerprint
+    fingerprint = (await exportWeights({ model: checkpoint.dir, profile, out: tmp, blockSize, ...(cacheMath !== undefined ? { cacheMath } : {}) })).fingerprint
   })
   // The fingerprint does not depend on the directory's name; check the moved copy loads all the same.
   const loaded = await loadSidecar(dir)
   if (loaded.fingerprint !== fingerprint) throw new StackError(`${dir}: the sidecar changed while it was moved into place`)
-  await writeFile(stampPath, JSON.stringify({ checkpointDigest: checkpoint.digest, profile, blockSize, fingerprint } satisfies SidecarStamp, null, 2) + '\n')
+  await writeFile(stampPath, JSON.stringify({ checkpointDigest: checkpoint.digest, profile, blockSize, fingerprint, ...(cacheMath !== undefined ? { cacheMath } : {}) } satisfies SidecarStamp, null, 2) + '\n')
   return { dir, fingerprint, made: true }
 }
 

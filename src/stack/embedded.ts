@@ -15,6 +15,7 @@ import { ensureCheckpoint, ensureGguf, ensureSidecar, type CheckpointAsset, type
 import { StackError } from './errors.ts'
 import { isAlive, readStackRecord, removeStackRecord, writeStackRecord, type StackRecord } from './record.ts'
 import { cacheDirFor, stackPaths, type StackPaths } from './state-dir.ts'
+import { stackNumerics } from './stack-numerics.ts'
 import type { ReadyInfo } from './ready-line.ts'
 import { Supervisor, type RestartPolicy, type SupervisorEvent } from './supervisor.ts'
 import { torchPrefillArgv, torchPrefillLabel, type TorchPrefillEngine } from './torch-prefill.ts'
@@ -173,11 +174,13 @@ export async function startEmbeddedStack (options: EmbeddedStackOptions): Promis
   const external = options.externalDecoder
   if (kind.external !== undefined && external === undefined) throw new StackError(`--decoder ${kind.name}: pd-bridge cannot start it; say where the running one is (${Object.values(kind.external.serveFlags).map((f) => f.flag).join(', ')}; ${kind.external.docs})`)
   if (kind.external === undefined && external !== undefined) throw new StackError(`--decoder ${kind.name}: the stack runs this decoder itself; an external decoder's location does not apply`)
-  const profile = kind.external?.stackProfile ?? kind.cacheMath
+  const { profile, cacheMath } = stackNumerics(kind)
   const plain = stackPaths(options.stateDir, preset, seed, profile, blockSize, options.home)
   // Where the kind says so, the checkpoint's indexer heads are mirrored: no top-k ties (its record says why).
   const mirrored = kind.stack.mirrorIndexerHeads
-  const paths = mirrored ? { ...plain, model: `${plain.model}-mirrored`, sidecar: `${plain.sidecar}-mirrored` } : plain
+  // A sidecar under another cache math has its own folder: a profile-only sidecar is never reused for it.
+  const sidecarDir = `${plain.sidecar}${cacheMath !== undefined ? `-${cacheMath}` : ''}${mirrored ? '-mirrored' : ''}`
+  const paths = { ...plain, model: mirrored ? `${plain.model}-mirrored` : plain.model, sidecar: sidecarDir }
   const cfg = presetConfig(preset)
   checkBlockSize(blockSize, cfg.compressRatios, '--block-size', preset)
   // The external decoder's directory, model name and block size, checked before any work.
@@ -200,7 +203,7 @@ export async function startEmbeddedStack (options: EmbeddedStackOptions): Promis
   const checkpoint = await ensureCheckpoint(paths.model, preset, seed, { mirrorIndexerHeads: mirrored })
   emit({ kind: 'asset', what: 'checkpoint', dir: paths.model, action: checkpoint.made ? 'made' : 'reusing' })
   emit({ kind: 'asset', what: 'sidecar', dir: paths.sidecar, action: 'making' })
-  const sidecar = await ensureSidecar(paths.sidecar, checkpoint, profile, blockSize)
+  const sidecar = await ensureSidecar(paths.sidecar, checkpoint, profile, blockSize, cacheMath)
   emit({ kind: 'asset', what: 'sidecar', dir: paths.sidecar, action: sidecar.made ? 'made' : 'reusing' })
   const name = `${preset}-seed${seed}${mirrored ? '-mirrored' : ''}`
   let gguf: GgufAsset | undefined

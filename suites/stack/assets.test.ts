@@ -67,4 +67,21 @@ describe('the sidecar', () => {
     expect((await ensureSidecar(sidecar, ck, 'decoder', 512)).made).toBe(true)
     expect((await loadSidecar(sidecar)).json.blockSize).toBe(512)
   })
+
+  it('under a cache math it is exported with that record, stamped with it, and never taken for the profile-only one (nor back)', async () => {
+    const ck = await ensureCheckpoint(model, 'tiny', 1)
+    const plain = await ensureSidecar(sidecar, ck, 'decoder', 256)
+    expect((await loadSidecar(sidecar)).cacheMath).toBe('decoder')
+    const mlx = await ensureSidecar(sidecar, ck, 'decoder', 256, 'mlx-cpu')
+    expect(mlx.made).toBe(true)
+    expect(mlx.fingerprint).not.toBe(plain.fingerprint)
+    expect((await loadSidecar(sidecar)).cacheMath).toBe('mlx-cpu')
+    expect(JSON.parse(readFileSync(`${sidecar}.stamp.json`, 'utf8')).cacheMath).toBe('mlx-cpu')
+    expect((await ensureSidecar(sidecar, ck, 'decoder', 256, 'mlx-cpu')).made).toBe(false)
+    const back = await ensureSidecar(sidecar, ck, 'decoder', 256)
+    expect(back.made).toBe(true)
+    expect((await loadSidecar(sidecar)).cacheMath).toBe('decoder')
+    // A profile-only stamp has no cacheMath key: the stamps ours and llama.cpp write are as before.
+    expect(Object.keys(JSON.parse(readFileSync(`${sidecar}.stamp.json`, 'utf8'))).sort()).toEqual(['blockSize', 'checkpointDigest', 'fingerprint', 'profile'])
+  })
 })

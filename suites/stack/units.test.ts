@@ -16,6 +16,8 @@ import { demoPassed, renderDemoTable, stageItems, type DemoSummary } from '../..
 import { ProcessLog, isJsonObjectLine, logRecordFor } from '../../src/stack/log-file.ts'
 import { parseReadyLine } from '../../src/stack/ready-line.ts'
 import { cacheDirFor, resolveStateDir, stackPaths } from '../../src/stack/state-dir.ts'
+import { stackNumerics } from '../../src/stack/stack-numerics.ts'
+import { DECODER_KINDS } from '../../src/decoders/registry.ts'
 import { buildTokenizerFiles, renderChat, Tokenizer } from '../../src/model/tokenizer/index.ts'
 import { tempDir } from './helpers.ts'
 
@@ -243,5 +245,26 @@ describe('the demo table', () => {
     const missing = summary({ decoder: 'llama.cpp', blocks: undefined, states: { ...states, missing: ['bridged'], sections: [] } })
     expect(demoPassed(missing)).toBe(false)
     expect(renderDemoTable(missing).trim().split('\n').at(-1)).toBe('FAIL: no state file at the bridged boundary in the bridged store')
+  })
+})
+
+describe('what the stack computes in for each decoder kind (stack-numerics.ts)', () => {
+  it('a kind whose cacheMath is its stack profile gets no cache math record; one whose cacheMath is a cache math gets it on top of its stack profile', () => {
+    for (const k of DECODER_KINDS) {
+      const n = stackNumerics(k)
+      if (k.external === undefined) {
+        expect(n, k.name).toEqual({ profile: k.cacheMath })
+      } else {
+        expect(n.profile, k.name).toBe(k.external.stackProfile)
+        expect(n.cacheMath === undefined ? n.profile : n.cacheMath, k.name).toBe(k.cacheMath)
+      }
+    }
+    // At least one kind (the external one) runs the stack under a cache math.
+    expect(DECODER_KINDS.some((k) => stackNumerics(k).cacheMath === 'mlx-cpu')).toBe(true)
+  })
+
+  it('refuses a record whose cacheMath is neither its stack profile nor a cache math', () => {
+    const external = DECODER_KINDS.find((k) => k.external !== undefined)!.external
+    expect(() => stackNumerics({ cacheMath: 'no-such-math', external })).toThrow(/cacheMath "no-such-math" is neither its stack profile "decoder" nor a cache math \(decoder, mlx-cpu\)/)
   })
 })

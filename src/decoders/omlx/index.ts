@@ -63,7 +63,9 @@ export const omlxDecoderKind: DecoderKind = {
     frontDecoderConfig: {},
   },
   external: {
-    // What serve --decoder omlx computed in before the registry: our decoder's profile (docs/omlx.md, "not done").
+    // serve --decoder omlx: the sidecar is exported under this profile with the record's cacheMath
+    // (mlx-cpu), so the capture hook pools in MLX's CPU arithmetic; the attention inputs are still
+    // our prefill engine's forward in this profile (docs/omlx.md, "Not done").
     stackProfile: DECODER_DEFAULTS.profile,
     docs: 'docs/omlx.md',
     serveFlags: {
