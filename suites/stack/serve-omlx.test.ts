@@ -76,6 +76,7 @@ async function startOmlxStandIn (cacheDir: string): Promise<OmlxStandIn> {
         const body = JSON.parse(await readBody(req)) as Record<string, unknown>
         forwarded.push({ path, body })
         const cached = blockFiles(cacheDir).size * BLOCK_SIZE
+        // The stand-in does not tokenize: prompt_tokens is the prompt's nominal size (nothing reads it).
         return send(res, 200, {
           id: 'chatcmpl-standin', object: 'chat.completion', created: Math.floor(Date.now() / 1000), model: body.model,
           choices: [{ index: 0, message: { role: 'assistant', content: 'stand-in answer' }, finish_reason: 'stop', logprobs: null }],
@@ -119,6 +120,7 @@ describe('serve --decoder omlx: the sidecar in the kind\'s cache math, one bridg
     const client = new OpenAI({ baseURL: `${serve.ready.front}/v1`, apiKey: 'unused', maxRetries: 0, timeout: HANG_LIMIT_MS })
     const { data, response } = await client.chat.completions.create({ model: MODEL_NAME, messages: prompt.messages as OpenAI.ChatCompletionMessageParam[], max_tokens: 2 }).withResponse()
     answer = { data: data as typeof answer.data, verdict: response.headers.get('x-pd-bridge') }
+    console.log(`serve --decoder omlx: ${prompt.tokens.length} prompt tokens, verdict ${String(answer.verdict)}, ${String(answer.data.pd_bridge?.bridged_tokens)} bridged`)
   })
 
   it('exports the sidecar with the kind\'s cache math, in a state folder of its own, and the front door carries it', () => {
