@@ -33,13 +33,11 @@ const RESTART_VARIABLES = ENV_OVERRIDES.filter((o) => o.key.startsWith('restarts
  */
 export async function readUserFrontSettings (file: string, env: Record<string, string | undefined> = process.env): Promise<UserFrontSettings> {
   const restartEnv = Object.fromEntries(RESTART_VARIABLES.map((name) => [name, env[name]]))
-  let text: string
-  try {
-    text = await readFile(file, 'utf8')
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
-    return { restarts: parseFrontConfig({ decoder: { url: 'http://127.0.0.1:1' } }, restartEnv).config.restarts, rest: {} }
-  }
+  // No file: no settings of yours, validated like an empty one (the restart variables still apply).
+  const text = await readFile(file, 'utf8').catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT') return '{}'
+    throw err
+  })
   let raw: unknown
   try {
     raw = JSON.parse(text)

@@ -9,7 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { dotSequentialFma, fmaF32, getKernelThreads, matmulBf16, matmulF32, matmulPacked, packedLength, packSequentialFma, reference, setKernelThreads } from '../../src/kernels/index.ts'
 import { bf16ToF32 } from '../../src/numerics/bf16.ts'
 import { bitReport, bf16Codes, gamma, makeRng, mixedF32, uniformF32, wideF32 } from './fixtures.ts'
-import { expectBatchAndThreadInvariance } from './invariance.ts'
+import { expectBatchAndThreadInvariance, expectNativeEqualsReferenceOnShapes } from './invariance.ts'
 
 const defaultThreads = getKernelThreads()
 afterAll(() => setKernelThreads(defaultThreads))
@@ -39,19 +39,7 @@ describe('sequential-fma: native equals the reference across tile edges', () => 
     [13, 1031, 37], [12, 100, 400], [1, 1031, 203], [4, 64, 64],
   ]
   it('f32 and bf16 weights, with and without bf16 output', () => {
-    const rng = makeRng(61)
-    let compared = 0
-    for (const [m, k, n] of shapes) {
-      const x = wideF32(m * k, rng)
-      const w = uniformF32(n * k, rng, 0.5)
-      const wb = bf16Codes(n * k, rng, 0.5)
-      for (const roundBf16 of [false, true]) {
-        const opts = { order, roundBf16 }
-        expect(bitReport(matmulF32(x, m, k, w, n, undefined, opts), reference.matmulF32(x, m, k, w, n, undefined, opts)), `f32 ${m}x${k}x${n} ${roundBf16}`).toBe('identical')
-        expect(bitReport(matmulBf16(x, m, k, wb, n, undefined, opts), reference.matmulBf16(x, m, k, wb, n, undefined, opts)), `bf16 ${m}x${k}x${n} ${roundBf16}`).toBe('identical')
-        compared += 2 * m * n
-      }
-    }
+    const compared = expectNativeEqualsReferenceOnShapes(order, shapes, makeRng(61), (n, rng) => uniformF32(n, rng, 0.5))
     expect(compared).toBeGreaterThan(30000)
   })
 
