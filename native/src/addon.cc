@@ -147,6 +147,17 @@ Napi::Value SetLegacyMatmul (const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// setDecodeTile (on): off, the lanes8 orders at 2..16 rows run the kernels before the decode tile
+// (same bits), for benchmarks only.
+Napi::Value SetDecodeTile (const Napi::CallbackInfo& info) {
+  if (info.Length() < 1 || !info[0].IsBoolean()) {
+    Napi::TypeError::New(info.Env(), "setDecodeTile: on must be a boolean").ThrowAsJavaScriptException();
+    return info.Env().Undefined();
+  }
+  pdb::set_matmul_decode_tile(info[0].As<Napi::Boolean>().Value());
+  return info.Env().Undefined();
+}
+
 // measureStreamGbps (threads, bytes, repeats)
 Napi::Value MeasureStreamGbps (const Napi::CallbackInfo& info) {
   size_t threads = 0, bytes = 0, repeats = 0;
@@ -202,6 +213,7 @@ static Napi::Object Init (Napi::Env env, Napi::Object exports) {
   exports.Set("getThreads", Napi::Function::New(env, GetThreads, "getThreads"));
   exports.Set("measurePeakGflops", Napi::Function::New(env, MeasurePeakGflops, "measurePeakGflops"));
   exports.Set("setLegacyMatmul", Napi::Function::New(env, SetLegacyMatmul, "setLegacyMatmul"));
+  exports.Set("setDecodeTile", Napi::Function::New(env, SetDecodeTile, "setDecodeTile"));
   exports.Set("measureStreamGbps", Napi::Function::New(env, MeasureStreamGbps, "measureStreamGbps"));
   return exports;
 }

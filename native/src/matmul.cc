@@ -1,10 +1,12 @@
-// The matmul: the lanes8 orders at m >= 8 by matmul_lanes.h's lane-major tiles across output columns;
-// below that (and when the bench asks for the earlier kernels) output columns split between threads,
+// The matmul: the lanes8 orders at 2..16 rows by matmul_decode.h's decode tile (each widened weight
+// vector meets every row), at m >= 17 by matmul_lanes.h's lane-major tiles across output columns;
+// at one row (and when the bench asks for the earlier kernels) output columns split between threads,
 // each range computed by dot_tile.h's tiles, or, in the AVX-512 variant, by matmul_zmm.h's 512-bit
 // tiles (the same bits, two dot products per register); the sequential-fma order by matmul_seq.h's
 // tiles across output columns.
 #include "dot_tile.h"
 #include "isa_kernels.h"
+#include "matmul_decode.h"
 #include "matmul_lanes.h"
 #include "matmul_seq.h"
 #include "parallel.h"
@@ -32,6 +34,10 @@ void matmul_tiles (const float* x, size_t m, size_t k, const typename W::Code* w
 template <class W>
 void matmul (const float* x, size_t m, size_t k, const typename W::Code* w, size_t n, float* y,
              bool to_bf16, MatmulOrder order, int threads) {
+  if (matmul_decode_tile() && decode::usable(m)) {
+    if (order == MatmulOrder::kLanes8Fma) return decode::matmul<W, true>(x, m, k, w, n, y, to_bf16, threads);
+    if (order == MatmulOrder::kLanes8) return decode::matmul<W, false>(x, m, k, w, n, y, to_bf16, threads);
+  }
   if (!matmul_legacy_tiles() && lanes::usable(m)) {
     if (order == MatmulOrder::kLanes8Fma) return lanes::matmul<W, true>(x, m, k, w, n, y, to_bf16, threads);
     if (order == MatmulOrder::kLanes8) return lanes::matmul<W, false>(x, m, k, w, n, y, to_bf16, threads);

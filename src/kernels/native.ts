@@ -63,6 +63,8 @@ export interface NativeKernels {
   exactBf16Codes (values: Float32Array, out: Uint16Array): boolean
   /** true: the lanes8 orders at m >= 8 run the earlier kernels (the same bits); benchmarks only. */
   setLegacyMatmul?: (on: boolean) => void
+  /** false: the lanes8 orders at 2..16 rows run the kernels before the decode tile (the same bits); benchmarks only. */
+  setDecodeTile?: (on: boolean) => void
   setThreads (n: number): void
   getThreads (): number
   measurePeakGflops (threads: number, millis: number): number
