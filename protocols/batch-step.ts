@@ -5,9 +5,13 @@
 // tokens/s, throughput over one sequence's (median and best steps), and a step's mean time inside
 // each kernel over --repeats more steps (lib/kernel-clock.ts), and (version 3) the bf16 matmul's time
 // per weight shape over --repeats more (which projections grow with the batch, at what mean rows per
-// call). One JSON record in --out; nothing is asserted.
+// call). With --compare-decode-tile (version 4) every timed step is followed by one with the
+// matmul's decode tile off (setDecodeTile(false): the kernels before it, the same bits), so each
+// level also reports the step before the tile, measured in the same run. One JSON record in --out;
+// nothing is asserted.
 //
 //   npx tsx protocols/batch-step.ts --model DIR [--levels 1,2,4,8] [--prompt 64] [--repeats 8] [--threads N]
+//                                   [--compare-decode-tile]
 import { mkdir, writeFile } from 'node:fs/promises'
 import { cpus, loadavg } from 'node:os'
 import { join, resolve } from 'node:path'
@@ -25,6 +29,7 @@ const USAGE = `Usage: npx tsx protocols/batch-step.ts --model DIR [options]
   --prompt N      prompt tokens per sequence before the steps (default 64)
   --repeats N     timed steps per level, levels interleaved (default 8)
   --threads N     kernel threads (default: PD_KERNEL_THREADS, else the machine's cores)
+  --compare-decode-tile  also time each step with the decode tile off, interleaved (the before figures)
   --out DIR       where the record goes (default results/batch)
   --note TEXT     kept in the record`
 
@@ -32,7 +37,7 @@ const { values: opts } = parseArgs({
   options: {
     model: { type: 'string' }, levels: { type: 'string', default: '1,2,4,8' }, prompt: { type: 'string', default: '64' },
     repeats: { type: 'string', default: '8' }, threads: { type: 'string' }, out: { type: 'string', default: join(REPO, 'results', 'batch') },
-    note: { type: 'string', default: '' }, help: { type: 'boolean' },
+    note: { type: 'string', default: '' }, 'compare-decode-tile': { type: 'boolean', default: false }, help: { type: 'boolean' },
   },
 })
 if (opts.help === true || opts.model === undefined) {
@@ -49,6 +54,14 @@ if ([...levels, promptTokens, repeats, addon.getThreads()].some((v) => !Number.i
   process.exit(2)
 }
 
+const compare = opts['compare-decode-tile'] === true
+if (compare && addon.setDecodeTile === undefined) {
+  console.error('batch-step: --compare-decode-tile needs an addon with setDecodeTile: run npm run build:native')
+  process.exit(2)
+}
+/** The decode tile on (true) or off; without --compare-decode-tile it is never touched. */
+const setTile = (on: boolean): void => { if (compare) addon.setDecodeTile!(on) }
+
 const engine = await DeepseekV4Engine.load(opts.model, 'decoder')
 const vocab = engine.config.vocabSize
 const widest = Math.max(...levels)
@@ -63,16 +76,20 @@ function caches (b: number): ModelCache[] {
 }
 const tokensFor = (b: number): number[] => Array.from({ length: b }, (_, i) => 2 + (i * 31) % (vocab - 3))
 
-const byLevel = new Map(levels.map((b) => [b, { caches: caches(b), ms: [] as number[] }]))
+const byLevel = new Map(levels.map((b) => [b, { caches: caches(b), ms: [] as number[], beforeMs: [] as number[] }]))
 for (const b of levels) engine.decodeBatch(tokensFor(b), byLevel.get(b)!.caches) // warm: first-call costs
 for (let r = 0; r < repeats; r++) {
   for (const b of levels) {
     const level = byLevel.get(b)!
-    const t0 = performance.now()
-    engine.decodeBatch(tokensFor(b), level.caches)
-    level.ms.push(performance.now() - t0)
+    for (const on of compare ? [true, false] : [true]) {
+      setTile(on)
+      const t0 = performance.now()
+      engine.decodeBatch(tokensFor(b), level.caches)
+      ;(on ? level.ms : level.beforeMs).push(performance.now() - t0)
+    }
   }
 }
+setTile(true)
 // The kernel clock over --repeats steps per level, reported per step: one step on a loaded machine
 // is mostly the time the process waited for a core.
 const clocks = new Map<number, KernelClock>()
@@ -98,6 +115,18 @@ const median = (xs: number[]): number => {
   return s.length % 2 === 1 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2
 }
 const one = byLevel.get(Math.min(...levels))!
+/** The step with the decode tile off, interleaved with the timed steps above (version 4). */
+function beforeTile (b: number): Record<string, number> | undefined {
+  if (!compare) return undefined
+  const ms = byLevel.get(b)!.beforeMs
+  return {
+    step_ms_min: Math.min(...ms), step_ms_median: median(ms), tokens_per_s_median: b * 1000 / median(ms),
+    throughput_vs_smallest_median: (b / median(ms)) / (Math.min(...levels) / median(one.beforeMs)),
+    throughput_vs_smallest_best: (b / Math.min(...ms)) / (Math.min(...levels) / Math.min(...one.beforeMs)),
+    /** Median step before the tile over the median step with it. */
+    tile_speedup_median: median(ms) / median(byLevel.get(b)!.ms),
+  }
+}
 const rows = levels.map((b) => {
   const ms = byLevel.get(b)!.ms
   const row = {
@@ -110,21 +139,24 @@ const rows = levels.map((b) => {
     one_step_inside_kernels: clocks.get(b)!,
     /** Mean per step over --repeats more steps: the bf16 matmul per weight shape k x n (calls, mean rows per call, ms, MiB of W read). */
     one_step_matmul_bf16_by_shape: shapes.get(b)!,
+    before_decode_tile: beforeTile(b),
   }
   const top = Object.entries(row.one_step_inside_kernels.kernels).slice(0, 5).map(([k, v]) => `${k} ${v.ms.toFixed(1)} ms`).join(', ')
   const bigShapes = row.one_step_matmul_bf16_by_shape.slice(0, 4).map((s) => `${s.shape} m=${s.meanRows.toFixed(1)} ${s.ms.toFixed(1)} ms`).join(', ')
   console.error(`batch-step: B=${b}: bf16 matmul by shape: ${bigShapes}`)
   console.error(`batch-step: B=${b}: step ${row.step_ms_median.toFixed(1)} ms median (${row.step_ms_min.toFixed(1)} min), ${row.tokens_per_s_median.toFixed(1)} tok/s, ${row.throughput_vs_smallest_median.toFixed(2)}x (best ${row.throughput_vs_smallest_best.toFixed(2)}x); ${top}`)
+  const before = row.before_decode_tile
+  if (before !== undefined) console.error(`batch-step: B=${b}: before the decode tile ${before.step_ms_median.toFixed(1)} ms median (${before.step_ms_min.toFixed(1)} min), ${before.throughput_vs_smallest_median.toFixed(2)}x (best ${before.throughput_vs_smallest_best.toFixed(2)}x); tile ${before.tile_speedup_median.toFixed(2)}x faster`)
   return row
 })
 const at = new Date().toISOString()
 const cfg = engine.config
 const record = {
-  kind: 'batch-step', version: 3, at, note: opts.note,
+  kind: 'batch-step', version: compare ? 4 : 3, at, note: opts.note,
   machine: { cpu: cpus()[0]?.model ?? 'unknown', cores: cpus().length, threads: addon.getThreads(), kernel_pool: addon.threadPool ?? null, isa: addon.isa, node: process.version },
   load_average: loadavg(),
   model: { dir_name: opts.model.split('/').filter(Boolean).at(-1), hidden_size: cfg.hiddenSize, layers: cfg.numHiddenLayers, experts: cfg.nRoutedExperts, experts_per_token: cfg.numExpertsPerTok, profile: 'decoder' },
-  settings: { levels, prompt_tokens: promptTokens, repeats, widest },
+  settings: { levels, prompt_tokens: promptTokens, repeats, widest, compare_decode_tile: compare },
   levels: rows,
 }
 await mkdir(opts.out, { recursive: true })
