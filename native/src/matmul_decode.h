@@ -2,8 +2,8 @@
 // step's projections, the rows routed to one expert; docs/kernels.md, "Decode tile"). At these sizes
 // each weight is used by only a few rows, so loading and widening it costs as much as the arithmetic:
 // the tile widens each group of kGroupCols weight rows once per kChunk of k into a float32 buffer
-// that stays in L1, and every row of x meets each widened weight vector from there, in register
-// tiles. In the avx512 variant one 512-bit register holds the lane chains of two rows (x packed in
+// that stays in L1 (the chunk two widenings ahead prefetched meanwhile), and every row of x meets
+// each widened weight vector from there, in register tiles. In the avx512 variant one 512-bit register holds the lane chains of two rows (x packed in
 // row pairs once per call) against a weight vector broadcast to both halves; elsewhere one F8 per
 // output.
 //
@@ -48,6 +48,25 @@ PDB_INLINE void widen (const typename W::Code* w, size_t k, size_t c0, size_t nc
     const typename W::Code* src = w + (c0 + c) * k + k0;
     float* d = wg + c * kChunk;
     for (size_t i = 0; i < len8; i += 8) f8_store(d + i, W::load8(src + i));
+  }
+}
+
+// Hint the chunk kAhead widenings after (c0, k0) into the caches (in a thread's column range
+// ending at j1: this group's next chunks, then the next group's first), so its memory reads overlap
+// the arithmetic in between. A hint only: no effect on any value.
+template <class W>
+PDB_INLINE void prefetch_ahead (const typename W::Code* w, size_t k, size_t c0, size_t k0, size_t j1) {
+  constexpr size_t kAhead = 2;  // measured against 1, 4 and 8 (docs/kernels.md, "Decode tile")
+  constexpr size_t per_line = 64 / sizeof(typename W::Code);
+  const size_t k8 = k - k % 8;
+  const size_t chunks = k8 == 0 ? 1 : (k8 + kChunk - 1) / kChunk;
+  const size_t at = k0 / kChunk + kAhead;
+  const size_t pc0 = c0 + (at / chunks) * kGroupCols, pk0 = (at % chunks) * kChunk;
+  if (pc0 >= j1) return;
+  const size_t nc = j1 - pc0 < kGroupCols ? j1 - pc0 : kGroupCols, len8 = k8 - pk0 < kChunk ? k8 - pk0 : kChunk;
+  for (size_t c = 0; c < nc; c++) {
+    const typename W::Code* src = w + (pc0 + c) * k + pk0;
+    for (size_t i = 0; i < len8; i += per_line) __builtin_prefetch(src + i, 0, 3);
   }
 }
 
@@ -128,6 +147,7 @@ void columns (const float* x, size_t m, size_t k, const typename W::Code* w, siz
     for (size_t k0 = 0; k0 < k8 || k0 == 0; k0 += kChunk) {
       const size_t len8 = k8 - k0 < kChunk ? k8 - k0 : kChunk;
       widen<W>(w, k, c0, nc, k0, len8, wg);
+      prefetch_ahead<W>(w, k, c0, k0, j1);
       for (size_t r0 = 0; r0 < m; r0 += kRowsPerTile) {
         const size_t mr = m - r0 < size_t(kRowsPerTile) ? m - r0 : size_t(kRowsPerTile);
         for (size_t c = 0; c < nc; c += kColsPerTile) {
@@ -203,6 +223,7 @@ void pair_columns (const float* x, const float* xp, size_t m, size_t k, const ty
     for (size_t k0 = 0; k0 < k8 || k0 == 0; k0 += kChunk) {
       const size_t len8 = k8 - k0 < kChunk ? k8 - k0 : kChunk;
       widen<W>(w, k, c0, nc, k0, len8, wg);
+      prefetch_ahead<W>(w, k, c0, k0, j1);
       for (size_t p0 = 0; p0 < pairs; p0 += kZmmPairs) {
         const size_t pp = pairs - p0 < size_t(kZmmPairs) ? pairs - p0 : size_t(kZmmPairs);
         for (size_t c = 0; c < nc; c += kZmmCols) {
