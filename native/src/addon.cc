@@ -147,8 +147,8 @@ Napi::Value SetLegacyMatmul (const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
-// setDecodeTile (on): off, the lanes8 orders at 2..16 rows run the kernels before the decode tile
-// (same bits), for benchmarks only.
+// setDecodeTile (on): off, the lanes8 orders in the decode tile's range (4..16 rows; 6..16 in avx2
+// and portable) run the kernels before it (same bits), for benchmarks only.
 Napi::Value SetDecodeTile (const Napi::CallbackInfo& info) {
   if (info.Length() < 1 || !info[0].IsBoolean()) {
     Napi::TypeError::New(info.Env(), "setDecodeTile: on must be a boolean").ThrowAsJavaScriptException();

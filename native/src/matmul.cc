@@ -1,9 +1,9 @@
-// The matmul: the lanes8 orders at 2..16 rows by matmul_decode.h's decode tile (each widened weight
-// vector meets every row), at m >= 17 by matmul_lanes.h's lane-major tiles across output columns;
-// at one row (and when the bench asks for the earlier kernels) output columns split between threads,
-// each range computed by dot_tile.h's tiles, or, in the AVX-512 variant, by matmul_zmm.h's 512-bit
-// tiles (the same bits, two dot products per register); the sequential-fma order by matmul_seq.h's
-// tiles across output columns.
+// The matmul: the lanes8 orders at 4..16 rows (6..16 in avx2 and portable) by matmul_decode.h's
+// decode tile (each widened weight vector meets every row), at m >= 17 by matmul_lanes.h's
+// lane-major tiles across output columns; at fewer rows (and when the bench asks for the earlier
+// kernels) output columns split between threads, each range computed by dot_tile.h's tiles, or, in
+// the AVX-512 variant, by matmul_zmm.h's 512-bit tiles (the same bits, two dot products per
+// register); the sequential-fma order by matmul_seq.h's tiles across output columns.
 #include "dot_tile.h"
 #include "isa_kernels.h"
 #include "matmul_decode.h"

@@ -30,9 +30,9 @@ void matmul_bf16 (const float* x, size_t m, size_t k, const uint16_t* w, size_t 
 bool matmul_legacy_tiles ();
 void set_matmul_legacy_tiles (bool on);
 
-// The lanes8 orders at 2..16 rows run matmul_decode.h's decode tile (default on); off, they run the
-// kernels before it (dot_tile.h below 8 rows, the lane-major tiles from 8), the same bits. For
-// benchmarks only: setDecodeTile.
+// The lanes8 orders at 4..16 rows (6..16 in avx2 and portable) run matmul_decode.h's decode tile
+// (default on); off, they run the kernels before it (dot_tile.h below 8 rows, the lane-major tiles
+// from 8), the same bits. For benchmarks only: setDecodeTile.
 bool matmul_decode_tile ();
 void set_matmul_decode_tile (bool on);
 

@@ -63,7 +63,7 @@ export interface NativeKernels {
   exactBf16Codes (values: Float32Array, out: Uint16Array): boolean
   /** true: the lanes8 orders at m >= 8 run the earlier kernels (the same bits); benchmarks only. */
   setLegacyMatmul?: (on: boolean) => void
-  /** false: the lanes8 orders at 2..16 rows run the kernels before the decode tile (the same bits); benchmarks only. */
+  /** false: the lanes8 orders in the decode tile's range (4..16 rows; 6..16 in avx2, portable) run the kernels before it (the same bits); benchmarks only. */
   setDecodeTile?: (on: boolean) => void
   setThreads (n: number): void
   getThreads (): number
