@@ -30,6 +30,11 @@ void mlx_mxfp8_matmul (const float* x, size_t m, size_t k, const float* wt, cons
 void mlx_affine_matmul (const float* x, size_t m, size_t k, const float* wt, size_t n, int rounding, float* out,
                         int threads);
 
+// Whether p[0, count) holds no NaN with bits 16-21 all set: the scan that lets a call of
+// kMlxNanScanRows rows or more drop the per-rounding NaN check (mlx_cpu_isa.h, kMlxOperandsNanSafe).
+// Exported so the tests can show which inputs take which path; the bits are the same on both.
+bool mlx_cpu_nan_safe (const float* p, size_t count);
+
 // The ISA variant the two matmuls run (mlx_cpu_isa.h): the addon's (isa.h) unless chosen here.
 // Every variant gives the same bits; the choice exists so one process can check each of them.
 const char* mlx_cpu_isa ();

@@ -3,14 +3,15 @@
 // rounding-point mask, hard inputs (NaN of any payload, ±inf, ±0, subnormals, MLX's NaN e4m3 codes
 // 0x7F/0xFF, scale bytes 0 and 255), every ISA variant of the matmuls this CPU runs, 1, 2, 3 and 7
 // threads on calls large enough to be split (minParallelWork), and a row alone equal to the same
-// row computed among others (batch invariance).
+// row computed among others (batch invariance). A call of 8 rows or more whose operands hold no
+// NaN that could carry drops the per-rounding NaN check: both paths are checked here.
 import { afterAll, describe, expect, it } from 'vitest'
 import { loadNativeKernels } from '../../src/kernels/native.ts'
 import {
   affineDequantized, affineMatmul, bf16, MLX_CPU, mxfp8Matmul, type AffineWeight, type Mxfp8Weight, type RoundingPoints, type RoundTo,
 } from '../../src/numerics/mlx-cpu/index.ts'
 import {
-  affineMatmulNative, mlxCpuKernelIsa, mlxPoolNative, mlxRopeRowsNative, mxfp8MatmulNative, prepareAffine, prepareMxfp8,
+  affineMatmulNative, mlxCpuKernelIsa, mlxCpuOperandsNanSafe, mlxPoolNative, mlxRopeRowsNative, mxfp8MatmulNative, prepareAffine, prepareMxfp8,
 } from '../../src/kernels/mlx-cpu.ts'
 import { overlapCompress, simpleCompress } from '../../src/numerics/mlx-cpu/pooling.ts'
 import { mlxRopeRow } from '../../src/numerics/mlx-cpu/rope.ts'
@@ -119,6 +120,68 @@ describe('mlx-cpu quantized matmuls: native = TypeScript reference, bit for bit'
     // The hard inputs did reach the outputs: some are NaN or infinite.
     const out = mxfp8MatmulNative(x, m, prepareMxfp8(mx))
     expect(out.some((v) => !Number.isFinite(v))).toBe(true)
+  })
+
+  it('the NaN scan: 8 rows or more with NaN-safe operands (unchecked roundings) and without (checked), every mask and ISA', () => {
+    // 12 rows: past kMlxNanScanRows (8), so the operands are scanned. Hard inputs as above, but the
+    // NaNs in x have payloads that cannot carry (bits 16-21 not all set).
+    const m = 12
+    const k = 256
+    const n = 89
+    const safeNans = [0x7f800001, 0xffc00000, 0x7fc12345, 0xff800100, 0x7fbe0000]
+    const x = activations(m * k, 21, true)
+    const xu = new Uint32Array(x.buffer)
+    safeNans.forEach((b, i) => { xu[37 * i + 5] = b })
+    const mx = mxWeight(n, k, 22, true)
+    const af = affineWeight(n, k, 23)
+    const pmx = prepareMxfp8(mx)
+    // The affine weight with one NaN (the reference's literal NaN), so that a prepared copy can hold
+    // a NaN whose payload would carry in an unchecked rounding at the same place.
+    const nanAt = { col: 70, row: 101 }
+    const deq = Array.from({ length: 4 }, (_, mask) => {
+      const d = affineDequantized(af, points(mask))
+      d[nanAt.col * k + nanAt.row] = NaN
+      return d
+    })
+    const paf = deq.map((d, mask) => prepareAffine(af, points(mask), d))
+    const stripAt = (j: number, i: number): number => { const j0 = j - (j % 64); return j0 * k + i * Math.min(64, n - j0) + (j - j0) }
+    const pafBad = deq.map((d, mask) => {
+      const p = prepareAffine(af, points(mask), d)
+      new Uint32Array(p.wt.buffer)[stripAt(nanAt.col, nanAt.row)] = 0xffffffff
+      return p
+    })
+    // A NaN payload that would carry, in x (a copy).
+    const xBad = x.slice()
+    new Uint32Array(xBad.buffer)[3 * k + 40] = 0x7fff8000
+    expect([mlxCpuOperandsNanSafe(x), mlxCpuOperandsNanSafe(pmx.wt), mlxCpuOperandsNanSafe(pmx.st), ...paf.map((p) => mlxCpuOperandsNanSafe(p.wt))])
+      .toEqual([true, true, true, true, true, true, true])
+    expect([mlxCpuOperandsNanSafe(xBad), ...pafBad.map((p) => mlxCpuOperandsNanSafe(p.wt))]).toEqual([false, false, false, false, false])
+    const cases = [{ what: 'safe', x, paf }, { what: 'x unsafe', x: xBad, paf }, { what: 'weight unsafe', x, paf: pafBad }]
+    const bad: string[] = []
+    let nonFinite = 0
+    for (const c of cases) {
+      const refMx = Array.from({ length: 8 }, (_, mask) => mxfp8Matmul(c.x, m, mx, points(mask)))
+      const refAf = Array.from({ length: 4 }, (_, mask) => affineMatmul(c.x, m, af, points(mask), deq[mask]))
+      for (const isa of ISAS) {
+        mlxCpuKernelIsa(isa)
+        for (let mask = 0; mask < 8; mask++) {
+          const out = mxfp8MatmulNative(c.x, m, pmx, points(mask))
+          nonFinite += out.filter((v) => !Number.isFinite(v)).length
+          const d = differing(out, refMx[mask])
+          if (d !== 0) bad.push(`${c.what} ${isa} mxfp8 mask ${mask}: ${d}/${m * n}`)
+          if (mask < 4) {
+            const e = differing(affineMatmulNative(c.x, m, c.paf[mask], points(mask)), refAf[mask])
+            if (e !== 0) bad.push(`${c.what} ${isa} affine mask ${mask}: ${e}/${m * n}`)
+          }
+        }
+      }
+    }
+    mlxCpuKernelIsa(isaBefore)
+    expect(bad).toEqual([])
+    // The hard inputs reached the outputs, and the NaN weight its column.
+    expect(nonFinite).toBeGreaterThan(0)
+    const col = affineMatmulNative(x, m, pafBad[3]).filter((_, i) => i % n === nanAt.col)
+    expect(col.every((v) => Number.isNaN(v))).toBe(true)
   })
 
   it('at 1, 2, 3 and 7 threads on calls past minParallelWork: the same bits', () => {
