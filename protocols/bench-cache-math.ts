@@ -6,9 +6,10 @@
 //     sidecar, as the stack exports it) and `mlx-cpu` (export-weights --cache-math mlx-cpu), fed the
 //     same attention inputs (bf16 values), the median of --replays timed passes each, interleaved
 //     (the passes' CPU time and both ratios go into the record's settings);
-//   - the kv projection at a V4 width (k = 4096, n = 512; m = 1 and 16): the decoder profile's
+//   - the kv projection at a V4 width (k = 4096, n = 512; m = 1, 16, 128 and 512, the row counts a capture feeds): the decoder profile's
 //     matmulBf16, the mlx-cpu mxfp8 and affine kernels in native code, and their TypeScript
-//     references (m = 1 only: they are scalar loops).
+//     references (m = 1 only: they are scalar loops); from 8 rows, the mxfp8 kernel again on an x
+//     holding one NaN that could carry, which keeps every product rounding's NaN check (the path of a call under 8 rows).
 // Nothing here is asserted: times depend on the machine and on whatever else it is running.
 import { mkdtempSync, rmSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
@@ -165,7 +166,7 @@ async function main (): Promise<void> {
     const deq = affineDequantized(aw, MLX_CPU)
     const pmx = prepareMxfp8(mxw)
     const paf = prepareAffine(aw, MLX_CPU, deq)
-    for (const m of [1, 16]) {
+    for (const m of [1, 16, 128, 512]) {
       const x = bf16Values(m * k, 8)
       const out = new Float32Array(m * n)
       const f = 2 * m * n * k
@@ -175,6 +176,13 @@ async function main (): Promise<void> {
         ['mlx-cpu mxfp8 g32 native', () => { mxfp8MatmulNative(x, m, pmx) }, used, 1],
         ['mlx-cpu affine-8 g64 native', () => { affineMatmulNative(x, m, paf) }, used, 4],
       ]
+      if (m >= 8) {
+        // The same call with one NaN in x whose payload could carry: the operand scan fails and every
+        // product rounding keeps its NaN check (native/src/mlx_cpu_isa.h, kMlxOperandsNanSafe).
+        const xNan = x.slice()
+        new Uint32Array(xNan.buffer)[1] = 0x7fff8000
+        cases.push(['mlx-cpu mxfp8 g32 native, NaN check kept (x holds a carrying NaN)', () => { mxfp8MatmulNative(xNan, m, pmx) }, used, 1])
+      }
       if (m === 1) {
         cases.push(['mlx-cpu mxfp8 g32 TypeScript reference', () => { mxfp8Matmul(x, m, mxw) }, 1, 1])
         cases.push(['mlx-cpu affine-8 g64 TypeScript reference', () => { affineMatmul(x, m, aw, MLX_CPU, deq) }, 1, 4])
