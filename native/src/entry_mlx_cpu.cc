@@ -1,5 +1,5 @@
 // The mlx-cpu cache math's native kernels (mlx_cpu.h): mlxMxfp8Matmul, mlxAffineMatmul, mlxPool, mlxRopeRows,
-// mlxCpuNanSafe and mlxCpuIsa,
+// mlxCpuLastPath and mlxCpuIsa,
 // registered by RegisterMlxCpu so the shared addon.cc names them in one line.
 #include "args.h"
 #include "entries.h"
@@ -125,13 +125,9 @@ Napi::Value MlxRopeRowsEntry (const Napi::CallbackInfo& info) {
   return info[0];
 }
 
-// mlxCpuNanSafe (values): whether the matmuls' NaN scan passes values (no NaN with bits 16-21 all
-// set; mlx_cpu.h). Only for the tests, which show with it which inputs take the unchecked path.
-Napi::Value MlxCpuNanSafeEntry (const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  const auto v = typed_array<float>(info, 0, napi_float32_array, "values", "Float32Array");
-  if (!v.ok) return env.Undefined();
-  return Napi::Boolean::New(env, mlx_cpu_nan_safe(v.data, v.length));
+// mlxCpuLastPath (): the path the last mlx-cpu matmul call took (mlx_cpu.h). Only for the tests.
+Napi::Value MlxCpuLastPathEntry (const Napi::CallbackInfo& info) {
+  return Napi::String::New(info.Env(), mlx_cpu_last_path());
 }
 
 // mlxCpuIsa (name?): the ISA variant the two matmuls run; with a name, choose it first (tests check
@@ -159,7 +155,7 @@ void RegisterMlxCpu (Napi::Env env, Napi::Object exports) {
   exports.Set("mlxAffineMatmul", Napi::Function::New(env, MlxAffineMatmulEntry, "mlxAffineMatmul"));
   exports.Set("mlxPool", Napi::Function::New(env, MlxPoolEntry, "mlxPool"));
   exports.Set("mlxRopeRows", Napi::Function::New(env, MlxRopeRowsEntry, "mlxRopeRows"));
-  exports.Set("mlxCpuNanSafe", Napi::Function::New(env, MlxCpuNanSafeEntry, "mlxCpuNanSafe"));
+  exports.Set("mlxCpuLastPath", Napi::Function::New(env, MlxCpuLastPathEntry, "mlxCpuLastPath"));
   exports.Set("mlxCpuIsa", Napi::Function::New(env, MlxCpuIsaEntry, "mlxCpuIsa"));
 }
 

@@ -30,10 +30,11 @@ void mlx_mxfp8_matmul (const float* x, size_t m, size_t k, const float* wt, cons
 void mlx_affine_matmul (const float* x, size_t m, size_t k, const float* wt, size_t n, int rounding, float* out,
                         int threads);
 
-// Whether p[0, count) holds no NaN with bits 16-21 all set: the scan that lets a call of
-// kMlxNanScanRows rows or more drop the per-rounding NaN check (mlx_cpu_isa.h, kMlxOperandsNanSafe).
-// Exported so the tests can show which inputs take which path; the bits are the same on both.
-bool mlx_cpu_nan_safe (const float* p, size_t count);
+// The path the last matmul call took (mlx_cpu_isa.h): "checked" (under kMlxNanScanRows rows, or
+// an operand holds a NaN that could carry), "unchecked" (kMlxOperandsNanSafe) or "avx512-bf16"
+// (kMlxOperandsNormal). Every path gives the same bits; the tests use this to show which inputs
+// take which.
+const char* mlx_cpu_last_path ();
 
 // The ISA variant the two matmuls run (mlx_cpu_isa.h): the addon's (isa.h) unless chosen here.
 // Every variant gives the same bits; the choice exists so one process can check each of them.

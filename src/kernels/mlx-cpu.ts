@@ -14,8 +14,8 @@ interface MlxNativeKernels {
   mlxAffineMatmul: (x: Float32Array, m: number, k: number, wt: Float32Array, n: number, rounding: number, out: Float32Array) => Float32Array
   mlxPool: (kv: Float32Array, gate: Float32Array, ape: Float32Array, windows: number, ratio: number, dim: number, overlap: boolean, rounding: number, out: Float32Array) => Float32Array
   mlxRopeRows: (x: Float32Array, rows: number, d: number, inv: Float32Array, first: number, rounding: number) => Float32Array
-  /** Whether the matmuls' NaN scan passes these values (native/src/mlx_cpu.h, mlx_cpu_nan_safe). */
-  mlxCpuNanSafe: (values: Float32Array) => boolean
+  /** The path the last matmul call took (native/src/mlx_cpu.h, mlx_cpu_last_path). */
+  mlxCpuLastPath: () => string
   /** The ISA variant the matmuls run; with a name, choose it first (every variant gives the same bits). */
   mlxCpuIsa: (isa?: string) => string
 }
@@ -25,7 +25,7 @@ let cached: MlxNativeKernels | undefined
 function kernels (): MlxNativeKernels {
   if (cached !== undefined) return cached
   const k = loadNativeKernels() as unknown as Partial<MlxNativeKernels>
-  if (typeof k.mlxMxfp8Matmul !== 'function' || typeof k.mlxAffineMatmul !== 'function' || typeof k.mlxPool !== 'function' || typeof k.mlxRopeRows !== 'function' || typeof k.mlxCpuNanSafe !== 'function' || typeof k.mlxCpuIsa !== 'function') {
+  if (typeof k.mlxMxfp8Matmul !== 'function' || typeof k.mlxAffineMatmul !== 'function' || typeof k.mlxPool !== 'function' || typeof k.mlxRopeRows !== 'function' || typeof k.mlxCpuLastPath !== 'function' || typeof k.mlxCpuIsa !== 'function') {
     throw new PdBridgeError('the native addon has no mlx-cpu kernels (a build from before them): run `npm run build:native`')
   }
   cached = k as MlxNativeKernels
@@ -141,12 +141,15 @@ export function mlxRopeRowsNative (x: Float32Array, rows: number, d: number, inv
 }
 
 /**
- * Whether `values` hold no NaN with bits 16-21 all set: the scan by which a matmul call of 8 rows or
- * more drops its per-rounding NaN check (native/src/mlx_cpu_isa.h, kMlxOperandsNanSafe). The bits
- * are the same either way; the tests use this to show which of their inputs take which path.
+ * The path the last mxfp8/affine matmul call took (native/src/mlx_cpu_isa.h): `checked` (under 8
+ * rows, or an operand holds a NaN whose bf16 rounding could carry into the sign), `unchecked` (no
+ * per-rounding NaN check) or `avx512-bf16` (vcvtne2ps2bf16 roundings: every rounding point bf16, an
+ * AVX512_BF16 CPU, and operand magnitudes that rule out a denormal product or sum). The bits are
+ * the same on every path; the tests use this to show which of their inputs take which.
  */
-export function mlxCpuOperandsNanSafe (values: Float32Array): boolean {
-  return kernels().mlxCpuNanSafe(values)
+export type MlxMatmulPath = 'checked' | 'unchecked' | 'avx512-bf16'
+export function mlxCpuLastMatmulPath (): MlxMatmulPath {
+  return kernels().mlxCpuLastPath() as MlxMatmulPath
 }
 
 /** The ISA variant the mlx-cpu kernels run (the addon's unless chosen); with `isa`, choose it first. */
