@@ -9,7 +9,8 @@
 //   - the kv projection at a V4 width (k = 4096, n = 512; m = 1, 16, 128 and 512, the row counts a capture feeds): the decoder profile's
 //     matmulBf16, the mlx-cpu mxfp8 and affine kernels in native code, and their TypeScript
 //     references (m = 1 only: they are scalar loops); from 8 rows, the mxfp8 kernel again on an x
-//     holding one NaN that could carry, which keeps every product rounding's NaN check (the path of a call under 8 rows).
+//     holding one denormal (the integer roundings) and on one holding a NaN that could carry (NaN
+//     checks kept); the record's settings name the path each native row took.
 // Nothing here is asserted: times depend on the machine and on whatever else it is running.
 import { mkdtempSync, rmSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
@@ -22,7 +23,7 @@ import { f32ToBf16 } from '../src/numerics/bf16.ts'
 import {
   affineDequantized, affineMatmul, affineQuantize, bf16, MLX_CPU, mxfp8Matmul, mxfp8Quantize,
 } from '../src/numerics/mlx-cpu/index.ts'
-import { affineMatmulNative, mxfp8MatmulNative, prepareAffine, prepareMxfp8 } from '../src/kernels/mlx-cpu.ts'
+import { affineMatmulNative, mlxCpuLastMatmulPath, mxfp8MatmulNative, prepareAffine, prepareMxfp8 } from '../src/kernels/mlx-cpu.ts'
 import { helpAndExit, readOptions } from './bench-cli.ts'
 import { benchConfig, extraInt, parseBenchOptions } from '../verify/results/bench-options.ts'
 import { prepareBench } from '../verify/results/bench-setup.ts'
@@ -156,6 +157,7 @@ async function main (): Promise<void> {
 
     // The kv projection at a V4 width; next to each tinybench row, its CPU time per call.
     const kernelCpu: Record<string, number> = {}
+    const kernelPath: Record<string, string> = {}
     const [k, n] = [4096, 512]
     const w = bf16Values(n * k, 7, 0.05)
     const wb = Uint16Array.from(w, f32ToBf16)
@@ -177,10 +179,14 @@ async function main (): Promise<void> {
         ['mlx-cpu affine-8 g64 native', () => { affineMatmulNative(x, m, paf) }, used, 4],
       ]
       if (m >= 8) {
-        // The same call with one NaN in x whose payload could carry: the operand scan fails and every
-        // product rounding keeps its NaN check (native/src/mlx_cpu_isa.h, kMlxOperandsNanSafe).
+        // The same call on the other paths (native/src/mlx_cpu_isa.h): one denormal in x rules out
+        // the avx512-bf16 roundings (the unchecked integer ones run); one NaN in x whose payload
+        // could carry keeps every product rounding's NaN check.
+        const xDenormal = x.slice()
+        new Uint32Array(xDenormal.buffer)[1] = 0x00010000
         const xNan = x.slice()
         new Uint32Array(xNan.buffer)[1] = 0x7fff8000
+        cases.push(['mlx-cpu mxfp8 g32 native, integer roundings (x holds a denormal)', () => { mxfp8MatmulNative(xDenormal, m, pmx) }, used, 1])
         cases.push(['mlx-cpu mxfp8 g32 native, NaN check kept (x holds a carrying NaN)', () => { mxfp8MatmulNative(xNan, m, pmx) }, used, 1])
       }
       if (m === 1) {
@@ -190,6 +196,7 @@ async function main (): Promise<void> {
       for (const [name, fn, th, weightBytes] of cases) {
         const t = await tiny(name, fn)
         kernelCpu[`cpuMs ${name} m=${m}`] = cpuPerCall(fn)
+        if (name.startsWith('mlx-cpu') && name.includes('native')) kernelPath[`path ${name} m=${m}`] = mlxCpuLastMatmulPath()
         rows.push({ name, shape: `m=${m} k=${k} n=${n}`, threads: th, ms: t.ms, samples: t.samples, method: 'tinybench-p50', flops: f, bytes: 4 * m * k + weightBytes * n * k + 4 * m * n })
       }
     }
@@ -211,6 +218,7 @@ async function main (): Promise<void> {
     const cpuDecoder = median(cpuTimes.decoder)!
     const cpuMlx = median(cpuTimes['mlx-cpu'])!
     for (const [k, v] of Object.entries(kernelCpu)) console.log(`${k}: ${v.toFixed(3)} ms CPU a call`)
+    for (const [k, v] of Object.entries(kernelPath)) console.log(`${k}: ${v}`)
     console.log(`mlx-cpu capture hook / decoder capture hook: ${(hookMlx / hookDecoder).toFixed(2)}x the time, ${(cpuMlx / cpuDecoder).toFixed(2)}x the CPU time`)
     const record: MicroRecord = {
       schema: MICRO_RECORD_SCHEMA,
@@ -224,7 +232,8 @@ async function main (): Promise<void> {
       settings: { timePerTaskMs: TIME_MS, rateFrom: 'kernel rows: p50 of tinybench samples; capture hook rows: the median of timed passes, interleaved', tokens: String(T), replays: String(REPLAYS),
         hookCpuMsDecoder: cpuDecoder, hookCpuMsMlxCpu: cpuMlx, hookRatioWall: hookMlx / hookDecoder, hookRatioCpu: cpuMlx / cpuDecoder,
         hookCpuFrom: 'the median of the same passes\' process CPU time (process.cpuUsage, every thread)',
-        kernelCpuFrom: 'cpuMs rows: process CPU time per call (every thread), over calls adding up to at least 100 ms of it', ...kernelCpu },
+        kernelCpuFrom: 'cpuMs rows: process CPU time per call (every thread), over calls adding up to at least 100 ms of it', ...kernelCpu,
+        kernelPathFrom: 'path rows: the path the native matmul took (mlxCpuLastPath: checked, unchecked or avx512-bf16)', ...kernelPath },
       peaks,
       rows: out,
     }
