@@ -2,6 +2,7 @@
 // loops themselves are mlx_cpu_isa.cc, compiled once per ISA.
 #include "mlx_cpu.h"
 
+#include <atomic>
 #include <cstring>
 
 #include "isa.h"
@@ -33,7 +34,8 @@ size_t units_of (size_t m, size_t n) {
   return ((m + kMlxUnitRows - 1) / kMlxUnitRows) * ((n + kMlxUnitColumns - 1) / kMlxUnitColumns);
 }
 
-const char* g_last_path = "none";
+// Written by every call (a worker thread may make one too), read by the tests.
+std::atomic<const char*> g_last_path{"none"};
 
 bool cpu_runs_avx512_bf16 () {
 #if defined(PDB_HAVE_AVX2)
@@ -90,7 +92,7 @@ const char* path_name (int flags) {
 }  // namespace
 
 const char* mlx_cpu_last_path () {
-  return g_last_path;
+  return g_last_path.load();
 }
 
 const char* mlx_cpu_isa () {
