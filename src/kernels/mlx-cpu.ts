@@ -14,8 +14,8 @@ interface MlxNativeKernels {
   mlxAffineMatmul: (x: Float32Array, m: number, k: number, wt: Float32Array, n: number, rounding: number, out: Float32Array) => Float32Array
   mlxPool: (kv: Float32Array, gate: Float32Array, ape: Float32Array, windows: number, ratio: number, dim: number, overlap: boolean, rounding: number, out: Float32Array) => Float32Array
   mlxRopeRows: (x: Float32Array, rows: number, d: number, inv: Float32Array, first: number, rounding: number) => Float32Array
-  /** The path the last matmul call took (native/src/mlx_cpu.h, mlx_cpu_last_path). */
-  mlxCpuLastPath: () => string
+  /** The path the last matmul call took (native/src/mlx_cpu.h, mlx_cpu_last_path); absent in builds from before it. */
+  mlxCpuLastPath?: () => string
   /** The ISA variant the matmuls run; with a name, choose it first (every variant gives the same bits). */
   mlxCpuIsa: (isa?: string) => string
 }
@@ -25,7 +25,7 @@ let cached: MlxNativeKernels | undefined
 function kernels (): MlxNativeKernels {
   if (cached !== undefined) return cached
   const k = loadNativeKernels() as unknown as Partial<MlxNativeKernels>
-  if (typeof k.mlxMxfp8Matmul !== 'function' || typeof k.mlxAffineMatmul !== 'function' || typeof k.mlxPool !== 'function' || typeof k.mlxRopeRows !== 'function' || typeof k.mlxCpuLastPath !== 'function' || typeof k.mlxCpuIsa !== 'function') {
+  if (typeof k.mlxMxfp8Matmul !== 'function' || typeof k.mlxAffineMatmul !== 'function' || typeof k.mlxPool !== 'function' || typeof k.mlxRopeRows !== 'function' || typeof k.mlxCpuIsa !== 'function') {
     throw new PdBridgeError('the native addon has no mlx-cpu kernels (a build from before them): run `npm run build:native`')
   }
   cached = k as MlxNativeKernels
@@ -149,7 +149,9 @@ export function mlxRopeRowsNative (x: Float32Array, rows: number, d: number, inv
  */
 export type MlxMatmulPath = 'checked' | 'unchecked' | 'avx512-bf16'
 export function mlxCpuLastMatmulPath (): MlxMatmulPath {
-  return kernels().mlxCpuLastPath() as MlxMatmulPath
+  const last = kernels().mlxCpuLastPath
+  if (last === undefined) throw new PdBridgeError('the native addon has no mlxCpuLastPath (a build from before the matmul paths): run `npm run build:native`')
+  return last() as MlxMatmulPath
 }
 
 /** The ISA variant the mlx-cpu kernels run (the addon's unless chosen); with `isa`, choose it first. */
