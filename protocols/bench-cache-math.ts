@@ -6,9 +6,11 @@
 //     sidecar, as the stack exports it) and `mlx-cpu` (export-weights --cache-math mlx-cpu), fed the
 //     same attention inputs (bf16 values), the median of --replays timed passes each, interleaved
 //     (the passes' CPU time and both ratios go into the record's settings);
-//   - the kv projection at a V4 width (k = 4096, n = 512; m = 1 and 16): the decoder profile's
+//   - the kv projection at a V4 width (k = 4096, n = 512; m = 1, 16, 128 and 512, the row counts a capture feeds): the decoder profile's
 //     matmulBf16, the mlx-cpu mxfp8 and affine kernels in native code, and their TypeScript
-//     references (m = 1 only: they are scalar loops).
+//     references (m = 1 only: they are scalar loops); from 8 rows, the mxfp8 kernel again on an x
+//     holding one denormal (the integer roundings) and on one holding a NaN that could carry (NaN
+//     checks kept); the record's settings name the path each native row took.
 // Nothing here is asserted: times depend on the machine and on whatever else it is running.
 import { mkdtempSync, rmSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
@@ -21,7 +23,7 @@ import { f32ToBf16 } from '../src/numerics/bf16.ts'
 import {
   affineDequantized, affineMatmul, affineQuantize, bf16, MLX_CPU, mxfp8Matmul, mxfp8Quantize,
 } from '../src/numerics/mlx-cpu/index.ts'
-import { affineMatmulNative, mxfp8MatmulNative, prepareAffine, prepareMxfp8 } from '../src/kernels/mlx-cpu.ts'
+import { affineMatmulNative, mlxCpuLastMatmulPath, mxfp8MatmulNative, prepareAffine, prepareMxfp8 } from '../src/kernels/mlx-cpu.ts'
 import { helpAndExit, readOptions } from './bench-cli.ts'
 import { benchConfig, extraInt, parseBenchOptions } from '../verify/results/bench-options.ts'
 import { prepareBench } from '../verify/results/bench-setup.ts'
@@ -155,6 +157,7 @@ async function main (): Promise<void> {
 
     // The kv projection at a V4 width; next to each tinybench row, its CPU time per call.
     const kernelCpu: Record<string, number> = {}
+    const kernelPath: Record<string, string> = {}
     const [k, n] = [4096, 512]
     const w = bf16Values(n * k, 7, 0.05)
     const wb = Uint16Array.from(w, f32ToBf16)
@@ -165,7 +168,7 @@ async function main (): Promise<void> {
     const deq = affineDequantized(aw, MLX_CPU)
     const pmx = prepareMxfp8(mxw)
     const paf = prepareAffine(aw, MLX_CPU, deq)
-    for (const m of [1, 16]) {
+    for (const m of [1, 16, 128, 512]) {
       const x = bf16Values(m * k, 8)
       const out = new Float32Array(m * n)
       const f = 2 * m * n * k
@@ -175,6 +178,17 @@ async function main (): Promise<void> {
         ['mlx-cpu mxfp8 g32 native', () => { mxfp8MatmulNative(x, m, pmx) }, used, 1],
         ['mlx-cpu affine-8 g64 native', () => { affineMatmulNative(x, m, paf) }, used, 4],
       ]
+      if (m >= 8) {
+        // The same call on the other paths (native/src/mlx_cpu_isa.h): one denormal in x rules out
+        // the avx512-bf16 roundings (the unchecked integer ones run); one NaN in x whose payload
+        // could carry keeps every product rounding's NaN check.
+        const xDenormal = x.slice()
+        new Uint32Array(xDenormal.buffer)[1] = 0x00010000
+        const xNan = x.slice()
+        new Uint32Array(xNan.buffer)[1] = 0x7fff8000
+        cases.push(['mlx-cpu mxfp8 g32 native, integer roundings (x holds a denormal)', () => { mxfp8MatmulNative(xDenormal, m, pmx) }, used, 1])
+        cases.push(['mlx-cpu mxfp8 g32 native, NaN check kept (x holds a carrying NaN)', () => { mxfp8MatmulNative(xNan, m, pmx) }, used, 1])
+      }
       if (m === 1) {
         cases.push(['mlx-cpu mxfp8 g32 TypeScript reference', () => { mxfp8Matmul(x, m, mxw) }, 1, 1])
         cases.push(['mlx-cpu affine-8 g64 TypeScript reference', () => { affineMatmul(x, m, aw, MLX_CPU, deq) }, 1, 4])
@@ -182,6 +196,7 @@ async function main (): Promise<void> {
       for (const [name, fn, th, weightBytes] of cases) {
         const t = await tiny(name, fn)
         kernelCpu[`cpuMs ${name} m=${m}`] = cpuPerCall(fn)
+        if (name.startsWith('mlx-cpu') && name.includes('native')) kernelPath[`path ${name} m=${m}`] = mlxCpuLastMatmulPath()
         rows.push({ name, shape: `m=${m} k=${k} n=${n}`, threads: th, ms: t.ms, samples: t.samples, method: 'tinybench-p50', flops: f, bytes: 4 * m * k + weightBytes * n * k + 4 * m * n })
       }
     }
@@ -203,6 +218,7 @@ async function main (): Promise<void> {
     const cpuDecoder = median(cpuTimes.decoder)!
     const cpuMlx = median(cpuTimes['mlx-cpu'])!
     for (const [k, v] of Object.entries(kernelCpu)) console.log(`${k}: ${v.toFixed(3)} ms CPU a call`)
+    for (const [k, v] of Object.entries(kernelPath)) console.log(`${k}: ${v}`)
     console.log(`mlx-cpu capture hook / decoder capture hook: ${(hookMlx / hookDecoder).toFixed(2)}x the time, ${(cpuMlx / cpuDecoder).toFixed(2)}x the CPU time`)
     const record: MicroRecord = {
       schema: MICRO_RECORD_SCHEMA,
@@ -216,7 +232,8 @@ async function main (): Promise<void> {
       settings: { timePerTaskMs: TIME_MS, rateFrom: 'kernel rows: p50 of tinybench samples; capture hook rows: the median of timed passes, interleaved', tokens: String(T), replays: String(REPLAYS),
         hookCpuMsDecoder: cpuDecoder, hookCpuMsMlxCpu: cpuMlx, hookRatioWall: hookMlx / hookDecoder, hookRatioCpu: cpuMlx / cpuDecoder,
         hookCpuFrom: 'the median of the same passes\' process CPU time (process.cpuUsage, every thread)',
-        kernelCpuFrom: 'cpuMs rows: process CPU time per call (every thread), over calls adding up to at least 100 ms of it', ...kernelCpu },
+        kernelCpuFrom: 'cpuMs rows: process CPU time per call (every thread), over calls adding up to at least 100 ms of it', ...kernelCpu,
+        kernelPathFrom: 'path rows: the path the native matmul took (mlxCpuLastPath: checked, unchecked or avx512-bf16)', ...kernelPath },
       peaks,
       rows: out,
     }

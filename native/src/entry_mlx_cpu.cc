@@ -1,5 +1,5 @@
-// The mlx-cpu cache math's native kernels (mlx_cpu.h): mlxMxfp8Matmul, mlxAffineMatmul, mlxPool, mlxRopeRows and
-// mlxCpuIsa,
+// The mlx-cpu cache math's native kernels (mlx_cpu.h): mlxMxfp8Matmul, mlxAffineMatmul, mlxPool, mlxRopeRows,
+// mlxCpuLastPath and mlxCpuIsa,
 // registered by RegisterMlxCpu so the shared addon.cc names them in one line.
 #include "args.h"
 #include "entries.h"
@@ -125,6 +125,11 @@ Napi::Value MlxRopeRowsEntry (const Napi::CallbackInfo& info) {
   return info[0];
 }
 
+// mlxCpuLastPath (): the path the last mlx-cpu matmul call took (mlx_cpu.h). Only for the tests.
+Napi::Value MlxCpuLastPathEntry (const Napi::CallbackInfo& info) {
+  return Napi::String::New(info.Env(), mlx_cpu_last_path());
+}
+
 // mlxCpuIsa (name?): the ISA variant the two matmuls run; with a name, choose it first (tests check
 // every variant in one process). An unknown or unusable name is an Error and changes nothing.
 Napi::Value MlxCpuIsaEntry (const Napi::CallbackInfo& info) {
@@ -150,6 +155,7 @@ void RegisterMlxCpu (Napi::Env env, Napi::Object exports) {
   exports.Set("mlxAffineMatmul", Napi::Function::New(env, MlxAffineMatmulEntry, "mlxAffineMatmul"));
   exports.Set("mlxPool", Napi::Function::New(env, MlxPoolEntry, "mlxPool"));
   exports.Set("mlxRopeRows", Napi::Function::New(env, MlxRopeRowsEntry, "mlxRopeRows"));
+  exports.Set("mlxCpuLastPath", Napi::Function::New(env, MlxCpuLastPathEntry, "mlxCpuLastPath"));
   exports.Set("mlxCpuIsa", Napi::Function::New(env, MlxCpuIsaEntry, "mlxCpuIsa"));
 }
 

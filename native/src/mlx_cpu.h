@@ -30,6 +30,12 @@ void mlx_mxfp8_matmul (const float* x, size_t m, size_t k, const float* wt, cons
 void mlx_affine_matmul (const float* x, size_t m, size_t k, const float* wt, size_t n, int rounding, float* out,
                         int threads);
 
+// The path the last matmul call took (mlx_cpu_isa.h): "checked" (under kMlxNanScanRows rows, or
+// an operand holds a NaN that could carry), "unchecked" (kMlxOperandsNanSafe) or "avx512-bf16"
+// (kMlxOperandsNormal). Every path gives the same bits; the tests use this to show which inputs
+// take which.
+const char* mlx_cpu_last_path ();
+
 // The ISA variant the two matmuls run (mlx_cpu_isa.h): the addon's (isa.h) unless chosen here.
 // Every variant gives the same bits; the choice exists so one process can check each of them.
 const char* mlx_cpu_isa ();

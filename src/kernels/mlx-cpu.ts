@@ -14,6 +14,8 @@ interface MlxNativeKernels {
   mlxAffineMatmul: (x: Float32Array, m: number, k: number, wt: Float32Array, n: number, rounding: number, out: Float32Array) => Float32Array
   mlxPool: (kv: Float32Array, gate: Float32Array, ape: Float32Array, windows: number, ratio: number, dim: number, overlap: boolean, rounding: number, out: Float32Array) => Float32Array
   mlxRopeRows: (x: Float32Array, rows: number, d: number, inv: Float32Array, first: number, rounding: number) => Float32Array
+  /** The path the last matmul call took (native/src/mlx_cpu.h, mlx_cpu_last_path); absent in builds from before it. */
+  mlxCpuLastPath?: () => string
   /** The ISA variant the matmuls run; with a name, choose it first (every variant gives the same bits). */
   mlxCpuIsa: (isa?: string) => string
 }
@@ -136,6 +138,20 @@ export function mlxRopeRowsNative (x: Float32Array, rows: number, d: number, inv
   if (rows === 0) return x
   kernels().mlxRopeRows(x.subarray(0, rows * d), rows, d, inv, first, ropeRoundingMask(points))
   return x
+}
+
+/**
+ * The path the last mxfp8/affine matmul call took (native/src/mlx_cpu_isa.h): `checked` (under 8
+ * rows, or an operand holds a NaN whose bf16 rounding could carry into the sign), `unchecked` (no
+ * per-rounding NaN check) or `avx512-bf16` (vcvtne2ps2bf16 roundings: every rounding point bf16, an
+ * AVX512_BF16 CPU, and operand magnitudes that rule out a denormal product or sum). The bits are
+ * the same on every path; the tests use this to show which of their inputs take which.
+ */
+export type MlxMatmulPath = 'checked' | 'unchecked' | 'avx512-bf16'
+export function mlxCpuLastMatmulPath (): MlxMatmulPath {
+  const last = kernels().mlxCpuLastPath
+  if (last === undefined) throw new PdBridgeError('the native addon has no mlxCpuLastPath (a build from before the matmul paths): run `npm run build:native`')
+  return last() as MlxMatmulPath
 }
 
 /** The ISA variant the mlx-cpu kernels run (the addon's unless chosen); with `isa`, choose it first. */

@@ -15,6 +15,7 @@ import { exportWeights, loadSidecar, PoolingHook, type Sidecar } from '../../src
 import { takeBoundarySnapshot } from '../../src/capture/boundary.ts'
 import { dumpCheckpointMlxCpu } from '../../src/capture/mlx-cpu/dump.ts'
 import { MlxCpuKvLayer } from '../../src/capture/mlx-cpu/kv-layer.ts'
+import { mlxCpuKernelIsa, mlxCpuLastMatmulPath } from '../../src/kernels/mlx-cpu.ts'
 import { readSafetensors, viewAs } from '../../src/formats/safetensors/index.ts'
 import { checkpointDigest, makeCheckpoint, presetConfig } from '../../src/model/checkpoint/index.ts'
 import type { LayerCache } from '../../src/model/engine/cache.ts'
@@ -175,12 +176,19 @@ describe('the capture hook\'s kv layers on V4-Flash\'s 43-layer schedule', () =>
     const cuts = [1, 7, 64, 130, 131, 255, c.T]
     const bad: string[] = []
     let arrays = 0
+    // The path of each chunk's last matmul (native/src/mlx_cpu_isa.h): MLX's own inputs and weights
+    // take the avx512-bf16 path on a CPU that has it, the unchecked one elsewhere, from 8 rows.
+    const paths = new Set<string>()
     c.weights.layers.forEach((w, layer) => {
       const kv = new MlxCpuKvLayer(w, c.cfg, layer, pc.layerTypes[layer], pc)
       const cache = kv.makeCache()
       const x = c.fx.f32(`oneshot.layers.${layer}.attn_input`)
       let at = 0
-      for (const end of cuts) { kv.updateCache(x.subarray(at * h, end * h), end - at, at, cache); at = end }
+      for (const end of cuts) {
+        kv.updateCache(x.subarray(at * h, end * h), end - at, at, cache)
+        if (end - at >= 8) paths.add(mlxCpuLastMatmulPath())
+        at = end
+      }
       const r = againstMlx(layer, cache, c.fx)
       bad.push(...r.bad)
       arrays += r.arrays
@@ -188,6 +196,8 @@ describe('the capture hook\'s kv layers on V4-Flash\'s 43-layer schedule', () =>
     console.log(`MlxCpuKvLayer vs MLX, flash-t301-mxq (${c.weights.layers.length} layers, T = ${c.T}), chunks ending at ${cuts.join(', ')}: ${arrays - bad.length}/${arrays} arrays bit-identical`)
     expect(bad).toEqual([])
     expect(arrays).toBe(312)
+    const bf16Cpu = process.platform === 'linux' && readFileSync('/proc/cpuinfo', 'utf8').includes('avx512_bf16')
+    expect([...paths]).toEqual([bf16Cpu && mlxCpuKernelIsa() === 'avx512' ? 'avx512-bf16' : 'unchecked'])
   })
 })
 
