@@ -1,10 +1,11 @@
 // One sequence's sampler, a pure function of (logits, options, what this sequence drew and chose
 // before): penalties, then temperature, top_k, top_p, min_p (the order of Hugging Face
 // transformers' logits warpers), then one draw from xoshiro128**. Arithmetic is f64 in a fixed
-// order (candidates sorted by logit, the lowest id first on ties), so the same inputs give the same
+// order (candidates sorted by logit, the lowest id first on ties: order.ts), so the same inputs give the same
 // token on any machine. Log-probabilities are of the model's raw distribution: log-softmax of the
 // logits before penalties and temperature (vLLM's default, `raw_logprobs`).
 import { choiceSeed, hasPenalties, isRandom, type SamplingOptions } from './options.ts'
+import { idsByValueDescending } from './order.ts'
 import { Xoshiro128StarStar } from './prng.ts'
 
 /** A token and its log-probability under the raw distribution. */
@@ -25,11 +26,6 @@ export function argmaxLogit (logits: ArrayLike<number>): number {
   let best = 0
   for (let i = 1; i < logits.length; i++) if (logits[i] > logits[best]) best = i
   return best
-}
-
-/** Ids ordered by value, largest first, the lowest id first on ties. */
-function byValue (values: ArrayLike<number>, ids: number[]): number[] {
-  return ids.sort((a, b) => values[b] - values[a] || a - b)
 }
 
 /** The `k` largest entries (ties: lowest id) of `values`, in that order, in O(V·k). */
@@ -70,28 +66,30 @@ export function rawLogprobs (logits: ArrayLike<number>, token: number, top: numb
  */
 export function keptCandidates (scaled: Float64Array, o: Pick<SamplingOptions, 'topK' | 'topP' | 'minP'>): { ids: number[], weights: number[] } {
   const vocab = scaled.length
-  let ids = o.topK > 0 && o.topK < vocab ? topIds(scaled, o.topK) : byValue(scaled, Array.from({ length: vocab }, (_, i) => i))
-  const max = scaled[ids[0]]
-  let weights = ids.map((t) => Math.exp(scaled[t] - max))
+  const order: ArrayLike<number> = o.topK > 0 && o.topK < vocab ? topIds(scaled, o.topK) : idsByValueDescending(scaled)
+  const max = scaled[order[0]]
+  // Typed and in place: at a vocabulary of 129K, arrays of boxed numbers cost more than the sort.
+  const weights = new Float64Array(order.length)
+  for (let i = 0; i < order.length; i++) weights[i] = Math.exp(scaled[order[i]] - max)
+  let kept = order.length
   if (o.topP < 1) {
     let total = 0
-    for (const w of weights) total += w
+    for (let i = 0; i < kept; i++) total += weights[i]
     // The smallest prefix whose probability reaches top_p: keep a token while what came before is short of it.
     let cum = 0
     let keep = 0
-    while (keep < weights.length && cum < o.topP * total) cum += weights[keep++]
-    ids = ids.slice(0, Math.max(1, keep))
-    weights = weights.slice(0, ids.length)
+    while (keep < kept && cum < o.topP * total) cum += weights[keep++]
+    kept = Math.max(1, keep)
   }
   if (o.minP > 0) {
     // weights[0] is exp(0) = 1, the most likely token: keep tokens at least min_p as likely as it.
-    const keep = weights.findIndex((w) => w < o.minP)
-    if (keep > 0) {
-      ids = ids.slice(0, keep)
-      weights = weights.slice(0, keep)
-    }
+    let keep = 0
+    while (keep < kept && !(weights[keep] < o.minP)) keep++
+    if (keep > 0 && keep < kept) kept = keep
   }
-  return { ids, weights }
+  const ids: number[] = new Array<number>(kept)
+  for (let i = 0; i < kept; i++) ids[i] = order[i]
+  return { ids, weights: Array.from(weights.subarray(0, kept)) }
 }
 
 /** One sequence's sampling state: its PRNG and how often it chose each token (for the penalties). */
