@@ -105,7 +105,7 @@ export const INTEGRATION: ProjectList = [
   'suites/llama-cpp/decoder.test.ts', 'suites/llama-cpp/deepseek-tokenizer.test.ts', 'suites/llama-cpp/export-gguf.test.ts',
   'suites/llama-cpp/mirror-checkpoint.test.ts', 'suites/llama-cpp/parity.test.ts',
   'suites/llama-cpp/rope-window.test.ts', 'suites/llama-cpp/runner.test.ts', 'suites/llama-cpp/sampling.test.ts',
-  'suites/llama-cpp/state.test.ts', 'suites/llama-cpp/target.test.ts',
+  'suites/llama-cpp/state.test.ts', 'suites/llama-cpp/target.test.ts', 'suites/llama-cpp/stream-target.test.ts',
   'suites/llama-cpp/ties.test.ts', 'suites/llama-cpp/tokenizer.test.ts',
   'suites/mlx/',
   'suites/needle-checkpoint/',
