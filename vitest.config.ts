@@ -144,6 +144,7 @@ export const E2E: ProjectList = [
   'suites/results/protocol-smoke.test.ts', 'suites/results/repeat-tests-cli.test.ts',
   'suites/results/report-browser.test.ts',
   'suites/stack/api-key.test.ts', 'suites/stack/demo.test.ts', 'suites/stack/sampling.test.ts', 'suites/stack/serve.test.ts', 'suites/stack/serve-omlx.test.ts',
+  'suites/stack/stream-llama-cpp.test.ts',
   'suites/stack/settings.test.ts', 'suites/stack/supervision.test.ts',
   'suites/torch-hook/',
   'suites/two-hosts/bridge.test.ts',
