@@ -6,9 +6,29 @@
 // writeNext until null, finalize; close on failure).
 import type { SidecarJson } from '../wire/sidecar-format.ts'
 import type { ModelCache } from '../model/engine/index.ts'
-import type { CaptureWriter, SegmentBlockWriter, SpoolTimes } from '../decode/writer/index.ts'
+import type { BlockWriterReport, CaptureWriter, SpoolTimes } from '../decode/writer/index.ts'
+import type { CaptureManifest } from '../wire/manifest.ts'
 
 export type { CaptureWriter }
+
+/**
+ * A writer of a capture still running, as the front door's streamed stage drives it: `writeReady`
+ * after every manifest poll, `finish` once sealed, `close` when the bridge stops before that.
+ */
+export interface SegmentWriter {
+  /** Write (or stage) every block segment listed and not yet written; the number written. */
+  writeReady: () => Promise<number>
+  /** The capture is sealed: write what is left and verify it. */
+  finish: () => Promise<BlockWriterReport & { manifest: CaptureManifest }>
+  /** Stop without finishing; whatever stays in the decoder's store is whole and correct. */
+  close: () => Promise<void>
+  /** Blocks built from segments so far (the overlap: those before the seal were built while the engine ran). */
+  readonly blocksWritten: number
+  /** Entries put into the decoder's store so far: what stays after a failure (the verdict names them). */
+  readonly blocksKept: number
+  /** When each block was built, ms from the open. */
+  readonly putTimes: readonly number[]
+}
 
 /** What a writer is opened with. */
 export interface CaptureWriterOptions {
@@ -43,8 +63,8 @@ export interface DecoderTarget {
   restore?: (tokens: number[]) => Promise<ModelCache | null>
   /**
    * Open the capture in `dir` while it still runs, to write its blocks from the block segments the
-   * engine publishes (docs/block-writer.md, *Blocks while the engine runs*). Absent where the
-   * target's entries cannot be built block by block from segments (llama.cpp's state files).
+   * engine publishes (docs/block-writer.md, *Blocks while the engine runs*; llama.cpp's stages its
+   * blocks and builds its state at the seal, docs/llama-cpp.md). Absent where a target cannot.
    */
-  openSegmentWriter?: (dir: string, options: CaptureWriterOptions) => Promise<SegmentBlockWriter>
+  openSegmentWriter?: (dir: string, options: CaptureWriterOptions) => Promise<SegmentWriter>
 }

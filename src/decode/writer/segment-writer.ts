@@ -66,6 +66,11 @@ export class SegmentBlockWriter {
     return this.done.length
   }
 
+  /** Blocks in the store this writer put: every block written stays (each whole and correct). */
+  get blocksKept (): number {
+    return this.done.length
+  }
+
   /** When each block was put, ms from the open (the stage timings' overlap evidence). */
   get putTimes (): readonly number[] {
     return this.putAt
@@ -134,6 +139,11 @@ export class SegmentBlockWriter {
       this.held.clear()
       await file.close()
     }
+  }
+
+  /** Stop without finishing: nothing is held open between writes, so only further writes are refused. */
+  async close (): Promise<void> {
+    this.closed = true
   }
 
   /**

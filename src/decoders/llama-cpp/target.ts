@@ -5,7 +5,7 @@ import type { KeyObject } from 'node:crypto'
 import { llamaCppGeometryFingerprint } from '../../engines/llama-cpp/decoder/fingerprint.ts'
 import { stateGeometry } from '../../engines/llama-cpp/state/index.ts'
 import { LlamaCppStateStore } from '../../engines/llama-cpp/store/index.ts'
-import { checkLlamaCppTarget, LlamaCppStateWriter } from '../../engines/llama-cpp/target/index.ts'
+import { checkLlamaCppTarget, LlamaCppSegmentWriter, LlamaCppStateWriter } from '../../engines/llama-cpp/target/index.ts'
 import type { DeepseekV4Config } from '../../model/config.ts'
 import type { DecoderTarget } from '../target.ts'
 
@@ -38,5 +38,7 @@ export function llamaCppTarget (o: LlamaCppTargetOptions): DecoderTarget {
     totalBytes: () => store.totalBytes,
     checkSidecar: (json) => checkLlamaCppTarget(json, o.cfg, geometry, o.blockSize),
     openWriter: async (dir, w) => await LlamaCppStateWriter.open(dir, { store, cfg: o.cfg, sidecar: w.sidecar, requestId: w.requestId, tokens: w.tokens, stagingRoot: o.stagingRoot }),
+    // Blocks staged while the engine runs; the state at S is built at the seal (docs/llama-cpp.md).
+    openSegmentWriter: async (dir, w) => await LlamaCppSegmentWriter.open(dir, { store, cfg: o.cfg, sidecar: w.sidecar, requestId: w.requestId, tokens: w.tokens, stagingRoot: o.stagingRoot }),
   }
 }

@@ -8,12 +8,12 @@
 import { access } from 'node:fs/promises'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import type { BlockWriterReport, SegmentBlockWriter } from '../../decode/writer/index.ts'
+import type { BlockWriterReport } from '../../decode/writer/index.ts'
 import { errorCode, PD_ERR, PdBridgeError, type PdErrorCode } from '../../errors.ts'
 import { captureDir, MANIFEST_FILE, readManifest, type CaptureManifest } from '../../wire/manifest.ts'
 import { EngineWatch } from '../engine-watch.ts'
 import { callJson, joinUrl } from '../http.ts'
-import type { CaptureWriterOptions, DecoderTarget } from '../target.ts'
+import type { CaptureWriterOptions, DecoderTarget, SegmentWriter } from '../target.ts'
 import { BridgeFailure, captureCause, openCause, writeCause, type Cause } from './failure.ts'
 import type { BridgeRun } from './run.ts'
 import { SegmentMirror } from './segment-mirror.ts'
@@ -81,7 +81,7 @@ export async function streamWriteBlocks (run: BridgeRun, target: DecoderTarget, 
     dir = captureDir(config.capture.dir as string, run.requestId)
   }
   const deadline = performance.now() + d.captureMs
-  let writer: SegmentBlockWriter | undefined
+  let writer: SegmentWriter | undefined
   let stage = 'capture'
   let sealedAt: number | undefined
   try {
@@ -120,7 +120,7 @@ export async function streamWriteBlocks (run: BridgeRun, target: DecoderTarget, 
       await sleep(d.pollMs, undefined, { signal: run.signal }).catch(() => {})
     }
     watch.stop()
-    const w = writer as SegmentBlockWriter
+    const w = writer as SegmentWriter
     const beforeSeal = w.blocksWritten
     let report
     try {
@@ -142,7 +142,9 @@ export async function streamWriteBlocks (run: BridgeRun, target: DecoderTarget, 
       },
     }
   } catch (e) {
-    if (e instanceof BridgeFailure) throw withWrittenFailure(run, e, writer?.blocksWritten ?? 0)
+    // Whatever the writer holds (llama.cpp's staging store) goes; what it put in the store stays, whole.
+    await writer?.close().catch(() => {})
+    if (e instanceof BridgeFailure) throw withWrittenFailure(run, e, writer?.blocksKept ?? 0)
     throw e
   }
 }
