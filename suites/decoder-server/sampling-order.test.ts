@@ -3,10 +3,11 @@
 // zeros, infinities, subnormals and both signs, and puts NaNs last by id.
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { byValueComparator, idsByValueDescending } from '../../src/engines/decoder/sampling/order.ts'
+import { idsByValueDescending } from '../../src/engines/decoder/sampling/order.ts'
 
+// The reference: the comparator sort the sampler used before (value descending, lowest id on ties).
 function comparatorOrder (values: Float64Array): number[] {
-  return Array.from({ length: values.length }, (_, i) => i).sort(byValueComparator(values))
+  return Array.from({ length: values.length }, (_, i) => i).sort((a, b) => values[b] - values[a] || a - b)
 }
 
 // Values drawn from a small pool so that ties are common, plus any double.

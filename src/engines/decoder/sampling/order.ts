@@ -3,11 +3,6 @@
 // paid once per sequence per step on the batcher's one thread; this stable LSD radix sort over the
 // values' bits gives the very same order (it is a total order) in a few milliseconds.
 
-/** A comparator's view of the same order: the reference the radix sort is checked against. */
-export function byValueComparator (values: ArrayLike<number>): (a: number, b: number) => number {
-  return (a, b) => values[b] - values[a] || a - b
-}
-
 const RADIX_BITS = 16
 const BUCKETS = 1 << RADIX_BITS
 const MASK = BUCKETS - 1
