@@ -8,9 +8,11 @@
 //     (the passes' CPU time and both ratios go into the record's settings);
 //   - the kv projection at a V4 width (k = 4096, n = 512; m = 1, 16, 128 and 512, the row counts a capture feeds): the decoder profile's
 //     matmulBf16, the mlx-cpu mxfp8 and affine kernels in native code, and their TypeScript
-//     references (m = 1 only: they are scalar loops); from 8 rows, the mxfp8 kernel again on an x
-//     holding one denormal (the integer roundings) and on one holding a NaN that could carry (NaN
-//     checks kept); the record's settings name the path each native row took.
+//     references (m = 1 only: they are scalar loops); the mxfp8 kernel again on an x holding one
+//     denormal (the integer roundings) and on one holding a NaN that could carry (NaN checks kept);
+//     the record's settings name the path each native row took;
+//   - the one scan of each prepared weight (mxfp8FromStrips, affineFromStrips: what a call paid
+//     before the weights were scanned once, when prepared), so its share is isolated.
 // Nothing here is asserted: times depend on the machine and on whatever else it is running.
 import { mkdtempSync, rmSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
@@ -23,13 +25,16 @@ import { f32ToBf16 } from '../src/numerics/bf16.ts'
 import {
   affineDequantized, affineMatmul, affineQuantize, bf16, MLX_CPU, mxfp8Matmul, mxfp8Quantize,
 } from '../src/numerics/mlx-cpu/index.ts'
-import { affineMatmulNative, mlxCpuLastMatmulPath, mxfp8MatmulNative, prepareAffine, prepareMxfp8 } from '../src/kernels/mlx-cpu.ts'
+import {
+  affineFromStrips, affineMatmulNative, mlxCpuLastMatmulPath, mxfp8FromStrips, mxfp8MatmulNative, prepareAffine, prepareMxfp8,
+} from '../src/kernels/mlx-cpu.ts'
 import { helpAndExit, readOptions } from './bench-cli.ts'
 import { benchConfig, extraInt, parseBenchOptions } from '../verify/results/bench-options.ts'
 import { prepareBench } from '../verify/results/bench-setup.ts'
 import { median } from '../verify/results/summary.ts'
 import { MICRO_RECORD_SCHEMA, microRunId, writeMicroRecord, type KernelRow, type MicroRecord } from '../verify/results/micro-record.ts'
-import { bestOfPeaks, gflopsPeakFor, measureMachinePeaks, nativeInfo } from '../verify/results/peaks.ts'
+import { bestCopyGbps, bestOfPeaks, gflopsPeakFor, measureMachinePeaks, nativeInfo } from '../verify/results/peaks.ts'
+import { formatBytes } from '../verify/results/tables.ts'
 
 helpAndExit(`Usage: npx tsx protocols/bench-cache-math.ts [options]
 
@@ -58,7 +63,8 @@ const { options, TOKENS, REPLAYS, TIME_MS } = readOptions('bench-cache-math', ()
   }
 })
 
-interface Measured { name: string, shape: string, threads: number, ms: number, samples: number, method: 'tinybench-p50' | 'timed-median', flops: number, bytes: number }
+/** A row; `copyPeak` (GB/s of a copy moving the same bytes) makes it a memory-bound GB/s row. */
+interface Measured { name: string, shape: string, threads: number, ms: number, samples: number, method: 'tinybench-p50' | 'timed-median', flops: number, bytes: number, copyPeak?: number }
 
 /** bf16 values from an LCG, spread like normalised activations. */
 function bf16Values (n: number, seed: number, scale = 1): Float32Array {
@@ -168,6 +174,17 @@ async function main (): Promise<void> {
     const deq = affineDequantized(aw, MLX_CPU)
     const pmx = prepareMxfp8(mxw)
     const paf = prepareAffine(aw, MLX_CPU, deq)
+    // The weights' one scan, alone (one thread: it is a single pass): 4 bytes read per value,
+    // a GB/s row next to a copy moving as many bytes.
+    const scans: Array<[string, () => void, number]> = [
+      ['mlx-cpu mxfp8 g32 weight scan (once, when prepared)', () => { mxfp8FromStrips(pmx.wt, pmx.st, n, k) }, 4 * (pmx.wt.length + pmx.st.length)],
+      ['mlx-cpu affine-8 g64 weight scan (once, when prepared)', () => { affineFromStrips(paf.wt, n, k) }, 4 * paf.wt.length],
+    ]
+    for (const [name, fn, bytes] of scans) {
+      const t = await tiny(name, fn)
+      kernelCpu[`cpuMs ${name}`] = cpuPerCall(fn)
+      rows.push({ name, shape: `k=${k} n=${n}`, threads: 1, ms: t.ms, samples: t.samples, method: 'tinybench-p50', flops: 0, bytes, copyPeak: bestCopyGbps(1, Math.ceil(bytes / 2)) })
+    }
     for (const m of [1, 16, 128, 512]) {
       const x = bf16Values(m * k, 8)
       const out = new Float32Array(m * n)
@@ -178,17 +195,15 @@ async function main (): Promise<void> {
         ['mlx-cpu mxfp8 g32 native', () => { mxfp8MatmulNative(x, m, pmx) }, used, 1],
         ['mlx-cpu affine-8 g64 native', () => { affineMatmulNative(x, m, paf) }, used, 4],
       ]
-      if (m >= 8) {
-        // The same call on the other paths (native/src/mlx_cpu_isa.h): one denormal in x rules out
-        // the avx512-bf16 roundings (the unchecked integer ones run); one NaN in x whose payload
-        // could carry keeps every product rounding's NaN check.
-        const xDenormal = x.slice()
-        new Uint32Array(xDenormal.buffer)[1] = 0x00010000
-        const xNan = x.slice()
-        new Uint32Array(xNan.buffer)[1] = 0x7fff8000
-        cases.push(['mlx-cpu mxfp8 g32 native, integer roundings (x holds a denormal)', () => { mxfp8MatmulNative(xDenormal, m, pmx) }, used, 1])
-        cases.push(['mlx-cpu mxfp8 g32 native, NaN check kept (x holds a carrying NaN)', () => { mxfp8MatmulNative(xNan, m, pmx) }, used, 1])
-      }
+      // The same call on the other paths (native/src/mlx_cpu_isa.h): one denormal in x rules out
+      // the avx512-bf16 roundings (the unchecked integer ones run); one NaN in x whose payload
+      // could carry keeps every product rounding's NaN check.
+      const xDenormal = x.slice()
+      new Uint32Array(xDenormal.buffer)[1] = 0x00010000
+      const xNan = x.slice()
+      new Uint32Array(xNan.buffer)[1] = 0x7fff8000
+      cases.push(['mlx-cpu mxfp8 g32 native, integer roundings (x holds a denormal)', () => { mxfp8MatmulNative(xDenormal, m, pmx) }, used, 1])
+      cases.push(['mlx-cpu mxfp8 g32 native, NaN check kept (x holds a carrying NaN)', () => { mxfp8MatmulNative(xNan, m, pmx) }, used, 1])
       if (m === 1) {
         cases.push(['mlx-cpu mxfp8 g32 TypeScript reference', () => { mxfp8Matmul(x, m, mxw) }, 1, 1])
         cases.push(['mlx-cpu affine-8 g64 TypeScript reference', () => { affineMatmul(x, m, aw, MLX_CPU, deq) }, 1, 4])
@@ -204,15 +219,19 @@ async function main (): Promise<void> {
     const out: KernelRow[] = rows.map((r) => {
       const seconds = r.ms / 1000
       const gflops = r.flops / seconds / 1e9
-      const peak = gflopsPeakFor(peaks, r.threads)
+      const gbps = r.bytes / seconds / 1e9
+      const copy = r.copyPeak !== undefined
+      const peak = copy ? r.copyPeak! : gflopsPeakFor(peaks, r.threads)
+      const rate = copy ? gbps : gflops
+      const threadsText = `${r.threads} thread${r.threads === 1 ? '' : 's'}`
       return {
-        suite: 'kernels', name: r.name, shape: r.shape, threads: r.threads, rate: gflops, unit: 'GFLOP/s', peak,
-        peakOf: `mul+add, ${r.threads} thread${r.threads === 1 ? '' : 's'}`, percentOfPeak: 100 * gflops / peak,
+        suite: 'kernels', name: r.name, shape: r.shape, threads: r.threads, rate, unit: copy ? 'GB/s' : 'GFLOP/s', peak,
+        peakOf: copy ? `copy moving the same ${formatBytes(r.bytes)}, ${threadsText}` : `mul+add, ${threadsText}`, percentOfPeak: 100 * rate / peak,
         samples: r.samples, method: r.method,
-        kernel: { p50Ms: r.ms, meanMs: r.ms, flops: r.flops, bytes: r.bytes, gflops, gbps: r.bytes / seconds / 1e9 },
+        kernel: { p50Ms: r.ms, meanMs: r.ms, flops: r.flops, bytes: r.bytes, gflops, gbps },
       }
     })
-    console.table(out.map((r) => ({ kernel: r.name, shape: r.shape, threads: r.threads, 'ms': Number(r.kernel.p50Ms.toFixed(3)), rate: `${r.rate.toFixed(2)} GFLOP/s`, '% peak': Number(r.percentOfPeak.toFixed(1)) })))
+    console.table(out.map((r) => ({ kernel: r.name, shape: r.shape, threads: r.threads, 'ms': Number(r.kernel.p50Ms.toFixed(3)), rate: `${r.rate.toFixed(2)} ${r.unit}`, '% peak': Number(r.percentOfPeak.toFixed(1)) })))
     const hookDecoder = median(times.decoder)!
     const hookMlx = median(times['mlx-cpu'])!
     const cpuDecoder = median(cpuTimes.decoder)!

@@ -1,5 +1,5 @@
-// The mlx-cpu cache math's native kernels (mlx_cpu.h): mlxMxfp8Matmul, mlxAffineMatmul, mlxPool, mlxRopeRows,
-// mlxCpuLastPath and mlxCpuIsa,
+// The mlx-cpu cache math's native kernels (mlx_cpu.h): mlxScanWeights, mlxMxfp8Matmul, mlxAffineMatmul,
+// mlxPool, mlxRopeRows, mlxCpuLastPath and mlxCpuIsa,
 // registered by RegisterMlxCpu so the shared addon.cc names them in one line.
 #include "args.h"
 #include "entries.h"
@@ -22,8 +22,46 @@ bool rounding_arg (const Napi::CallbackInfo& info, size_t index, int max, int* o
   return true;
 }
 
-// mlxMxfp8Matmul (x, m, k, wt, st, n, rounding, out): x [m, k], wt [k, n] decoded e4m3 values (in column strips),
-// st [k/32, n] scales, out [m, n]; k a multiple of 32.
+// A weight's scan (mlxScanWeights' Int32Array: nan_safe 0 or 1, the weights' and the scales' min
+// exponents) at `index`, or a RangeError: a scan no scan could give is refused before any work.
+bool weight_scan_arg (const Napi::CallbackInfo& info, size_t index, MlxWeightScan* out) {
+  const auto v = typed_array<int32_t>(info, index, napi_int32_array, "scan", "Int32Array");
+  if (!v.ok) return false;
+  if (v.length != 3 || (v.data[0] != 0 && v.data[0] != 1)) {
+    Napi::RangeError::New(info.Env(), "scan must be mlxScanWeights' 3 values (nan_safe 0 or 1, two exponents)").ThrowAsJavaScriptException();
+    return false;
+  }
+  *out = {v.data[0] == 1, v.data[1], v.data[2]};
+  if (!mlx_weight_scan_plausible(*out)) {
+    Napi::RangeError::New(info.Env(), "scan holds an exponent no float32 has").ThrowAsJavaScriptException();
+    return false;
+  }
+  return true;
+}
+
+// mlxScanWeights (wt, st?): a prepared weight's one scan (mlx_scan_weights, mlx_cpu.h) as an
+// Int32Array [nan_safe (0 or 1), the weights' min exponent, the scales' (kMlxNoNonzero without st)].
+Napi::Value MlxScanWeightsEntry (const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const auto wt = typed_array<float>(info, 0, napi_float32_array, "wt", "Float32Array");
+  if (!wt.ok) return env.Undefined();
+  MlxWeightScan ws{};
+  if (info.Length() > 1 && !info[1].IsUndefined()) {
+    const auto st = typed_array<float>(info, 1, napi_float32_array, "st", "Float32Array");
+    if (!st.ok) return env.Undefined();
+    ws = mlx_scan_weights(wt.data, wt.length, st.data, st.length);
+  } else {
+    ws = mlx_scan_weights(wt.data, wt.length, nullptr, 0);
+  }
+  Napi::Int32Array out = Napi::Int32Array::New(env, 3);
+  out[0] = ws.nan_safe ? 1 : 0;
+  out[1] = ws.weight_min_exponent;
+  out[2] = ws.scale_min_exponent;
+  return out;
+}
+
+// mlxMxfp8Matmul (x, m, k, wt, st, n, scan, rounding, out): x [m, k], wt [k, n] decoded e4m3 values (in column
+// strips), st [k/32, n] scales, scan their mlxScanWeights, out [m, n]; k a multiple of 32.
 Napi::Value MlxMxfp8MatmulEntry (const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   size_t m = 0, k = 0, n = 0;
@@ -33,8 +71,11 @@ Napi::Value MlxMxfp8MatmulEntry (const Napi::CallbackInfo& info) {
   const auto wt = typed_array<float>(info, 3, napi_float32_array, "wt", "Float32Array");
   if (!wt.ok) return env.Undefined();
   const auto st = typed_array<float>(info, 4, napi_float32_array, "st", "Float32Array");
-  if (!st.ok || !size_arg(info, 5, "n", &n) || !rounding_arg(info, 6, 7, &rounding)) return env.Undefined();
-  const auto out = typed_array<float>(info, 7, napi_float32_array, "out", "Float32Array");
+  MlxWeightScan ws{};
+  if (!st.ok || !size_arg(info, 5, "n", &n) || !weight_scan_arg(info, 6, &ws) || !rounding_arg(info, 7, 7, &rounding)) {
+    return env.Undefined();
+  }
+  const auto out = typed_array<float>(info, 8, napi_float32_array, "out", "Float32Array");
   if (!out.ok) return env.Undefined();
   if (k % 32 != 0) {
     Napi::RangeError::New(env, "k must be a multiple of 32 (the mxfp8 group)").ThrowAsJavaScriptException();
@@ -44,11 +85,12 @@ Napi::Value MlxMxfp8MatmulEntry (const Napi::CallbackInfo& info) {
       !check_length(env, "st", st.length, k / 32, n, "k/32 x n") || !check_length(env, "out", out.length, m, n, "m x n")) {
     return env.Undefined();
   }
-  mlx_mxfp8_matmul(x.data, m, k, wt.data, st.data, n, rounding, out.data, threads_for(m * n * k));
-  return info[7];
+  mlx_mxfp8_matmul(x.data, m, k, wt.data, st.data, n, ws, rounding, out.data, threads_for(m * n * k));
+  return info[8];
 }
 
-// mlxAffineMatmul (x, m, k, wt, n, rounding, out): x [m, k], wt [k, n] dequantized (in column strips), out [m, n].
+// mlxAffineMatmul (x, m, k, wt, n, scan, rounding, out): x [m, k], wt [k, n] dequantized (in column strips), scan
+// its mlxScanWeights, out [m, n].
 Napi::Value MlxAffineMatmulEntry (const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   size_t m = 0, k = 0, n = 0;
@@ -56,15 +98,18 @@ Napi::Value MlxAffineMatmulEntry (const Napi::CallbackInfo& info) {
   const auto x = typed_array<float>(info, 0, napi_float32_array, "x", "Float32Array");
   if (!x.ok || !size_arg(info, 1, "m", &m) || !size_arg(info, 2, "k", &k)) return env.Undefined();
   const auto wt = typed_array<float>(info, 3, napi_float32_array, "wt", "Float32Array");
-  if (!wt.ok || !size_arg(info, 4, "n", &n) || !rounding_arg(info, 5, 3, &rounding)) return env.Undefined();
-  const auto out = typed_array<float>(info, 6, napi_float32_array, "out", "Float32Array");
+  MlxWeightScan ws{};
+  if (!wt.ok || !size_arg(info, 4, "n", &n) || !weight_scan_arg(info, 5, &ws) || !rounding_arg(info, 6, 3, &rounding)) {
+    return env.Undefined();
+  }
+  const auto out = typed_array<float>(info, 7, napi_float32_array, "out", "Float32Array");
   if (!out.ok) return env.Undefined();
   if (!check_length(env, "x", x.length, m, k, "m x k") || !check_length(env, "wt", wt.length, k, n, "k x n") ||
       !check_length(env, "out", out.length, m, n, "m x n")) {
     return env.Undefined();
   }
-  mlx_affine_matmul(x.data, m, k, wt.data, n, rounding, out.data, threads_for(m * n * k));
-  return info[6];
+  mlx_affine_matmul(x.data, m, k, wt.data, n, ws, rounding, out.data, threads_for(m * n * k));
+  return info[7];
 }
 
 // mlxPool (kv, gate, ape, windows, ratio, dim, overlap, rounding, out): the Compressor's pooling
@@ -151,6 +196,7 @@ Napi::Value MlxCpuIsaEntry (const Napi::CallbackInfo& info) {
 }  // namespace
 
 void RegisterMlxCpu (Napi::Env env, Napi::Object exports) {
+  exports.Set("mlxScanWeights", Napi::Function::New(env, MlxScanWeightsEntry, "mlxScanWeights"));
   exports.Set("mlxMxfp8Matmul", Napi::Function::New(env, MlxMxfp8MatmulEntry, "mlxMxfp8Matmul"));
   exports.Set("mlxAffineMatmul", Napi::Function::New(env, MlxAffineMatmulEntry, "mlxAffineMatmul"));
   exports.Set("mlxPool", Napi::Function::New(env, MlxPoolEntry, "mlxPool"));

@@ -66,22 +66,27 @@ bool bf16_proof (int ex, int ew, const int* es) {
   return es == nullptr || *es == kMlxNoNonzero || e + *es >= -112;
 }
 
-// The rounding bits with the path's flags (mlx_cpu_isa.h): none under kMlxNanScanRows rows or when
-// an operand holds a NaN that could carry; kMlxOperandsNanSafe otherwise; kMlxOperandsNormal too
-// when every rounding point is bf16, the CPU runs AVX512_BF16, the ISA has those units and the
-// magnitudes rule out denormals. `st` is null for the affine matmul.
-int path_flags (const MlxCpuIsaKernels& isa, int rounding, int all_points, size_t m, const float* x, size_t nx,
-                const float* wt, size_t nw, const float* st, size_t ns) {
-  if (m < kMlxNanScanRows) return rounding;
-  const MlxScan sx = isa.scan(x, nx), sw = isa.scan(wt, nw);
-  const MlxScan ss = st != nullptr ? isa.scan(st, ns) : MlxScan{true, kMlxNoNonzero};
-  if (!sx.nan_safe || !sw.nan_safe || !ss.nan_safe) return rounding;
+// The rounding bits with the path's flags (mlx_cpu_isa.h): none when an operand holds a NaN that
+// could carry; kMlxOperandsNanSafe otherwise; kMlxOperandsNormal too when every rounding point is
+// bf16, the CPU runs AVX512_BF16, the ISA has those units and the magnitudes rule out denormals.
+// The weights' side comes from their one scan (`ws`); only x, a small share of the call's work
+// even at one row (k values against k * n multiply-adds), is scanned here. `scaled` is false for
+// the affine matmul (no scales).
+int path_flags (const MlxCpuIsaKernels& isa, int rounding, int all_points, const float* x, size_t nx,
+                const MlxWeightScan& ws, bool scaled) {
+  if (!ws.nan_safe) return rounding;
+  const MlxScan sx = isa.scan(x, nx);
+  if (!sx.nan_safe) return rounding;
   int r = rounding | kMlxOperandsNanSafe;
   if ((rounding & all_points) == all_points && isa.mxfp8_units_bf16 != nullptr && cpu_runs_avx512_bf16() &&
-      bf16_proof(sx.min_exponent, sw.min_exponent, st != nullptr ? &ss.min_exponent : nullptr)) {
+      bf16_proof(sx.min_exponent, ws.weight_min_exponent, scaled ? &ws.scale_min_exponent : nullptr)) {
     r |= kMlxOperandsNormal;
   }
   return r;
+}
+
+bool exponent_plausible (int e) {
+  return e == kMlxNoNonzero || (e >= -149 && e <= 127);
 }
 
 const char* path_name (int flags) {
@@ -109,20 +114,31 @@ bool mlx_cpu_select_isa (const std::string& name, std::string* error) {
   return true;
 }
 
-void mlx_mxfp8_matmul (const float* x, size_t m, size_t k, const float* wt, const float* st, size_t n, int rounding,
-                       float* out, int threads) {
+MlxWeightScan mlx_scan_weights (const float* wt, size_t nw, const float* st, size_t ns) {
   const MlxCpuIsaKernels& isa = chosen();
-  const int r = path_flags(isa, rounding, kMlxRoundProduct | kMlxRoundSum | kMlxRoundScaled, m, x, m * k, wt, k * n, st, k / 32 * n);
+  const MlxScan sw = isa.scan(wt, nw);
+  const MlxScan ss = st != nullptr ? isa.scan(st, ns) : MlxScan{true, kMlxNoNonzero};
+  return {sw.nan_safe && ss.nan_safe, sw.min_exponent, ss.min_exponent};
+}
+
+bool mlx_weight_scan_plausible (const MlxWeightScan& ws) {
+  return exponent_plausible(ws.weight_min_exponent) && exponent_plausible(ws.scale_min_exponent);
+}
+
+void mlx_mxfp8_matmul (const float* x, size_t m, size_t k, const float* wt, const float* st, size_t n,
+                       const MlxWeightScan& ws, int rounding, float* out, int threads) {
+  const MlxCpuIsaKernels& isa = chosen();
+  const int r = path_flags(isa, rounding, kMlxRoundProduct | kMlxRoundSum | kMlxRoundScaled, x, m * k, ws, true);
   g_last_path = path_name(r);
   const MlxMxArgs a{x, k, n, wt, st, r, out};
   const auto fn = (r & kMlxOperandsNormal) ? isa.mxfp8_units_bf16 : isa.mxfp8_units;
   parallel_ranges(units_of(m, n), 1, threads, [&a, fn, m](size_t b, size_t e) { fn(a, m, b, e); });
 }
 
-void mlx_affine_matmul (const float* x, size_t m, size_t k, const float* wt, size_t n, int rounding, float* out,
-                        int threads) {
+void mlx_affine_matmul (const float* x, size_t m, size_t k, const float* wt, size_t n, const MlxWeightScan& ws,
+                        int rounding, float* out, int threads) {
   const MlxCpuIsaKernels& isa = chosen();
-  const int r = path_flags(isa, rounding, kMlxRoundProduct | kMlxRoundSum, m, x, m * k, wt, k * n, nullptr, 0);
+  const int r = path_flags(isa, rounding, kMlxRoundProduct | kMlxRoundSum, x, m * k, ws, false);
   g_last_path = path_name(r);
   const MlxAffineArgs a{x, k, n, wt, r, out};
   const auto fn = (r & kMlxOperandsNormal) ? isa.affine_units_bf16 : isa.affine_units;

@@ -17,12 +17,9 @@ constexpr size_t kMlxUnitColumns = 64;
 // (columns 64s … 64s + w - 1, w = 64 but for the last) starts at 64s * rows and holds [rows, w],
 // so a unit streams its weights contiguously instead of one 256-byte piece per n-float row.
 
-// Scan the operands for a NaN whose payload could carry (below) only when a call has at least this
-// many rows: the scan reads every weight once, a small share of the work of this many rows.
-constexpr size_t kMlxNanScanRows = 8;
-
 // Set in MlxMxArgs/MlxAffineArgs::rounding (beside the kMlxRound* bits) when no operand (x, the
-// weights, the scales) holds a NaN with bits 16-21 all set. Then every NaN that can reach a bf16
+// weights, the scales) holds a NaN with bits 16-21 all set (the weights and scales are scanned
+// once, when prepared: mlx_scan_weights, mlx_cpu.h; x by every call). Then every NaN that can reach a bf16
 // rounding is the hardware's default NaN, an operand's NaN quieted (bit 22 set, bits 16-22 not all
 // set), or one already rounded (low half zero), and the unchecked rounding (b + 0x7fff + lsb, low
 // half cleared) leaves each a NaN: the carry out of the low half cannot reach the exponent. The

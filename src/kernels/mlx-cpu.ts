@@ -10,8 +10,9 @@ import { MLX_CPU, type RoundingPoints } from '../numerics/mlx-cpu/rounding-point
 import type { KernelIsa } from './native.ts'
 
 interface MlxNativeKernels {
-  mlxMxfp8Matmul: (x: Float32Array, m: number, k: number, wt: Float32Array, st: Float32Array, n: number, rounding: number, out: Float32Array) => Float32Array
-  mlxAffineMatmul: (x: Float32Array, m: number, k: number, wt: Float32Array, n: number, rounding: number, out: Float32Array) => Float32Array
+  mlxScanWeights: (wt: Float32Array, st?: Float32Array) => Int32Array
+  mlxMxfp8Matmul: (x: Float32Array, m: number, k: number, wt: Float32Array, st: Float32Array, n: number, scan: Int32Array, rounding: number, out: Float32Array) => Float32Array
+  mlxAffineMatmul: (x: Float32Array, m: number, k: number, wt: Float32Array, n: number, scan: Int32Array, rounding: number, out: Float32Array) => Float32Array
   mlxPool: (kv: Float32Array, gate: Float32Array, ape: Float32Array, windows: number, ratio: number, dim: number, overlap: boolean, rounding: number, out: Float32Array) => Float32Array
   mlxRopeRows: (x: Float32Array, rows: number, d: number, inv: Float32Array, first: number, rounding: number) => Float32Array
   /** The path the last matmul call took (native/src/mlx_cpu.h, mlx_cpu_last_path); absent in builds from before it. */
@@ -25,8 +26,8 @@ let cached: MlxNativeKernels | undefined
 function kernels (): MlxNativeKernels {
   if (cached !== undefined) return cached
   const k = loadNativeKernels() as unknown as Partial<MlxNativeKernels>
-  if (typeof k.mlxMxfp8Matmul !== 'function' || typeof k.mlxAffineMatmul !== 'function' || typeof k.mlxPool !== 'function' || typeof k.mlxRopeRows !== 'function' || typeof k.mlxCpuIsa !== 'function') {
-    throw new PdBridgeError('the native addon has no mlx-cpu kernels (a build from before them): run `npm run build:native`')
+  if (typeof k.mlxScanWeights !== 'function' || typeof k.mlxMxfp8Matmul !== 'function' || typeof k.mlxAffineMatmul !== 'function' || typeof k.mlxPool !== 'function' || typeof k.mlxRopeRows !== 'function' || typeof k.mlxCpuIsa !== 'function') {
+    throw new PdBridgeError('the native addon has no mlx-cpu kernels, or none that take a weight scan (a build from before them): run `npm run build:native`')
   }
   cached = k as MlxNativeKernels
   return cached
@@ -41,10 +42,18 @@ export function quantizedRoundingMask (points: RoundingPoints): number {
 /** Columns per strip of a prepared weight: the native kernels' unit width (native/src/mlx_cpu_isa.h, kMlxUnitColumns). */
 export const MLX_STRIP_COLUMNS = 64
 
-/** An mxfp8 weight as the native kernel reads it: decoded values and scales, in column strips (stripMajor). */
-export interface PreparedMxfp8 { wt: Float32Array, st: Float32Array, n: number, k: number }
-/** An affine weight dequantized (in its rounding points) and laid in column strips (stripMajor). */
-export interface PreparedAffine { wt: Float32Array, n: number, k: number }
+/**
+ * A prepared weight's one scan (native/src/mlx_cpu.h, MlxWeightScan), made when it is prepared and
+ * passed with every call, so that a call scans only its x: [1 when no value is a NaN whose bf16
+ * rounding could carry, else 0; log2 of the weights' smallest nonzero magnitude; the scales' (1000
+ * for none)]. It picks the call's path (mlxCpuLastMatmulPath), never its bits. The prepared arrays
+ * must not change after it.
+ */
+export type MlxWeightScan = Int32Array
+/** An mxfp8 weight as the native kernel reads it: decoded values and scales, in column strips (stripMajor), and their scan. */
+export interface PreparedMxfp8 { readonly wt: Float32Array, readonly st: Float32Array, readonly n: number, readonly k: number, readonly scan: MlxWeightScan }
+/** An affine weight dequantized (in its rounding points) and laid in column strips (stripMajor), and its scan. */
+export interface PreparedAffine { readonly wt: Float32Array, readonly n: number, readonly k: number, readonly scan: MlxWeightScan }
 
 /**
  * An [n, k] array in strips of MLX_STRIP_COLUMNS columns: strip s (columns 64s … 64s + w − 1, w = 64
@@ -60,20 +69,38 @@ export function stripMajor (v: ArrayLike<number>, n: number, k: number): Float32
   return t
 }
 
-/** Decode an mxfp8 weight as the reference does (MLX's e4m3 values, 2^(s-127) scales), in strips. */
+/**
+ * A prepared mxfp8 weight from arrays already in strips (wt [k, n], st [k/32, n]), scanned once
+ * here. prepareMxfp8 forms them from a weight's codes; a test forms them by hand to hold values
+ * (a NaN of any payload) that the codes cannot give.
+ */
+export function mxfp8FromStrips (wt: Float32Array, st: Float32Array, n: number, k: number): PreparedMxfp8 {
+  if (!Number.isSafeInteger(n) || n < 0 || !Number.isSafeInteger(k) || k < 0 || k % 32 !== 0) throw new PdBridgeError(`mxfp8 matmul: a weight of ${n} x ${k} is not one (k a multiple of the group, 32)`)
+  if (wt.length !== n * k || st.length !== n * (k / 32)) throw new PdBridgeError(`mxfp8 matmul: the prepared weight holds ${wt.length} values and ${st.length} scales, not ${n} x ${k} and ${n} x ${k / 32}`)
+  return { wt, st, n, k, scan: kernels().mlxScanWeights(wt, st) }
+}
+
+/** A prepared affine weight from a dequantized array already in strips (wt [k, n]), scanned once here. */
+export function affineFromStrips (wt: Float32Array, n: number, k: number): PreparedAffine {
+  if (!Number.isSafeInteger(n) || n < 0 || !Number.isSafeInteger(k) || k < 0) throw new PdBridgeError(`affine matmul: a weight of ${n} x ${k} is not one`)
+  if (wt.length !== n * k) throw new PdBridgeError(`affine matmul: the prepared weight holds ${wt.length} values, not ${n} x ${k}`)
+  return { wt, n, k, scan: kernels().mlxScanWeights(wt) }
+}
+
+/** Decode an mxfp8 weight as the reference does (MLX's e4m3 values, 2^(s-127) scales), in strips, and scan it once. */
 export function prepareMxfp8 (w: Mxfp8Weight): PreparedMxfp8 {
   const { n, k } = w
   const groups = k / 32
   const values = new Float32Array(n * k)
   for (let i = 0; i < n * k; i++) values[i] = MLX_E4M3_VALUES[w.codes[i]]
   const scales = Float32Array.from(w.scales, mxScale)
-  return { wt: stripMajor(values, n, k), st: stripMajor(scales, n, groups), n, k }
+  return mxfp8FromStrips(stripMajor(values, n, k), stripMajor(scales, n, groups), n, k)
 }
 
-/** Dequantize an affine weight (affineDequantized, in `points`) and lay it in strips. */
+/** Dequantize an affine weight (affineDequantized, in `points`), lay it in strips and scan it once. */
 export function prepareAffine (w: AffineWeight, points: RoundingPoints = MLX_CPU, dequantized = affineDequantized(w, points)): PreparedAffine {
   if (dequantized.length !== w.n * w.k) throw new PdBridgeError(`affine matmul: the dequantized weight holds ${dequantized.length} values, not ${w.n} x ${w.k}`)
-  return { wt: stripMajor(dequantized, w.n, w.k), n: w.n, k: w.k }
+  return affineFromStrips(stripMajor(dequantized, w.n, w.k), w.n, w.k)
 }
 
 function checkX (what: string, x: Float32Array, m: number, k: number): Float32Array {
@@ -86,7 +113,7 @@ export function mxfp8MatmulNative (x: Float32Array, m: number, w: PreparedMxfp8,
   const xs = checkX('mxfp8 matmul', x, m, w.k)
   const out = new Float32Array(m * w.n)
   if (out.length === 0) return out
-  return kernels().mlxMxfp8Matmul(xs, m, w.k, w.wt, w.st, w.n, quantizedRoundingMask(points), out)
+  return kernels().mlxMxfp8Matmul(xs, m, w.k, w.wt, w.st, w.n, w.scan, quantizedRoundingMask(points), out)
 }
 
 /** affineMatmul (quantized-matmul.ts) in native code over a prepared weight. */
@@ -95,7 +122,7 @@ export function affineMatmulNative (x: Float32Array, m: number, w: PreparedAffin
   const out = new Float32Array(m * w.n)
   if (out.length === 0) return out
   // The affine kernel has no scaled group sum: only the product and sum bits apply.
-  return kernels().mlxAffineMatmul(xs, m, w.k, w.wt, w.n, quantizedRoundingMask(points) & 3, out)
+  return kernels().mlxAffineMatmul(xs, m, w.k, w.wt, w.n, w.scan, quantizedRoundingMask(points) & 3, out)
 }
 
 /** The pooling rounding points as mlxPool's bit mask: gate + ape 1 (overlapGate or simpleGate), weights 2, product 4, sum 8. */
@@ -141,8 +168,8 @@ export function mlxRopeRowsNative (x: Float32Array, rows: number, d: number, inv
 }
 
 /**
- * The path the last mxfp8/affine matmul call took (native/src/mlx_cpu_isa.h): `checked` (under 8
- * rows, or an operand holds a NaN whose bf16 rounding could carry into the sign), `unchecked` (no
+ * The path the last mxfp8/affine matmul call took (native/src/mlx_cpu_isa.h): `checked` (an
+ * operand, x or the weight by its scan, holds a NaN whose bf16 rounding could carry into the sign), `unchecked` (no
  * per-rounding NaN check) or `avx512-bf16` (vcvtne2ps2bf16 roundings: every rounding point bf16, an
  * AVX512_BF16 CPU, and operand magnitudes that rule out a denormal product or sum). The bits are
  * the same on every path; the tests use this to show which of their inputs take which.

@@ -3,9 +3,10 @@
 // rounding-point mask, hard inputs (NaN of any payload, ±inf, ±0, subnormals, MLX's NaN e4m3 codes
 // 0x7F/0xFF, scale bytes 0 and 255), every ISA variant of the matmuls this CPU runs, 1, 2, 3 and 7
 // threads on calls large enough to be split (minParallelWork), and a row alone equal to the same
-// row computed among others (batch invariance). A call of 8 rows or more takes the checked,
-// unchecked or avx512-bf16 path by what its operands hold (native/src/mlx_cpu_isa.h): each is
-// checked here, with inputs chosen to force each.
+// row computed among others (batch invariance). Every call, a single row too, takes the checked,
+// unchecked or avx512-bf16 path by what its x (scanned by the call) and its weight (scanned once,
+// when prepared) hold (native/src/mlx_cpu_isa.h): each is checked here, with inputs chosen to force
+// each.
 import { readFileSync } from 'node:fs'
 import { afterAll, describe, expect, it } from 'vitest'
 import { loadNativeKernels } from '../../src/kernels/native.ts'
@@ -13,7 +14,7 @@ import {
   affineDequantized, affineMatmul, bf16, MLX_CPU, mxfp8Matmul, type AffineWeight, type Mxfp8Weight, type RoundingPoints, type RoundTo,
 } from '../../src/numerics/mlx-cpu/index.ts'
 import {
-  affineMatmulNative, mlxCpuKernelIsa, mlxCpuLastMatmulPath, mlxPoolNative, mlxRopeRowsNative, mxfp8MatmulNative, prepareAffine, prepareMxfp8,
+  affineFromStrips, affineMatmulNative, mlxCpuKernelIsa, mxfp8FromStrips, mlxCpuLastMatmulPath, mlxPoolNative, mlxRopeRowsNative, mxfp8MatmulNative, prepareAffine, prepareMxfp8,
 } from '../../src/kernels/mlx-cpu.ts'
 import { overlapCompress, simpleCompress } from '../../src/numerics/mlx-cpu/pooling.ts'
 import { mlxRopeRow } from '../../src/numerics/mlx-cpu/rope.ts'
@@ -124,23 +125,22 @@ describe('mlx-cpu quantized matmuls: native = TypeScript reference, bit for bit'
     expect(out.some((v) => !Number.isFinite(v))).toBe(true)
   })
 
-  it('the paths of a call of 8 rows or more: checked, unchecked, avx512-bf16, each the reference\'s bits, every mask and ISA', () => {
-    // 13 rows: past kMlxNanScanRows (8), so the operands are scanned; three 4-row tiles and a row.
-    const m = 13
+  it('the paths of every call, 13 rows or a decode step\'s one: checked, unchecked, avx512-bf16 by what x and the weight\'s one scan hold, each the reference\'s bits, every mask and ISA', () => {
+    // 13 rows: three 4-row tiles and a row; 1 row: a decode step. x is scanned by every call, the
+    // weights once, when prepared (PreparedMxfp8/PreparedAffine.scan).
     const k = 256
     const n = 89
     const stripAt = (j: number, i: number): number => { const j0 = j - (j % 64); return j0 * k + i * Math.min(64, n - j0) + (j - j0) }
     // Hard values that are neither denormal nor NaNs that could carry: NaN payloads with bits 16-21
     // not all set, ±inf, ±0, the largest magnitudes.
     const hard = [0x7fc00000, 0x7f800001, 0xffc00000, 0x7fc12345, 0xff800100, 0x7fbe0000, 0x7f800000, 0xff800000, 0, 0x80000000, 0x7f7f0000, 0xff7f0000]
-    const x = activations(m * k, 21, false)
-    hard.forEach((b, i) => { new Uint32Array(x.buffer)[37 * i + 5] = b })
     const mx = mxWeight(n, k, 22, false)
     mx.codes[5] = 0x7f // MLX's 480
     const af = affineWeight(n, k, 23)
     const pmx = prepareMxfp8(mx)
     // The affine weight with one NaN (the reference's literal NaN), so that a prepared copy can hold
-    // a NaN whose payload would carry at the same place.
+    // a NaN whose payload would carry at the same place (written into the strips, then scanned:
+    // affineFromStrips).
     const nanAt = { col: 70, row: 101 }
     const deq = Array.from({ length: 4 }, (_, mask) => {
       const d = affineDequantized(af, points(mask))
@@ -148,60 +148,74 @@ describe('mlx-cpu quantized matmuls: native = TypeScript reference, bit for bit'
       return d
     })
     const paf = deq.map((d, mask) => prepareAffine(af, points(mask), d))
-    const pafBad = deq.map((d, mask) => {
-      const p = prepareAffine(af, points(mask), d)
-      new Uint32Array(p.wt.buffer)[stripAt(nanAt.col, nanAt.row)] = 0xffffffff
-      return p
+    const pafBad = paf.map((p) => {
+      const wt = p.wt.slice()
+      new Uint32Array(wt.buffer)[stripAt(nanAt.col, nanAt.row)] = 0xffffffff
+      return affineFromStrips(wt, n, k)
     })
-    const xWith = (edit: (u: Uint32Array) => void): Float32Array => { const c = x.slice(); edit(new Uint32Array(c.buffer)); return c }
-    // A NaN in x that could carry; x with a row of denormals and zeros only (its outputs are
-    // denormal sums, which a denormal-flushing rounding would make 0); x whose smallest nonzero
-    // value is 2^-115 (products down to 2^-124: partial sums could be denormal).
-    const xCarry = xWith((u) => { u[3 * k + 40] = 0x7fff8000 })
-    const xDenormal = xWith((u) => { for (let i = 0; i < k; i++) u[2 * k + i] = i % 3 === 0 ? 0 : (0x00010000 * (1 + (i % 50))) | (i % 2 === 0 ? 0x80000000 : 0) })
-    const xTiny = xWith((u) => { u[7 * k + 9] = 0x06000000 })
+    // A weight down to 2^-120: its products with x's small values are denormal, which the
+    // avx512-bf16 roundings would flush to zero; the scan's smallest magnitude rules that path out.
+    const deqTiny = deq.map((d) => { const c = d.slice(); c[3 * k + 17] = 2 ** -120; c[40 * k + 200] = -(2 ** -120); return c })
+    const pafTiny = deqTiny.map((d, mask) => prepareAffine(af, points(mask), d))
     // Scale bytes 0 and 1 (2^-127, a denormal scale, and 2^-126): scaled sums could be denormal.
     const mxSmallScale = { ...mx, scales: mx.scales.map((s, i) => (i % 11 === 0 ? i % 2 : s)) }
     const pmxSmallScale = prepareMxfp8(mxSmallScale)
+    expect(pafBad[3].scan[0]).toBe(0)
+    expect(paf[3].scan[0]).toBe(1)
+    expect(pafTiny[3].scan[1]).toBe(-120)
     const bf16Cpu = process.platform === 'linux' && readFileSync('/proc/cpuinfo', 'utf8').includes('avx512_bf16')
     const fast = (isa: string, mask: number, full: number): string => (mask === full && isa === 'avx512' && bf16Cpu ? 'avx512-bf16' : 'unchecked')
-    const cases: { what: string, x: Float32Array, mx: Mxfp8Weight, pmx: typeof pmx, paf: typeof paf, path: (isa: string, mask: number, full: number) => string }[] = [
-      { what: 'normal', x, mx, pmx, paf, path: fast },
-      { what: 'x NaN that could carry', x: xCarry, mx, pmx, paf, path: () => 'checked' },
-      { what: 'weight NaN that could carry', x, mx, pmx, paf: pafBad, path: (isa, mask, full) => (full === 3 ? 'checked' : fast(isa, mask, full)) },
-      { what: 'x denormal row', x: xDenormal, mx, pmx, paf, path: () => 'unchecked' },
-      { what: 'x down to 2^-115', x: xTiny, mx, pmx, paf, path: () => 'unchecked' },
-      { what: 'scale bytes 0 and 1', x, mx: mxSmallScale, pmx: pmxSmallScale, paf, path: (isa, mask, full) => (full === 7 ? 'unchecked' : fast(isa, mask, full)) },
-    ]
     const bad: string[] = []
     const paths = new Set<string>()
-    for (const c of cases) {
-      const refMx = Array.from({ length: 8 }, (_, mask) => mxfp8Matmul(c.x, m, c.mx, points(mask)))
-      const refAf = Array.from({ length: 4 }, (_, mask) => affineMatmul(c.x, m, af, points(mask), deq[mask]))
-      for (const isa of ISAS) {
-        mlxCpuKernelIsa(isa)
-        for (let mask = 0; mask < 8; mask++) {
-          const d = differing(mxfp8MatmulNative(c.x, m, c.pmx, points(mask)), refMx[mask])
-          const path = mlxCpuLastMatmulPath()
-          paths.add(path)
-          if (d !== 0) bad.push(`${c.what} ${isa} mxfp8 mask ${mask} (${path}): ${d}/${m * n}`)
-          if (path !== c.path(isa, mask, 7)) bad.push(`${c.what} ${isa} mxfp8 mask ${mask}: took ${path}`)
-          if (mask < 4) {
-            const e = differing(affineMatmulNative(c.x, m, c.paf[mask], points(mask)), refAf[mask])
-            const p = mlxCpuLastMatmulPath()
-            if (e !== 0) bad.push(`${c.what} ${isa} affine mask ${mask} (${p}): ${e}/${m * n}`)
-            if (p !== c.path(isa, mask, 3)) bad.push(`${c.what} ${isa} affine mask ${mask}: took ${p}`)
+    for (const m of [13, 1]) {
+      const x = activations(m * k, 21, false)
+      hard.forEach((b, i) => { new Uint32Array(x.buffer)[(37 * i + 5) % (m * k)] = b })
+      const row = (r: number): number => (r % m) * k
+      const xWith = (edit: (u: Uint32Array) => void): Float32Array => { const c = x.slice(); edit(new Uint32Array(c.buffer)); return c }
+      // A NaN in x that could carry; x with a row of denormals and zeros only (its outputs are
+      // denormal sums, which a denormal-flushing rounding would make 0); x whose smallest nonzero
+      // value is 2^-115 (products down to 2^-124: partial sums could be denormal).
+      const xCarry = xWith((u) => { u[row(3) + 40] = 0x7fff8000 })
+      const xDenormal = xWith((u) => { for (let i = 0; i < k; i++) u[row(2) + i] = i % 3 === 0 ? 0 : (0x00010000 * (1 + (i % 50))) | (i % 2 === 0 ? 0x80000000 : 0) })
+      const xTiny = xWith((u) => { u[row(7) + 9] = 0x06000000 })
+      const cases: { what: string, x: Float32Array, mx: Mxfp8Weight, pmx: typeof pmx, deq: Float32Array[], paf: typeof paf, path: (isa: string, mask: number, full: number) => string }[] = [
+        { what: 'normal', x, mx, pmx, deq, paf, path: fast },
+        { what: 'x NaN that could carry', x: xCarry, mx, pmx, deq, paf, path: () => 'checked' },
+        { what: 'weight NaN that could carry', x, mx, pmx, deq, paf: pafBad, path: (isa, mask, full) => (full === 3 ? 'checked' : fast(isa, mask, full)) },
+        { what: 'weight down to 2^-120', x, mx, pmx, deq: deqTiny, paf: pafTiny, path: (isa, mask, full) => (full === 3 ? 'unchecked' : fast(isa, mask, full)) },
+        { what: 'x denormal row', x: xDenormal, mx, pmx, deq, paf, path: () => 'unchecked' },
+        { what: 'x down to 2^-115', x: xTiny, mx, pmx, deq, paf, path: () => 'unchecked' },
+        { what: 'scale bytes 0 and 1', x, mx: mxSmallScale, pmx: pmxSmallScale, deq, paf, path: (isa, mask, full) => (full === 7 ? 'unchecked' : fast(isa, mask, full)) },
+      ]
+      for (const c of cases) {
+        const refMx = Array.from({ length: 8 }, (_, mask) => mxfp8Matmul(c.x, m, c.mx, points(mask)))
+        const refAf = Array.from({ length: 4 }, (_, mask) => affineMatmul(c.x, m, af, points(mask), c.deq[mask]))
+        for (const isa of ISAS) {
+          mlxCpuKernelIsa(isa)
+          for (let mask = 0; mask < 8; mask++) {
+            const d = differing(mxfp8MatmulNative(c.x, m, c.pmx, points(mask)), refMx[mask])
+            const path = mlxCpuLastMatmulPath()
+            paths.add(path)
+            if (d !== 0) bad.push(`m=${m} ${c.what} ${isa} mxfp8 mask ${mask} (${path}): ${d}/${m * n}`)
+            if (path !== c.path(isa, mask, 7)) bad.push(`m=${m} ${c.what} ${isa} mxfp8 mask ${mask}: took ${path}`)
+            if (mask < 4) {
+              const e = differing(affineMatmulNative(c.x, m, c.paf[mask], points(mask)), refAf[mask])
+              const p = mlxCpuLastMatmulPath()
+              if (e !== 0) bad.push(`m=${m} ${c.what} ${isa} affine mask ${mask} (${p}): ${e}/${m * n}`)
+              if (p !== c.path(isa, mask, 3)) bad.push(`m=${m} ${c.what} ${isa} affine mask ${mask}: took ${p}`)
+            }
           }
         }
       }
+      mlxCpuKernelIsa(isaBefore)
+      // The hard values reached the outputs, the NaN weight its column, the denormal row and the
+      // tiny weight denormal outputs (what the avx512-bf16 roundings would have flushed).
+      expect(mxfp8MatmulNative(x, m, pmx).some((v) => !Number.isFinite(v))).toBe(true)
+      expect(affineMatmulNative(x, m, pafBad[3]).filter((_, i) => i % n === nanAt.col).every((v) => Number.isNaN(v))).toBe(true)
+      expect(affineMatmulNative(xDenormal, m, paf[3]).slice((2 % m) * n, (2 % m + 1) * n).some((v) => v !== 0 && Math.abs(v) < 2 ** -126)).toBe(true)
     }
-    mlxCpuKernelIsa(isaBefore)
     expect(bad).toEqual([])
     expect([...paths].sort()).toEqual(bf16Cpu && ISAS.includes('avx512') ? ['avx512-bf16', 'checked', 'unchecked'] : ['checked', 'unchecked'])
-    // The hard values reached the outputs, the NaN weight its column, the denormal row its outputs.
-    expect(mxfp8MatmulNative(x, m, pmx).some((v) => !Number.isFinite(v))).toBe(true)
-    expect(affineMatmulNative(x, m, pafBad[3]).filter((_, i) => i % n === nanAt.col).every((v) => Number.isNaN(v))).toBe(true)
-    expect(affineMatmulNative(xDenormal, m, paf[3]).slice(2 * n, 3 * n).some((v) => v !== 0 && Math.abs(v) < 2 ** -126)).toBe(true)
   })
 
   it('at 1, 2, 3 and 7 threads on calls past minParallelWork: the same bits', () => {
@@ -262,8 +276,19 @@ describe('mlx-cpu quantized matmuls: native = TypeScript reference, bit for bit'
     const af = affineWeight(4, 64, 8)
     expect(() => prepareAffine(af, MLX_CPU, new Float32Array(3))).toThrow(/dequantized weight holds 3 values, not 4 x 64/)
     // The addon's own checks, past the TypeScript ones: a weight of the wrong size is a RangeError, not a read outside it.
-    const raw = (loadNativeKernels() as unknown as { mlxAffineMatmul: (...a: unknown[]) => unknown }).mlxAffineMatmul
-    expect(() => raw(new Float32Array(64), 1, 64, new Float32Array(100), 4, 3, new Float32Array(4))).toThrow(/wt has 100 elements, expected k x n = 64 x 4/)
+    expect(() => affineFromStrips(new Float32Array(100), 4, 64)).toThrow(/prepared weight holds 100 values, not 4 x 64/)
+    expect(() => mxfp8FromStrips(new Float32Array(256), new Float32Array(4), 4, 64)).toThrow(/holds 256 values and 4 scales, not 4 x 64 and 4 x 2/)
+    expect(() => mxfp8FromStrips(new Float32Array(4 * 40), new Float32Array(4), 4, 40)).toThrow(/k a multiple of the group, 32/)
+    // The addon's own checks, past the TypeScript ones: a weight of the wrong size is a RangeError,
+    // not a read outside it; a scan no scan could give is refused.
+    const native = loadNativeKernels() as unknown as { mlxAffineMatmul: (...a: unknown[]) => unknown, mlxScanWeights: (wt: Float32Array) => Int32Array }
+    const raw = native.mlxAffineMatmul
+    const scan = native.mlxScanWeights(new Float32Array(256))
+    expect(Array.from(scan)).toEqual([1, 1000, 1000])
+    expect(() => raw(new Float32Array(64), 1, 64, new Float32Array(100), 4, scan, 3, new Float32Array(4))).toThrow(/wt has 100 elements, expected k x n = 64 x 4/)
+    expect(() => raw(new Float32Array(64), 1, 64, new Float32Array(256), 4, new Int32Array(2), 3, new Float32Array(4))).toThrow(/scan must be mlxScanWeights' 3 values/)
+    expect(() => raw(new Float32Array(64), 1, 64, new Float32Array(256), 4, Int32Array.of(1, -200, 1000), 3, new Float32Array(4))).toThrow(/an exponent no float32 has/)
+    expect(() => raw(new Float32Array(64), 1, 64, new Float32Array(256), 4, Int32Array.of(2, 0, 1000), 3, new Float32Array(4))).toThrow(/scan must be mlxScanWeights' 3 values/)
   })
 })
 
