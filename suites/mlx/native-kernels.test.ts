@@ -153,22 +153,30 @@ describe('mlx-cpu quantized matmuls: native = TypeScript reference, bit for bit'
       new Uint32Array(wt.buffer)[stripAt(nanAt.col, nanAt.row)] = 0xffffffff
       return affineFromStrips(wt, n, k)
     })
-    // A weight down to 2^-120: its products with x's small values are denormal, which the
-    // avx512-bf16 roundings would flush to zero; the scan's smallest magnitude rules that path out.
-    const deqTiny = deq.map((d) => { const c = d.slice(); c[3 * k + 17] = 2 ** -120; c[40 * k + 200] = -(2 ** -120); return c })
+    // A weight whose column 30 is denormal (±2^-142 to ±5·2^-142): that column's products and sums
+    // are denormal, which the avx512-bf16 roundings would flush to zero; the scan's smallest
+    // magnitude (a denormal counts as 2^-149) rules that path out.
+    const tinyCol = 30
+    const deqTiny = deq.map((d) => {
+      const c = d.slice()
+      for (let i = 0; i < k; i++) c[tinyCol * k + i] = (i % 2 === 0 ? 1 : -1) * (1 + (i % 5)) * 2 ** -142
+      return c
+    })
     const pafTiny = deqTiny.map((d, mask) => prepareAffine(af, points(mask), d))
     // Scale bytes 0 and 1 (2^-127, a denormal scale, and 2^-126): scaled sums could be denormal.
     const mxSmallScale = { ...mx, scales: mx.scales.map((s, i) => (i % 11 === 0 ? i % 2 : s)) }
     const pmxSmallScale = prepareMxfp8(mxSmallScale)
     expect(pafBad[3].scan[0]).toBe(0)
     expect(paf[3].scan[0]).toBe(1)
-    expect(pafTiny[3].scan[1]).toBe(-120)
+    expect(pafTiny[3].scan[1]).toBe(-149)
     const bf16Cpu = process.platform === 'linux' && readFileSync('/proc/cpuinfo', 'utf8').includes('avx512_bf16')
     const fast = (isa: string, mask: number, full: number): string => (mask === full && isa === 'avx512' && bf16Cpu ? 'avx512-bf16' : 'unchecked')
     const bad: string[] = []
     const paths = new Set<string>()
     for (const m of [13, 1]) {
-      const x = activations(m * k, 21, false)
+      // Without the hard values (the denormal-column case: an infinity in a row would make its sum infinite).
+      const xClean = activations(m * k, 21, false)
+      const x = xClean.slice()
       hard.forEach((b, i) => { new Uint32Array(x.buffer)[(37 * i + 5) % (m * k)] = b })
       const row = (r: number): number => (r % m) * k
       const xWith = (edit: (u: Uint32Array) => void): Float32Array => { const c = x.slice(); edit(new Uint32Array(c.buffer)); return c }
@@ -182,7 +190,7 @@ describe('mlx-cpu quantized matmuls: native = TypeScript reference, bit for bit'
         { what: 'normal', x, mx, pmx, deq, paf, path: fast },
         { what: 'x NaN that could carry', x: xCarry, mx, pmx, deq, paf, path: () => 'checked' },
         { what: 'weight NaN that could carry', x, mx, pmx, deq, paf: pafBad, path: (isa, mask, full) => (full === 3 ? 'checked' : fast(isa, mask, full)) },
-        { what: 'weight down to 2^-120', x, mx, pmx, deq: deqTiny, paf: pafTiny, path: (isa, mask, full) => (full === 3 ? 'unchecked' : fast(isa, mask, full)) },
+        { what: 'weight column of denormals', x: xClean, mx, pmx, deq: deqTiny, paf: pafTiny, path: (isa, mask, full) => (full === 3 ? 'unchecked' : fast(isa, mask, full)) },
         { what: 'x denormal row', x: xDenormal, mx, pmx, deq, paf, path: () => 'unchecked' },
         { what: 'x down to 2^-115', x: xTiny, mx, pmx, deq, paf, path: () => 'unchecked' },
         { what: 'scale bytes 0 and 1', x, mx: mxSmallScale, pmx: pmxSmallScale, deq, paf, path: (isa, mask, full) => (full === 7 ? 'unchecked' : fast(isa, mask, full)) },
@@ -208,13 +216,14 @@ describe('mlx-cpu quantized matmuls: native = TypeScript reference, bit for bit'
         }
       }
       mlxCpuKernelIsa(isaBefore)
+      expect(bad).toEqual([])
       // The hard values reached the outputs, the NaN weight its column, the denormal row and the
-      // tiny weight denormal outputs (what the avx512-bf16 roundings would have flushed).
+      // denormal column denormal outputs (what the avx512-bf16 roundings would have flushed).
       expect(mxfp8MatmulNative(x, m, pmx).some((v) => !Number.isFinite(v))).toBe(true)
       expect(affineMatmulNative(x, m, pafBad[3]).filter((_, i) => i % n === nanAt.col).every((v) => Number.isNaN(v))).toBe(true)
       expect(affineMatmulNative(xDenormal, m, paf[3]).slice((2 % m) * n, (2 % m + 1) * n).some((v) => v !== 0 && Math.abs(v) < 2 ** -126)).toBe(true)
+      expect(affineMatmulNative(xClean, m, pafTiny[3]).filter((_, i) => i % n === tinyCol).some((v) => v !== 0 && Math.abs(v) < 2 ** -126)).toBe(true)
     }
-    expect(bad).toEqual([])
     expect([...paths].sort()).toEqual(bf16Cpu && ISAS.includes('avx512') ? ['avx512-bf16', 'checked', 'unchecked'] : ['checked', 'unchecked'])
   })
 
