@@ -207,7 +207,8 @@ export class DecodeBatcher {
     this.counters.rows += ready.length
     this.counters.maxRows = Math.max(this.counters.maxRows, ready.length)
     const vocab = out.length / ready.length
-    pending.forEach((p, i) => p.resolve(out.slice(i * vocab, (i + 1) * vocab)))
+    // Views, not copies: every reader of a row only reads it (the sampler copies what it changes).
+    pending.forEach((p, i) => p.resolve(out.subarray(i * vocab, (i + 1) * vocab)))
   }
 
   /** Run `job`; false when its request had gone away (it is cancelled, nothing ran). */
