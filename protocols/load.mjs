@@ -511,6 +511,37 @@ async function batchCounters () {
   }
 }
 
+/**
+ * Where the decoder's time went during a level (its batch timing counters' differences, ms; absent
+ * for a decoder that does not report them): per step inside decodeBatch, per chunk, per row in the
+ * sampler, and the seated wall time split into the steps, the chunks, the rest of the event loop's
+ * active time (text, streams, routes: `otherActiveMs`) and its idle time (`idleMs`).
+ */
+function batchTime (before, after) {
+  const keys = ['stepMs', 'chunkMs', 'pickMs', 'seatedMs', 'loopActiveMs', 'partialSteps']
+  if (!keys.every((k) => typeof before[k] === 'number' && typeof after[k] === 'number')) return undefined
+  const d = Object.fromEntries(keys.map((k) => [k, after[k] - before[k]]))
+  const steps = after.steps - before.steps
+  const rows = after.rows - before.rows
+  const chunks = after.chunks - before.chunks
+  return {
+    seatedMs: d.seatedMs, stepMs: d.stepMs, chunkMs: d.chunkMs, pickMs: d.pickMs,
+    otherActiveMs: Math.max(0, d.loopActiveMs - d.stepMs - d.chunkMs - d.pickMs),
+    idleMs: Math.max(0, d.seatedMs - d.loopActiveMs),
+    stepMsPerStep: steps > 0 ? d.stepMs / steps : null,
+    seatedMsPerStep: steps > 0 ? d.seatedMs / steps : null,
+    pickMsPerRow: rows > 0 ? d.pickMs / rows : null,
+    chunkMsPerChunk: chunks > 0 ? d.chunkMs / chunks : null,
+    partialSteps: d.partialSteps,
+  }
+}
+
+/** The decoder's step profile in words, or nothing. */
+function stepTimeText (t) {
+  if (t === undefined || t.stepMsPerStep === null) return ''
+  return `; per step ${t.seatedMsPerStep.toFixed(0)} ms seated, ${t.stepMsPerStep.toFixed(0)} ms in decodeBatch; of ${(t.seatedMs / 1000).toFixed(1)} s seated: steps ${(t.stepMs / 1000).toFixed(1)}, chunks ${(t.chunkMs / 1000).toFixed(1)}, sampling ${(t.pickMs / 1000).toFixed(1)} (${t.pickMsPerRow?.toFixed(1)} ms a row), other ${(t.otherActiveMs / 1000).toFixed(1)}, idle ${(t.idleMs / 1000).toFixed(1)}; ${t.partialSteps} partial steps`
+}
+
 /** One level: `clients` clients, each sending requestsPerClient requests one after another; then the solo runs. */
 async function runLevel (clients, stackPids) {
   const samples = []
@@ -533,7 +564,7 @@ async function runLevel (clients, stackPids) {
   const batchAfter = await batchCounters()
   const steps = batchAfter === null || batchBefore === null ? null : batchAfter.steps - batchBefore.steps
   const rows = steps === null ? 0 : batchAfter.rows - batchBefore.rows
-  const decoderBatch = steps === null ? null : { steps, rows, meanRows: steps > 0 ? rows / steps : null, chunks: batchAfter.chunks - batchBefore.chunks }
+  const decoderBatch = steps === null ? null : { steps, rows, meanRows: steps > 0 ? rows / steps : null, chunks: batchAfter.chunks - batchBefore.chunks, time: batchTime(batchBefore, batchAfter) }
   await compareWithSolo(samples)
   logErrors(clients, samples)
   return { samples, level: summarizeLevel(clients, samples, { peakRssBytes, loadAverage: { start: loadStart, end: loadEnd }, decoderBatch }) }
@@ -628,7 +659,7 @@ async function runKind (kind) {
       const { level } = await runLevel(clients, pids)
       levels.push(level)
       const p = (x) => (x === null ? '—' : ms(x.p99))
-      say(`${kind}: ${clients} clients: ${level.requests} requests, ${level.errors} errors, ${level.decodeTokensPerS === null ? '—' : level.decodeTokensPerS.toFixed(1)} decode tokens/s, TTFT p99 ${p(level.ttftMs)}, end to end p99 ${p(level.latencyMs)}, ${level.answersDiffering} of ${level.answersCompared} differ from solo, load ${level.loadAverage.end.toFixed(1)}${level.decoderBatch?.meanRows == null ? '' : `, mean batch ${level.decoderBatch.meanRows.toFixed(2)} over ${level.decoderBatch.steps} steps`}`)
+      say(`${kind}: ${clients} clients: ${level.requests} requests, ${level.errors} errors, ${level.decodeTokensPerS === null ? '—' : level.decodeTokensPerS.toFixed(1)} decode tokens/s, TTFT p99 ${p(level.ttftMs)}, end to end p99 ${p(level.latencyMs)}, ${level.answersDiffering} of ${level.answersCompared} differ from solo, load ${level.loadAverage.end.toFixed(1)}${level.decoderBatch?.meanRows == null ? '' : `, mean batch ${level.decoderBatch.meanRows.toFixed(2)} over ${level.decoderBatch.steps} steps`}${stepTimeText(level.decoderBatch?.time)}`)
     }
     let latency = null
     if (levelOpts.latencySamples > 0) {

@@ -3,7 +3,7 @@
 // zeros, infinities, subnormals and both signs, and puts NaNs last by id.
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { idsByValueDescending } from '../../src/engines/decoder/sampling/order.ts'
+import { idsByValueDescending, SMALL_DIGIT_BELOW } from '../../src/engines/decoder/sampling/order.ts'
 
 // The reference: the comparator sort the sampler used before (value descending, lowest id on ties).
 function comparatorOrder (values: Float64Array): number[] {
@@ -22,8 +22,10 @@ describe('the sampler\'s candidate order', () => {
     }), { numRuns: 300, seed: 41 })
   })
 
-  it('equals it on a vocabulary-sized row of f32 logits over a temperature', () => {
-    const values = new Float64Array(129_280)
+  // Both digit widths: DeepSeek-V4's vocabulary (16-bit digits), the small presets' 4,096 and the
+  // sizes either side of where the width changes (8-bit digits below it).
+  it.each([129_280, 4096, SMALL_DIGIT_BELOW - 1, SMALL_DIGIT_BELOW])('equals it on a vocabulary-sized row (%i ids) of f32 logits over a temperature', (size) => {
+    const values = new Float64Array(size)
     let s = 12345
     for (let i = 0; i < values.length; i++) {
       s = (Math.imul(s, 1103515245) + 12345) >>> 0

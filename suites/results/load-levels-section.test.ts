@@ -101,6 +101,11 @@ describe('the preset and the definitions', () => {
     expect(() => parseLoadLevelsRecord({ ...now, definitions: { ...LOAD_LEVELS_DEFINITIONS, extra: 'x' } }, 'bad.json')).toThrow()
     const batched = { ...now, levels: [{ ...now.levels[0], decoderBatch: { steps: 10, rows: 20, meanRows: 2, chunks: 1 } }] }
     expect(parseLoadLevelsRecord(JSON.parse(JSON.stringify(batched)), 'batched.json').levels[0].decoderBatch?.meanRows).toBe(2)
+    // Since the batcher's timing counters: where the decoder's time went; a field it does not know is refused.
+    const time = { seatedMs: 900, stepMs: 500, chunkMs: 300, pickMs: 20, otherActiveMs: 30, idleMs: 50, stepMsPerStep: 50, seatedMsPerStep: 90, pickMsPerRow: 1, chunkMsPerChunk: 300, partialSteps: 0 }
+    const timed = { ...now, levels: [{ ...now.levels[0], decoderBatch: { ...batched.levels[0].decoderBatch, time } }] }
+    expect(parseLoadLevelsRecord(JSON.parse(JSON.stringify(timed)), 'timed.json').levels[0].decoderBatch?.time?.chunkMsPerChunk).toBe(300)
+    expect(() => parseLoadLevelsRecord({ ...now, levels: [{ ...now.levels[0], decoderBatch: { ...batched.levels[0].decoderBatch, time: { ...time, gcMs: 1 } } }] }, 'bad.json')).toThrow()
   })
 })
 

@@ -34,6 +34,8 @@ describe('the load protocol\'s concurrency levels, smoke run on the embedded sta
       expect(rec.definitions).toEqual(LOAD_LEVELS_DEFINITIONS)
       // Our decoder batches: each level's answers were decoded in batched steps it counted.
       for (const l of rec.levels) expect(l.decoderBatch?.rows).toBeGreaterThanOrEqual(l.completionTokens - l.ok)
+      // And timed them: steps run only while some seat decodes, so the seated time holds them all.
+      for (const l of rec.levels) expect(l.decoderBatch?.time?.seatedMs).toBeGreaterThanOrEqual(l.decoderBatch!.time!.stepMs)
       expect(rec.levels.map((l) => [l.clients, l.requests, l.errors])).toEqual([[1, 1, 0], [2, 2, 0]])
       expect(rec.totals.errors).toBe(0)
       expect(rec.errorSamples).toEqual([])

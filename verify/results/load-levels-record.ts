@@ -77,7 +77,22 @@ export const loadLevelSchema = z.strictObject({
    * batches reports them; null otherwise; absent in records written before): steps, the rows they
    * fed, rows per step, and the prefill chunks run between steps.
    */
-  decoderBatch: z.strictObject({ steps: count, rows: count, meanRows: rate.nullable(), chunks: count }).nullable().optional(),
+  decoderBatch: z.strictObject({
+    steps: count, rows: count, meanRows: rate.nullable(), chunks: count,
+    /**
+     * Where the decoder's time went (its batch timing counters; absent in records written before
+     * them), ms: the seated wall time (some seat decoding), inside decodeBatch, inside the prefill
+     * chunks, in the samplers (all rows), the event loop's other active time, its idle time; per
+     * step, per row and per chunk; steps run without stragglers.
+     */
+    time: z.strictObject({
+      seatedMs: z.number().nonnegative(), stepMs: z.number().nonnegative(), chunkMs: z.number().nonnegative(), pickMs: z.number().nonnegative(),
+      otherActiveMs: z.number().nonnegative(), idleMs: z.number().nonnegative(),
+      stepMsPerStep: z.number().nonnegative().nullable(), seatedMsPerStep: z.number().nonnegative().nullable(),
+      pickMsPerRow: z.number().nonnegative().nullable(), chunkMsPerChunk: z.number().nonnegative().nullable(),
+      partialSteps: count,
+    }).optional(),
+  }).nullable().optional(),
 })
 
 /** The latency goal: short prompts one after another on an idle stack, then while a long prompt is bridged. */

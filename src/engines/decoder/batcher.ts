@@ -5,6 +5,7 @@
 // others' decoding for at most one chunk; a waiting chunk never splits a batch whose seats come
 // back within their turns. A step's rows are bit-identical to solo decodes (batch-invariant kernels), so
 // who else is in the batch never changes an answer.
+import { performance } from 'node:perf_hooks'
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { DeepseekV4Engine, ModelCache } from '../../model/engine/index.ts'
 
@@ -31,6 +32,20 @@ export interface BatcherStats {
   maxRows: number
   /** Pieces of other engine work (prefill chunks) run between steps. */
   chunks: number
+  /**
+   * Where the engine thread's time went, in ms since start (a difference of two readings is a
+   * profile of the time between them): inside the batched steps' decodeBatch, inside the chunks,
+   * choosing tokens (the samplers, summed over rows), and the wall time while at least one seat
+   * decoded. The rest of seatedMs is the decode loop's own work (text, stream writes, other routes)
+   * and waiting; the event loop's active time (loopActiveMs, the whole process) splits the two.
+   */
+  stepMs: number
+  chunkMs: number
+  pickMs: number
+  seatedMs: number
+  loopActiveMs: number
+  /** Steps run without every seat because some were still busy after STRAGGLER_TURNS turns. */
+  partialSteps: number
 }
 
 interface Pending {
@@ -76,20 +91,30 @@ export class DecodeBatcher {
   private looping = false
   /** Pieces of other work run since the last step (at most one while seats wait for it). */
   private jobsSinceStep = 0
-  private readonly counters = { steps: 0, rows: 0, maxRows: 0, chunks: 0 }
+  private readonly counters = { steps: 0, rows: 0, maxRows: 0, chunks: 0, stepMs: 0, chunkMs: 0, pickMs: 0, seatedMs: 0, partialSteps: 0 }
+  /** When the seats last went from none to some (performance.now()). */
+  private seatedSince = 0
 
   /** `engine`: what the batcher calls of it, a batched decode step. */
   constructor (private readonly engine: Pick<DeepseekV4Engine, 'decodeBatch'>) {}
 
   get stats (): BatcherStats {
-    return { seats: this.seats.size, ...this.counters }
+    const open = this.seats.size > 0 ? performance.now() - this.seatedSince : 0
+    const loop = performance.eventLoopUtilization()
+    return { seats: this.seats.size, ...this.counters, seatedMs: this.counters.seatedMs + open, loopActiveMs: loop.active }
   }
 
   /** A seat for a sequence whose cache holds its prompt. */
   join (cache: ModelCache): Seat {
     const seat = new Seat(this, cache)
+    if (this.seats.size === 0) this.seatedSince = performance.now()
     this.seats.add(seat)
     return seat
+  }
+
+  /** Count `ms` spent choosing one token from a step's row (stats.pickMs). */
+  notePick (ms: number): void {
+    this.counters.pickMs += ms
   }
 
   /** @internal Seat.leave. */
@@ -97,6 +122,7 @@ export class DecodeBatcher {
     if (seat.left) return
     seat.left = true
     this.seats.delete(seat)
+    if (this.seats.size === 0) this.counters.seatedMs += performance.now() - this.seatedSince
     seat.pending?.reject(new Error('batcher: the seat left with a token pending'))
     seat.pending = null
     this.wake()
@@ -140,6 +166,7 @@ export class DecodeBatcher {
         // A partial batch steps once its stragglers had their turns, or once a piece of other work
         // ran while it waited: a ready seat waits for one chunk at most, never for a second.
         if (ready.length > 0 && (ready.length === this.seats.size || waited >= STRAGGLER_TURNS || (this.jobsSinceStep > 0 && this.jobs.length > 0))) {
+          if (ready.length < this.seats.size && waited >= STRAGGLER_TURNS) this.counters.partialSteps++
           this.step(ready)
           stepped = true
           waited = 0
@@ -167,17 +194,21 @@ export class DecodeBatcher {
     const pending = ready.map((s) => s.pending!)
     for (const s of ready) s.pending = null
     let out: Float32Array
+    const t0 = performance.now()
     try {
       out = this.engine.decodeBatch(pending.map((p) => p.token), ready.map((s) => s.cache))
     } catch (e) {
       for (const p of pending) p.reject(e)
       return
+    } finally {
+      this.counters.stepMs += performance.now() - t0
     }
     this.counters.steps++
     this.counters.rows += ready.length
     this.counters.maxRows = Math.max(this.counters.maxRows, ready.length)
     const vocab = out.length / ready.length
-    pending.forEach((p, i) => p.resolve(out.slice(i * vocab, (i + 1) * vocab)))
+    // Views, not copies: every reader of a row only reads it (the sampler copies what it changes).
+    pending.forEach((p, i) => p.resolve(out.subarray(i * vocab, (i + 1) * vocab)))
   }
 
   /** Run `job`; false when its request had gone away (it is cancelled, nothing ran). */
@@ -186,11 +217,14 @@ export class DecodeBatcher {
       job.cancel(new BatcherCancelled('the request went away before its engine work ran'))
       return false
     }
+    const t0 = performance.now()
     try {
       job.work()
       this.counters.chunks++
     } catch (e) {
       job.cancel(e)
+    } finally {
+      this.counters.chunkMs += performance.now() - t0
     }
     return true
   }

@@ -182,7 +182,12 @@ export async function generate (ctx: GenerationContext, job: GenerationJob, hook
   const sampler = new SequenceSampler(job.sampling, job.seed, job.choice)
   const seat = ctx.batcher.join(cache)
   try {
-    await decodeTokens({ tokenizer, config }, job, logits, (next) => seat.step(next), (row) => sampler.pick(row), emit, outcome, signal)
+    await decodeTokens({ tokenizer, config }, job, logits, (next) => seat.step(next), (row) => {
+      const t = performance.now()
+      const pick = sampler.pick(row)
+      ctx.batcher.notePick(performance.now() - t)
+      return pick
+    }, emit, outcome, signal)
   } finally {
     seat.leave()
   }
