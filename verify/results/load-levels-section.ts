@@ -38,7 +38,17 @@ export function loadLevelsHeadline (r: LoadLevelsRecord): string {
   const t = r.totals
   const probe = r.latency === null ? 'latency probe not run' : `short-prompt TTFT p99 under a bridge ${goalWords(g.ttftUnderBridge.measured, g.ttftUnderBridge.met, `<= ${LOAD_GOALS.ttftRatio}x idle`)}`
   return `load levels, decoder ${r.decoder.kind}: ${r.settings.levels.join('/')} clients, ${plural(t.requests, 'request')}, ${plural(t.errors, 'error')}, ${t.answersDiffering} of ${t.answersCompared} answers differ from their solo runs; ` +
-    `decode tokens/s at ${LOAD_GOALS.throughputClients} clients over 1 ${goalWords(g.throughput.measured, g.throughput.met, `>= ${LOAD_GOALS.throughputSpeedup}x`)}; ${probe}`
+    `decode tokens/s at ${LOAD_GOALS.throughputClients} clients over 1 ${goalWords(g.throughput.measured, g.throughput.met, `>= ${LOAD_GOALS.throughputSpeedup}x`)}${contention(r)}; ${probe}`
+}
+
+/**
+ * Where other work outran the machine's cores at some level's start, the levels ran on unequal
+ * shares of it: the ratio between them then measures that contention as much as the decoder.
+ */
+function contention (r: LoadLevelsRecord): string {
+  const loads = r.levels.map((l) => l.loadAverage.start)
+  if (loads.length === 0 || Math.max(...loads) <= r.machine.cpus) return ''
+  return ` (on a loaded machine: 1-minute load average ${Math.min(...loads).toFixed(1)} to ${Math.max(...loads).toFixed(1)} on ${r.machine.cpus} CPUs at the levels' starts, so the ratio is contention's as much as the decoder's)`
 }
 
 /** What a run sent, and where, under its headline. */
