@@ -328,6 +328,15 @@ PDB_BF16 PDB_INLINE void round_pair (VF& a, VF& b, __m512i lo, __m512i hi) {
   b = (VF)_mm512_maskz_permutexvar_epi16(0xAAAAAAAAu, hi, z);
 }
 
+// acc = bf16(acc + bf16(p)) on a pair of vectors: the one step of every paired-rounding tile (a
+// product into its running sum, a scaled group sum into the output's).
+PDB_BF16 PDB_INLINE void add_rounded_pair (VF& acc0, VF& acc1, VF p0, VF p1, __m512i lo, __m512i hi) {
+  round_pair(p0, p1, lo, hi);
+  acc0 += p0;
+  acc1 += p1;
+  round_pair(acc0, acc1, lo, hi);
+}
+
 // The word permutes' indices: odd word 2i + 1 takes packed word i (a) or 16 + i (b).
 PDB_BF16 PDB_INLINE void pair_indices (__m512i* lo, __m512i* hi) {
   alignas(64) uint16_t l[32], h[32];
@@ -353,11 +362,7 @@ PDB_BF16 void affine_tile_bf16 (const MlxAffineArgs& a, size_t r0, size_t j0) {
     const VF w0 = load(ws + i * ld), w1 = load(ws + i * ld + kLanes);
     for (int r = 0; r < R; r++) {
       const float xi = xr[size_t(r) * a.k + i];
-      VF p0 = xi * w0, p1 = xi * w1;
-      round_pair(p0, p1, lo, hi);
-      acc[r][0] += p0;
-      acc[r][1] += p1;
-      round_pair(acc[r][0], acc[r][1], lo, hi);
+      add_rounded_pair(acc[r][0], acc[r][1], xi * w0, xi * w1, lo, hi);
     }
   }
   for (int r = 0; r < R; r++) {
@@ -383,21 +388,11 @@ PDB_BF16 void mx_tile_bf16 (const MlxMxArgs& a, size_t r0, size_t j0) {
       const VF w0 = load(ws + i * ld), w1 = load(ws + i * ld + kLanes);
       for (int r = 0; r < R; r++) {
         const float xi = xr[size_t(r) * a.k + i];
-        VF p0 = xi * w0, p1 = xi * w1;
-        round_pair(p0, p1, lo, hi);
-        gsum[r][0] += p0;
-        gsum[r][1] += p1;
-        round_pair(gsum[r][0], gsum[r][1], lo, hi);
+        add_rounded_pair(gsum[r][0], gsum[r][1], xi * w0, xi * w1, lo, hi);
       }
     }
     const VF sc0 = load(ss + g * ld), sc1 = load(ss + g * ld + kLanes);
-    for (int r = 0; r < R; r++) {
-      VF q0 = sc0 * gsum[r][0], q1 = sc1 * gsum[r][1];
-      round_pair(q0, q1, lo, hi);
-      sum[r][0] += q0;
-      sum[r][1] += q1;
-      round_pair(sum[r][0], sum[r][1], lo, hi);
-    }
+    for (int r = 0; r < R; r++) add_rounded_pair(sum[r][0], sum[r][1], sc0 * gsum[r][0], sc1 * gsum[r][1], lo, hi);
   }
   for (int r = 0; r < R; r++) {
     for (int v = 0; v < 2; v++) store(a.out + (r0 + r) * a.n + j0 + size_t(v) * kLanes, stored(sum[r][v]));
