@@ -1,8 +1,10 @@
 // The lines a reader sees first (issue #44): one per rung and decoder kind, environments named by
 // what they are (prefill engine and GPU, decoder kind, cores), never by hash; GPU runs, CPU-only
 // runs and needle runs apart. Each cold-prompt line is the largest prompt size with a paired run
-// (both legs, verdict complete) and that size's median ratio; where several environments of the
-// same route have it, the one with the newest run speaks (older ones stay in their sections).
+// (both legs, verdict complete) and that size's median ratio, beside the two legs' median times
+// over those same paired runs (a bridged-only run at that size moves neither); where several
+// environments of the same route have it, the one with the newest run speaks (older ones stay in
+// their sections).
 import { escapeXml } from './charts.ts'
 import { describeRoute, type Route } from './environment.ts'
 import type { EnvironmentSummary, SizeSummary } from './summary.ts'
@@ -35,7 +37,7 @@ function routeText (r: Route): string {
 function coldLine (route: Route, best: SizeSummary, others: SizeSummary[]): string {
   const ratio = best.ratio!
   const more = others.length === 0 ? '' : `; also ${others.map((s) => `${s.ratio!.toFixed(1)}x at ${sizeLabel(s.promptTokens ?? s.targetTokens)}`).join(', ')}`
-  return `${routeText(route)}: ${ratio.toFixed(1)}x at ${sizeLabel(best.promptTokens ?? best.targetTokens)} (alone ${seconds(best.nativeMs)}, bridged ${seconds(best.bridgedMs)}; ${best.pairs} paired run${best.pairs === 1 ? '' : 's'}${more})`
+  return `${routeText(route)}: ${ratio.toFixed(1)}x at ${sizeLabel(best.promptTokens ?? best.targetTokens)} (alone ${seconds(best.pairedNativeMs)}, bridged ${seconds(best.pairedBridgedMs)}; ${best.pairs} paired run${best.pairs === 1 ? '' : 's'}${more})`
 }
 
 /** The headline of a report's environments. */

@@ -87,6 +87,9 @@ export interface SizeSummary {
   bridgedMs: number | null
   /** Median of native/bridged over paired runs (both legs, verdict complete). */
   ratio: number | null
+  /** Medians of the two legs over those paired runs only: the times a ratio is read beside. */
+  pairedNativeMs: number | null
+  pairedBridgedMs: number | null
   pairs: number
   /** Of `pairs`, those whose decoder-alone leg ran in an earlier invocation (native.apart). */
   pairsApart: number
@@ -155,6 +158,8 @@ function summarizeSize (targetTokens: number, runs: RunRecord[]): SizeSummary {
     nativeMs: medianOf(natives, (n) => n.totalMs),
     bridgedMs: medianOf(bridged, (b) => b.totalMs),
     ratio: medianOf(pairs, (r) => r.bridged!.totalMs > 0 ? r.native!.totalMs / r.bridged!.totalMs : null),
+    pairedNativeMs: medianOf(pairs, (r) => r.native!.totalMs),
+    pairedBridgedMs: medianOf(pairs, (r) => r.bridged!.totalMs),
     pairs: pairs.length,
     pairsApart: pairs.filter((r) => r.native!.apart !== undefined).length,
     verdicts,
