@@ -29,6 +29,8 @@ export class SegmentMirror {
   private readonly landed: SegmentEntry[] = []
   private created = false
   fetchedBytes = 0
+  /** performance.now() when the last step's manifest answer arrived (when a seal was first seen). */
+  manifestAt = 0
 
   constructor (private readonly o: SegmentMirrorOptions) {}
 
@@ -56,6 +58,7 @@ export class SegmentMirror {
       this.created = true
     }
     const raw = await this.get(MANIFEST_FILE)
+    this.manifestAt = performance.now()
     if (raw === null) return null
     const manifest = parseManifest(new TextDecoder().decode(raw), `share:${this.o.requestId}/${MANIFEST_FILE}`)
     const indexBytes = await this.get(SEGMENT_INDEX_FILE)

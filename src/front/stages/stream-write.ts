@@ -26,7 +26,7 @@ export interface StreamedWrite {
   /** Blocks put before the stage saw the capture sealed (written while the engine ran). */
   blocksBeforeSeal: number
   fetchedBytes?: number
-  timings: Pick<BridgeTimings, 'capture' | 'block_stage' | 'first_block' | 'after_seal'>
+  timings: Pick<BridgeTimings, 'capture' | 'block_stage' | 'first_block' | 'after_seal' | 'engine_start' | 'seal_seen'>
 }
 
 /**
@@ -94,6 +94,8 @@ export async function streamWriteBlocks (run: BridgeRun, target: DecoderTarget, 
       } catch (e) {
         throw run.fail(captureCause(e, run.abandoned, d.captureMs), stage)
       }
+      // Seen sealed: the local read or the share's manifest answer (before its last segments were fetched).
+      if (manifest !== null && manifest.state !== 'running') sealedAt = mirror !== undefined ? mirror.manifestAt : performance.now()
       if (manifest !== null && writer === undefined) {
         try {
           writer = await open(dir, options)
@@ -105,6 +107,8 @@ export async function streamWriteBlocks (run: BridgeRun, target: DecoderTarget, 
         const failed = new PdBridgeError(`capture ${manifest.requestId} failed on the prefill side: ${manifest.error ?? 'no error recorded'}`, { code: PD_ERR.CAPTURE_FAILED })
         throw run.fail(captureCause(failed, run.abandoned, d.captureMs), stage)
       }
+      // Sealed: what is still listed is the finish's to write (after_seal).
+      if (sealedAt !== undefined) break
       if (writer !== undefined) {
         stage = 'write'
         try {
@@ -112,10 +116,6 @@ export async function streamWriteBlocks (run: BridgeRun, target: DecoderTarget, 
         } catch (e) {
           throw run.fail(writeCause(e), stage)
         }
-      }
-      if (manifest !== null && manifest.state !== 'running') {
-        sealedAt = performance.now()
-        break
       }
       await sleep(d.pollMs, undefined, { signal: run.signal }).catch(() => {})
     }
@@ -129,6 +129,7 @@ export async function streamWriteBlocks (run: BridgeRun, target: DecoderTarget, 
       throw run.fail(errorCode(e) === PD_ERR.CAPTURE_FAILED ? captureCause(e, run.abandoned, d.captureMs) : writeCause(e), 'write')
     }
     const firstBlock = w.putTimes[0]
+    const sealed = sealedAt as number
     return {
       report,
       manifest: report.manifest,
@@ -136,9 +137,10 @@ export async function streamWriteBlocks (run: BridgeRun, target: DecoderTarget, 
       ...(mirror !== undefined ? { fetchedBytes: mirror.fetchedBytes } : {}),
       timings: {
         capture: time.ms(),
-        block_stage: round(performance.now() - sealedAt),
-        after_seal: round(performance.now() - sealedAt),
+        block_stage: round(performance.now() - sealed),
+        after_seal: round(performance.now() - sealed),
         ...(firstBlock !== undefined ? { first_block: round(firstBlock) } : {}),
+        ...engineEdges(report.manifest.timings, performance.timeOrigin + time.started - (run.timings.submit ?? 0), performance.timeOrigin + sealed),
       },
     }
   } catch (e) {
@@ -146,6 +148,21 @@ export async function streamWriteBlocks (run: BridgeRun, target: DecoderTarget, 
     await writer?.close().catch(() => {})
     if (e instanceof BridgeFailure) throw withWrittenFailure(run, e, writer?.blocksKept ?? 0)
     throw e
+  }
+}
+
+/**
+ * Where the engine's clock sits in the stage, from the wall-clock stamps an engine may record in its
+ * manifest (the torch engine's `prefillStartAt`, `prefillEndAt`): `engine_start` from the front's
+ * POST to the engine's clock starting (the submit, request parsing, the queue), `seal_seen` from the
+ * clock stopping to the front seeing the seal. Both compare two processes' wall clocks, so they mean
+ * something only with the engine on the front door's host (as in the rung).
+ */
+export function engineEdges (engine: Record<string, number>, postedAt: number, sealSeenAt: number): Pick<BridgeTimings, 'engine_start' | 'seal_seen'> {
+  const { prefillStartAt: start, prefillEndAt: end } = engine
+  return {
+    ...(start !== undefined ? { engine_start: round(start - postedAt) } : {}),
+    ...(end !== undefined ? { seal_seen: round(sealSeenAt - end) } : {}),
   }
 }
 
