@@ -7,13 +7,13 @@
 // correct for its own prefix, and the verdict says how many were written before it stopped.
 import { access } from 'node:fs/promises'
 import { join } from 'node:path'
-import { setTimeout as sleep } from 'node:timers/promises'
 import type { BlockWriterReport } from '../../decode/writer/index.ts'
 import { errorCode, PD_ERR, PdBridgeError, type PdErrorCode } from '../../errors.ts'
 import { captureDir, MANIFEST_FILE, readManifest, type CaptureManifest } from '../../wire/manifest.ts'
 import { EngineWatch } from '../engine-watch.ts'
 import { callJson, joinUrl } from '../http.ts'
 import type { CaptureWriterOptions, DecoderTarget, SegmentWriter } from '../target.ts'
+import { CaptureWake } from './capture-wake.ts'
 import { BridgeFailure, captureCause, openCause, writeCause, type Cause } from './failure.ts'
 import type { BridgeRun } from './run.ts'
 import { SegmentMirror } from './segment-mirror.ts'
@@ -81,6 +81,7 @@ export async function streamWriteBlocks (run: BridgeRun, target: DecoderTarget, 
     dir = captureDir(config.capture.dir as string, run.requestId)
   }
   const deadline = performance.now() + d.captureMs
+  const wake = new CaptureWake(mirror === undefined ? dir : undefined, d.pollMs, run.signal)
   let writer: SegmentWriter | undefined
   let stage = 'capture'
   let sealedAt: number | undefined
@@ -117,8 +118,9 @@ export async function streamWriteBlocks (run: BridgeRun, target: DecoderTarget, 
           throw run.fail(writeCause(e), stage)
         }
       }
-      await sleep(d.pollMs, undefined, { signal: run.signal }).catch(() => {})
+      await wake.wait()
     }
+    wake.close()
     watch.stop()
     const w = writer as SegmentWriter
     const beforeSeal = w.blocksWritten
@@ -144,6 +146,7 @@ export async function streamWriteBlocks (run: BridgeRun, target: DecoderTarget, 
       },
     }
   } catch (e) {
+    wake.close()
     // Whatever the writer holds (llama.cpp's staging store) goes; what it put in the store stays, whole.
     await writer?.close().catch(() => {})
     if (e instanceof BridgeFailure) throw withWrittenFailure(run, e, writer?.blocksKept ?? 0)
