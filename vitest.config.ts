@@ -123,7 +123,7 @@ export const INTEGRATION: ProjectList = [
   'suites/results/cost-chart.test.ts', 'suites/results/apart-leg.test.ts', 'suites/results/two-host-section.test.ts',
   'suites/share/api-key.test.ts', 'suites/share/cli.test.ts', 'suites/share/client-resume.test.ts',
   'suites/share/client-stream.test.ts', 'suites/share/manifest-atomic.test.ts',
-  'suites/share/server-http.test.ts', 'suites/share/server-refusals.test.ts',
+  'suites/share/server-http.test.ts', 'suites/share/server-refusals.test.ts', 'suites/share/wait.test.ts',
   'suites/stack/assets.test.ts', 'suites/stack/doctor-store.test.ts',
   'suites/stack/doctor.test.ts', 'suites/stack/supervisor.test.ts',
   'suites/tokenizer/',

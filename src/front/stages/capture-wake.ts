@@ -1,32 +1,35 @@
 // The streamed write's wait between two looks at a running capture (stream-write.ts). On the local
 // mount it ends as soon as the capture directory changes (fs.watch: the engine renames a segment,
 // the index or the manifest into it), with the poll interval as the fallback for a directory not
-// there yet or a file system that reports nothing. Through the share there is no event to watch: the
-// wait is a short poll, which the mirror's conditional GETs make cheap. Either way the loop sees a
-// seal within a few milliseconds rather than up to a whole poll interval later.
+// there yet or a file system that reports nothing. Through the share it is a long poll: the share
+// holds a conditional GET until the capture changes (SegmentMirror.waitForChange, `Prefer: wait`),
+// with a short sleep where the share answered at once. Either way the loop sees a seal within a few
+// milliseconds, not up to a whole poll interval later, and costs nothing while nothing happens.
 import { watch, type FSWatcher } from 'node:fs'
 import { setTimeout as sleep } from 'node:timers/promises'
 
-/** How often the loop looks at the share while nothing changes (two 304s a look). */
+/** The sleep between looks at the share when it did not hold its answer (no manifest yet, a share that does not wait). */
 export const SHARE_POLL_MS = 20
 
-/** Waits for a capture directory to change, or for the poll interval. `close` when done. */
+/** What a wait watches: the local capture directory, or the share through a long poll (true: it waited or something changed). */
+export type WakeSource = { dir: string } | { longPoll: () => Promise<boolean> }
+
+/** Waits for a capture to change, or for the poll interval. `close` when done. */
 export class CaptureWake {
   private watcher: FSWatcher | undefined
   private changed = false
   private wakeUp: (() => void) | undefined
 
-  /** `dir`: the local capture directory to watch, or undefined (the share: a short poll only). */
-  constructor (private readonly dir: string | undefined, private readonly pollMs: number, private readonly signal: AbortSignal) {}
+  constructor (private readonly source: WakeSource, private readonly pollMs: number, private readonly signal: AbortSignal) {}
 
-  /** Resolves when the directory changed since the last wait, after the poll interval, or on abort. */
+  /** Resolves when the capture changed since the last wait, after the poll interval, or on abort. */
   async wait (): Promise<void> {
-    if (this.dir === undefined) {
-      await sleep(Math.min(this.pollMs, SHARE_POLL_MS), undefined, { signal: this.signal }).catch(() => {})
+    if ('longPoll' in this.source) {
+      if (!(await this.source.longPoll())) await sleep(Math.min(this.pollMs, SHARE_POLL_MS), undefined, { signal: this.signal }).catch(() => {})
       return
     }
     // A change just before the watch began is not reported: the first watched wait looks again at once.
-    if (this.startWatching(this.dir)) return
+    if (this.startWatching(this.source.dir)) return
     if (this.changed) {
       this.changed = false
       return

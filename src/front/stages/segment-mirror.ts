@@ -5,7 +5,9 @@
 // fetched after a sealed manifest is complete. A segment is written into the spool only after its
 // size and SHA-256 matched the index; the local index lists only segments that landed. The manifest
 // and the index are asked for conditionally (If-None-Match on the share's ETag): a step that finds
-// nothing new costs two 304s, so the stream loop can poll often (docs/front-door.md).
+// nothing new costs two 304s. Between steps, `waitForChange` asks the share to hold its 304 until
+// the capture changes (`Prefer: wait`, src/share/wait.ts), so the loop looks again when there is
+// something to see rather than on a timer (docs/front-door.md).
 import { mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { request } from 'undici'
@@ -59,6 +61,35 @@ export class SegmentMirror {
     const etag = res.headers.etag
     if (polled && typeof etag === 'string') this.known.set(file, { etag, bytes })
     return bytes
+  }
+
+  /**
+   * Wait on the share until the capture changes: the manifest asked for with If-None-Match and
+   * `Prefer: wait=<seconds>`. True when something changed or the share waited; false when it answered
+   * at once unchanged (a share that does not wait, too many waiting, no manifest yet to compare)
+   * or the wait failed: the caller then sleeps a short poll, and its next step finds any failure.
+   */
+  async waitForChange (seconds: number): Promise<boolean> {
+    const last = this.known.get(MANIFEST_FILE)
+    if (last === undefined) return false
+    const url = `${this.o.baseUrl.replace(/\/+$/, '')}/captures/${encodeURIComponent(this.o.requestId)}/${MANIFEST_FILE}`
+    try {
+      const res = await request(url, {
+        headers: { ...this.o.headers, 'if-none-match': last.etag, prefer: `wait=${seconds}` },
+        signal: AbortSignal.any([AbortSignal.timeout(this.o.timeoutMs), this.o.signal]),
+      })
+      const bytes = new Uint8Array(await res.body.arrayBuffer())
+      if (res.statusCode === 200) {
+        // The next step's conditional GET then answers 304 with these bytes.
+        this.fetchedBytes += bytes.length
+        const etag = res.headers.etag
+        if (typeof etag === 'string') this.known.set(MANIFEST_FILE, { etag, bytes })
+        return true
+      }
+      return res.statusCode === 304 && res.headers['preference-applied'] !== undefined
+    } catch {
+      return false
+    }
   }
 
   /** One step: the manifest (null before the engine wrote one), then every new segment. */

@@ -81,7 +81,10 @@ export async function streamWriteBlocks (run: BridgeRun, target: DecoderTarget, 
     dir = captureDir(config.capture.dir as string, run.requestId)
   }
   const deadline = performance.now() + d.captureMs
-  const wake = new CaptureWake(mirror === undefined ? dir : undefined, d.pollMs, run.signal)
+  // The share holds a look for up to half the link deadline (whole seconds), so the wait never outlasts a GET's own deadline.
+  const waitS = Math.floor(d.linkMs / 2000)
+  const m = mirror
+  const wake = new CaptureWake(m === undefined ? { dir } : { longPoll: async () => waitS >= 1 && await m.waitForChange(waitS) }, d.pollMs, run.signal)
   let writer: SegmentWriter | undefined
   let stage = 'capture'
   let sealedAt: number | undefined
