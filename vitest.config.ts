@@ -33,7 +33,7 @@ export const UNIT: ProjectList = [
   'suites/formats/strict-json.test.ts', 'suites/formats/tensor.test.ts',
   'suites/formats/writer.test.ts',
   'suites/front/config.test.ts', 'suites/front/error-codes.test.ts', 'suites/front/hop-by-hop.test.ts',
-  'suites/front/routing.test.ts', 'suites/front/capture-wake.test.ts',
+  'suites/front/routing.test.ts', 'suites/front/capture-wake.test.ts', 'suites/front/engine-edges.test.ts',
   'suites/http/route-guard.test.ts',
   'suites/fuzz/block-metadata.test.ts', 'suites/fuzz/gguf.test.ts', 'suites/fuzz/judge.test.ts',
   'suites/fuzz/launch.test.ts',
