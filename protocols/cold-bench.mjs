@@ -249,6 +249,10 @@ function num (v) {
   return typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : null
 }
 
+function finite (v) {
+  return typeof v === 'number' && Number.isFinite(v) ? v : null
+}
+
 /** The decoder's own prefill and decode ms, when its usage chunk said them (absent from other deployments). */
 function decoderMs (leg) {
   const prefill = num(leg.timings?.prefill_ms)
@@ -279,7 +283,13 @@ function bridgedLeg (leg) {
     // Blocks written while the engine ran: how far the writes overlapped the engine.
     ...(b.stream === undefined
       ? {}
-      : { stream: { blocksBeforeSeal: b.stream.blocks_before_seal, blocks: b.blocks?.bridged ?? 0, captureMs: num(t.capture), firstBlockMs: num(t.first_block), afterSealMs: num(t.after_seal) } }),
+      : {
+          stream: {
+            blocksBeforeSeal: b.stream.blocks_before_seal, blocks: b.blocks?.bridged ?? 0, captureMs: num(t.capture), firstBlockMs: num(t.first_block), afterSealMs: num(t.after_seal),
+            // Where the engine's clock sits in the capture (an engine that stamps it: torch); two clocks, so a sign either way.
+            ...(t.engine_start === undefined ? {} : { engineStartMs: finite(t.engine_start), sealSeenMs: finite(t.seal_seen) }),
+          },
+        }),
     // Bridged / engine and its floor (docs/torch-rung.md), with or without the streamed write.
     ...(overEngine === null ? {} : { overEngine }),
   }

@@ -3,6 +3,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { realpath, stat } from 'node:fs/promises'
+import { join } from 'node:path'
 import { pipeline } from 'node:stream/promises'
 import { ConfigError } from '../errors.ts'
 import { MANIFEST_FILE, parseManifest, sha256Hex } from '../wire/manifest.ts'
@@ -10,6 +11,7 @@ import { routeTarget } from './route.ts'
 import { decideRange } from './range.ts'
 import { etagFromStat, ifNoneMatchHits, ifRangeAllows } from './conditional.ts'
 import { openInsideRoot } from './open-inside.ts'
+import { preferredWait, ShareWaits } from './wait.ts'
 import { bearerMatches, UNAUTHORIZED_MESSAGE } from '../http/api-key.ts'
 
 /** Receives one JSON line per finished request (no trailing newline). */
@@ -61,7 +63,8 @@ export async function startShareServer (options: ShareServerOptions): Promise<Sh
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError('port', `${port} is not a TCP port (0..65535)`)
   const realRoot = await resolveRoot(options.root)
   const log = options.log ?? ((line: string) => { process.stderr.write(line + '\n') })
-  const server = createServer((req, res) => { void handle(realRoot, req, res, log, options.apiKey) })
+  const waits = new ShareWaits()
+  const server = createServer((req, res) => { void handle(realRoot, req, res, log, options.apiKey, waits) })
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     // Requests Node's parser rejects (raw NUL or spaces in the target, bad headers) never reach
     // the handler; answer 400 and log them like any other refusal.
@@ -81,7 +84,10 @@ export async function startShareServer (options: ShareServerOptions): Promise<Sh
   return {
     url: `http://${shownHost}:${address.port}`,
     port: address.port,
-    close: () => closeServer(server, options.closeGraceMs ?? 1000),
+    close: async () => {
+      waits.close()
+      await closeServer(server, options.closeGraceMs ?? 1000)
+    },
   }
 }
 
@@ -120,7 +126,7 @@ function closeServer (server: Server, graceMs: number): Promise<void> {
   })
 }
 
-async function handle (realRoot: string, req: IncomingMessage, res: ServerResponse, log: ShareLogger, apiKey: string | undefined): Promise<void> {
+async function handle (realRoot: string, req: IncomingMessage, res: ServerResponse, log: ShareLogger, apiKey: string | undefined, waits: ShareWaits): Promise<void> {
   const started = performance.now()
   const record: RequestLog = {
     time: new Date().toISOString(),
@@ -138,7 +144,7 @@ async function handle (realRoot: string, req: IncomingMessage, res: ServerRespon
     log(JSON.stringify(record))
   })
   try {
-    await respond(realRoot, req, res, record, apiKey)
+    await respond(realRoot, req, res, record, apiKey, waits)
   }
   catch (e) {
     record.reason = `internal error: ${(e as Error).message}`
@@ -147,7 +153,7 @@ async function handle (realRoot: string, req: IncomingMessage, res: ServerRespon
   }
 }
 
-async function respond (realRoot: string, req: IncomingMessage, res: ServerResponse, record: RequestLog, apiKey: string | undefined): Promise<void> {
+async function respond (realRoot: string, req: IncomingMessage, res: ServerResponse, record: RequestLog, apiKey: string | undefined, waits: ShareWaits): Promise<void> {
   const route = routeTarget(req.url ?? '')
   if (route.kind === 'refused') return sendJson(req, res, record, route.status, route.reason)
   // Before the method and the file system: without the key nothing about the root is told.
@@ -160,6 +166,9 @@ async function respond (realRoot: string, req: IncomingMessage, res: ServerRespo
     return sendJson(req, res, record, 405, `method ${req.method ?? ''} not allowed; the share is read-only`)
   }
   if (route.kind === 'health') return sendJson(req, res, record, 200, undefined, { status: 'ok' })
+  const waited = await waitWhileUnchanged(realRoot, route.requestId, route.file, req, res, waits)
+  if (res.destroyed) return
+  if (waited !== undefined) res.setHeader('Preference-Applied', `wait=${waited}`)
   const opened = await openInsideRoot(realRoot, route.requestId, route.file)
   if (opened.kind === 'refused') return sendJson(req, res, record, opened.status, opened.reason)
   const { handle, stat } = opened
@@ -212,6 +221,26 @@ async function respond (realRoot: string, req: IncomingMessage, res: ServerRespo
   finally {
     if (!streaming) await handle.close()
   }
+}
+
+/**
+ * A conditional GET with `Prefer: wait=N` (wait.ts) whose If-None-Match still matches waits until
+ * the capture's directory changes (or N s, the client leaving, the server closing); then the usual
+ * answer follows, 200 or 304. The seconds waited for, or undefined when it did not wait.
+ */
+async function waitWhileUnchanged (realRoot: string, requestId: string, file: string, req: IncomingMessage, res: ServerResponse, waits: ShareWaits): Promise<number | undefined> {
+  const match = req.headers['if-none-match']
+  const seconds = req.method === 'GET' && match !== undefined ? preferredWait(req.headers.prefer) : undefined
+  if (seconds === undefined) return undefined
+  const unchanged = async (): Promise<boolean> => {
+    const opened = await openInsideRoot(realRoot, requestId, file)
+    if (opened.kind === 'refused') return false
+    await opened.handle.close()
+    return ifNoneMatchHits(match, etagFromStat(opened.stat))
+  }
+  // Only a file that is there and unchanged is waited on: the usual answer says everything else.
+  if (!(await unchanged())) return undefined
+  return await waits.wait(join(realRoot, requestId), seconds, res, unchanged) ? seconds : undefined
 }
 
 /** The manifest's SHA-256 for a listed layer file, or undefined when the manifest does not list it (yet). */

@@ -1,6 +1,7 @@
 // Blocks written while the torch engine runs: the torch capture hook (pool_capture.py --segments
 // --step, Debian's CPU torch as a child process) is fed recorded attention inputs chunk by chunk and
-// publishes block segments after every chunk, as serve_prefill.py does with `stream_blocks`; between
+// publishes each block segment from inside the hook as the last layer passes its boundary (before
+// the chunk's flush), as serve_prefill.py does with `stream_blocks`; between
 // chunks the TypeScript SegmentBlockWriter writes what is listed. Every block must be the block the
 // write-after path (the same capture's layer files through BlockWriter) writes, byte for byte, for
 // chunk sizes 100/256/300 and block sizes 128/256, and each segment file must be byte-identical to
@@ -52,6 +53,8 @@ interface StreamedRun {
   dir: string
   /** Blocks the segment writer had put after each chunk, before the capture was sealed. */
   afterChunk: number[]
+  /** Segments the hook itself had published after each chunk, before the chunk's flush. */
+  fromHook: number[]
   report: Awaited<ReturnType<SegmentBlockWriter['finish']>> | null
   storeRoot: string
   error?: unknown
@@ -76,10 +79,12 @@ async function torchStreamed (b: Bench, r: Recorded, o: { requestId: string, chu
   const target = await openStore(b, `torch-streamed-${o.requestId}`, o.bs)
   let writer: SegmentBlockWriter | undefined
   const afterChunk: number[] = []
+  const fromHook: number[] = []
   try {
     for await (const line of createInterface({ input: child.stdout })) {
-      const msg = JSON.parse(line) as { chunk?: number }
+      const msg = JSON.parse(line) as { chunk?: number, fromHook?: number }
       if (msg.chunk === undefined) continue
+      fromHook.push(msg.fromHook ?? -1)
       writer ??= await SegmentBlockWriter.open(dir, { target, sidecar: b.sidecar, requestId: o.requestId, tokens: r.tokens })
       await writer.writeReady()
       afterChunk.push(writer.blocksWritten)
@@ -95,11 +100,11 @@ async function torchStreamed (b: Bench, r: Recorded, o: { requestId: string, chu
     try {
       await w.finish()
     } catch (error) {
-      return { dir, afterChunk, report: null, storeRoot: target.store.root, error }
+      return { dir, afterChunk, fromHook, report: null, storeRoot: target.store.root, error }
     }
     throw new Error('finish accepted a failed capture')
   }
-  return { dir, afterChunk, report: await w.finish(), storeRoot: target.store.root }
+  return { dir, afterChunk, fromHook, report: await w.finish(), storeRoot: target.store.root }
 }
 
 /** The write-after path on a sealed capture: its layer files through BlockWriter. */
@@ -186,6 +191,8 @@ describe.skipIf(!torch.ok)('the torch hook publishes block segments chunk by chu
     expect(run.report).toMatchObject({ state: 'done', sealedLength: T, blocks, written: blocks, verified: blocks })
     // After chunk i, every block whose boundary the chunk passed was already written.
     expect(run.afterChunk).toEqual(run.afterChunk.map((_, i) => Math.floor(Math.min(T, (i + 1) * chunk) / bs)))
+    // The hook published them itself as the last layer passed each boundary, not the chunk's flush after it.
+    expect(run.fromHook).toEqual(run.afterChunk)
     const verdict = await compareBlockDirs(after, run.storeRoot)
     expect(verdict.blocks.flatMap((x) => x.differences)).toEqual([])
     expect(`${verdict.identical}/${verdict.total} identical`).toBe(`${blocks}/${blocks} identical`)

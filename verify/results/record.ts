@@ -79,7 +79,9 @@ export const bridgedLegSchema = answerSchema.extend({
   /**
    * Blocks written while the engine ran (cold-bench --stream-blocks, pd_bridge.stream): how many of
    * the blocks were put before the capture was sealed, the whole capture stage (engine and writes
-   * overlapped), when the first block was put in it, and what was left after the seal.
+   * overlapped), when the first block was put in it, and what was left after the seal. With an
+   * engine that stamps its clock (torch): from the POST to its clock starting, and from its clock
+   * stopping to the front seeing the seal (two processes' wall clocks, so not held to >= 0).
    */
   stream: z.object({
     blocksBeforeSeal: z.number().int().nonnegative(),
@@ -87,6 +89,8 @@ export const bridgedLegSchema = answerSchema.extend({
     captureMs: ms.nullable(),
     firstBlockMs: ms.nullable(),
     afterSealMs: ms.nullable(),
+    engineStartMs: z.number().finite().nullable().optional(),
+    sealSeenMs: z.number().finite().nullable().optional(),
   }).strict().optional(),
   /** Bridged end to end over the engine's prefill, and its floor (bridgedOverEngine); absent where a stage is missing. */
   overEngine: z.object({ endToEnd: z.number().finite().positive(), floor: z.number().finite().positive() }).strict().optional(),

@@ -5,9 +5,11 @@
 // and its payload digest kept, so every block is the one the write-after path writes. Before any
 // block is keyed, the running manifest must name this request (id, T, fingerprint) and the digest
 // of these token ids. `finish` waits for nothing: it takes the sealed manifest (done or partial),
-// writes the segments still listed, requires one per block of the valid prefix, and verifies every
-// block through the store as `BlockWriter.finalize` does. A capture that failed is refused, and the
-// blocks already written stay: each is complete and correct for its own prefix.
+// writes the segments still listed, requires one per block of the valid prefix, and checks every
+// block is still stored. Each block is verified through the store (`verifyWritten`, the check
+// `BlockWriter.finalize` makes) right after its put, while the engine still runs, so the seal leaves
+// no re-read of the whole prompt behind it. A capture that failed is refused, and the blocks already
+// written stay: each is complete and correct for its own prefix.
 import { stat, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { CaptureIntegrityError, PD_ERR, PdBridgeError } from '../../errors.ts'
@@ -20,7 +22,7 @@ import { LayerFileReader, sha256OfFile } from './capture-files.ts'
 import { readBlockState } from './block-state.ts'
 import { HeldBytes } from './held-bytes.ts'
 import { checkCaptureTarget } from './target.ts'
-import { checkTokens, continuedFrom, putBlockState, verifyWritten, type BlockWriterOptions, type BlockWriterReport, type WrittenBlock } from './writer.ts'
+import { checkTokens, continuedFrom, putBlockState, verifyStillStored, verifyWritten, type BlockWriterOptions, type BlockWriterReport, type WrittenBlock } from './writer.ts'
 
 /** What a segment writer starts from: the writer's options without spool or builder threads. */
 export type SegmentWriterOptions = Omit<BlockWriterOptions, 'spool' | 'builders'>
@@ -29,7 +31,7 @@ export type SegmentWriterOptions = Omit<BlockWriterOptions, 'spool' | 'builders'
 export class SegmentBlockWriter {
   private readonly held = new HeldBytes()
   private readonly done: Array<WrittenBlock & { digest: string }> = []
-  private readonly timings: Record<string, number> = { read: 0, build: 0, write: 0 }
+  private readonly timings: Record<string, number> = { read: 0, build: 0, write: 0, verify: 0 }
   private readonly started = performance.now()
   /** performance.now() when each block was put (ms from `started`), by order written. */
   private readonly putAt: number[] = []
@@ -134,7 +136,11 @@ export class SegmentBlockWriter {
       const hash = this.keys[k]
       const { put, digest } = await putBlockState(this.o.target, state, k, this.keys, this.held, this.timings)
       this.putAt.push(performance.now() - this.started)
-      this.done.push({ block: k, hash, boundary: b, written: put.written, bytes: put.bytes, digest })
+      const block = { block: k, hash, boundary: b, written: put.written, bytes: put.bytes, digest }
+      const v = performance.now()
+      await verifyWritten(this.o.target, [block], this.o.requestId)
+      this.timings.verify += performance.now() - v
+      this.done.push(block)
     } finally {
       this.held.clear()
       await file.close()
@@ -148,7 +154,8 @@ export class SegmentBlockWriter {
 
   /**
    * The capture is sealed: it must be done or partial and valid for the request; write the
-   * segments still listed, require one for every block of the valid prefix, verify every block.
+   * segments still listed, require one for every block of the valid prefix, and check every block,
+   * each verified when it was put, is still in the store.
    */
   async finish (): Promise<BlockWriterReport & { manifest: CaptureManifest }> {
     const m = await readManifest(this.dir)
@@ -163,8 +170,8 @@ export class SegmentBlockWriter {
       throw new PdBridgeError(`segment writer ${this.o.requestId}: the capture sealed at ${m.sealedLength} tokens (${want} blocks) but ${SEGMENT_INDEX_FILE} lists ${this.done.length}`)
     }
     const t = performance.now()
-    await verifyWritten(this.o.target, this.done, this.o.requestId)
-    this.timings.verify = performance.now() - t
+    await verifyStillStored(this.o.target, this.done, this.o.requestId)
+    this.timings.verify += performance.now() - t
     return {
       requestId: this.o.requestId,
       state: m.state === 'done' ? 'done' : 'partial',

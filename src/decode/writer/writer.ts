@@ -381,6 +381,19 @@ export async function verifyWritten (target: BlockTarget, done: ReadonlyArray<Wr
 }
 
 /**
+ * Blocks verified one by one as they were put (`verifyWritten` on each: the streamed writer, while the
+ * engine runs) are all still servable from the store at the end: a later put of the same capture may
+ * have evicted an earlier block. A stat each, not a re-read.
+ */
+export async function verifyStillStored (target: BlockTarget, done: ReadonlyArray<WrittenBlock>, requestId: string): Promise<void> {
+  const gone: string[] = []
+  for (const b of done) {
+    if (!(await target.store.has(b.hash))) gone.push(`block ${b.block} (${b.hash}): not servable from the store after the write`)
+  }
+  if (gone.length > 0) throw new PdBridgeError(`block writer ${requestId}: ${gone.length} of ${done.length} blocks failed verification: ${gone.join('; ')}`)
+}
+
+/**
  * The first block of a capture that continues the decoder's cache of tokens [0, P) (manifest
  * startToken): P / bs, after checking that P is a block boundary and that the store still holds the
  * block the new chain hangs from (a block of an evicted parent could never be restored). 0 otherwise.

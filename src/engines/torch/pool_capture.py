@@ -11,8 +11,9 @@ the TypeScript CaptureSession would (the parity suite's child process, suites/to
 `pd-bridge pool` reads. Chunks are replayed in a forward's order: each chunk through layers
 0..L-1. Prints one JSON line: state, sealedLength, peakHeldBytes, seconds (and segments).
 
-With --segments the session publishes block segments after every chunk, as serve_prefill.py does
-(`stream_blocks`). --step then prints {"chunk": i, "fed": tokens, "segments": n} after each chunk and
+With --segments the session publishes block segments as every layer passes a boundary, as serve_prefill.py does
+(`stream_blocks`). --step then prints {"chunk": i, "fed": tokens, "segments": n, "fromHook": h} after
+each chunk (h: how many the hook had published before the chunk's flush) and
 waits for a line on stdin before the next, so a reader can write blocks between chunks; --fail-after N
 seals the capture failed after chunk N ("engine died after chunk N"), as an engine dying mid-prefill.
 
@@ -141,9 +142,10 @@ def main() -> int:
                 for layer, x in enumerate(inputs):
                     session.on_attention_input(layer, start, x[start:start + size])
                 start += size
+                from_hook = session.segments_published  # published by the hook itself, before the chunk's flush
                 session.flush()
                 if a.step:
-                    print(json.dumps({'chunk': n, 'fed': start, 'segments': session.segments_published}), flush=True)
+                    print(json.dumps({'chunk': n, 'fed': start, 'segments': session.segments_published, 'fromHook': from_hook}), flush=True)
                     sys.stdin.readline()
                 if n == a.fail_after:
                     session.fail(RuntimeError(f'engine died after chunk {n}'))

@@ -3,7 +3,11 @@
 // segment writer reads the spool exactly as it reads a local mount. Each step fetches the manifest
 // first and the segment index after it: the engine lists every segment before it seals, so an index
 // fetched after a sealed manifest is complete. A segment is written into the spool only after its
-// size and SHA-256 matched the index; the local index lists only segments that landed.
+// size and SHA-256 matched the index; the local index lists only segments that landed. The manifest
+// and the index are asked for conditionally (If-None-Match on the share's ETag): a step that finds
+// nothing new costs two 304s. Between steps, `waitForChange` asks the share to hold its 304 until
+// the capture changes (`Prefer: wait`, src/share/wait.ts), so the loop looks again when there is
+// something to see rather than on a timer (docs/front-door.md).
 import { mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { request } from 'undici'
@@ -28,25 +32,64 @@ export interface SegmentMirrorOptions {
 export class SegmentMirror {
   private readonly landed: SegmentEntry[] = []
   private created = false
+  // The last 200 of each polled file and its ETag: a 304 answers with these bytes.
+  private readonly known = new Map<string, { etag: string, bytes: Uint8Array }>()
+  private manifestBytes: Uint8Array | undefined
   fetchedBytes = 0
+  /** performance.now() when the last step's manifest answer arrived (when a seal was first seen). */
+  manifestAt = 0
 
   constructor (private readonly o: SegmentMirrorOptions) {}
 
-  // GET one file of the capture: its bytes, or null on a 404 (not there yet).
-  private async get (file: string): Promise<Uint8Array | null> {
+  // GET one file of the capture: its bytes, or null on a 404 (not there yet). A polled file is asked
+  // for with If-None-Match; its 304 means the bytes of the last 200.
+  private async get (file: string, polled = false): Promise<Uint8Array | null> {
     const url = `${this.o.baseUrl.replace(/\/+$/, '')}/captures/${encodeURIComponent(this.o.requestId)}/${file}`
     const signal = AbortSignal.any([AbortSignal.timeout(this.o.timeoutMs), this.o.signal])
+    const last = polled ? this.known.get(file) : undefined
     let res
     try {
-      res = await request(url, { headers: this.o.headers, signal })
+      res = await request(url, { headers: last === undefined ? this.o.headers : { ...this.o.headers, 'if-none-match': last.etag }, signal })
     } catch (e) {
       throw new PdBridgeError(`share: GET ${file}: ${(e as Error).message}`, { code: this.o.signal.aborted ? PD_ERR.SHARE_ABORTED : PD_ERR.SHARE_HTTP })
     }
     const bytes = new Uint8Array(await res.body.arrayBuffer())
+    if (res.statusCode === 304 && last !== undefined) return last.bytes
     if (res.statusCode === 404) return null
     if (res.statusCode !== 200) throw new PdBridgeError(`share: GET ${file} answered ${res.statusCode}`, { code: PD_ERR.SHARE_HTTP })
     this.fetchedBytes += bytes.length
+    const etag = res.headers.etag
+    if (polled && typeof etag === 'string') this.known.set(file, { etag, bytes })
     return bytes
+  }
+
+  /**
+   * Wait on the share until the capture changes: the manifest asked for with If-None-Match and
+   * `Prefer: wait=<seconds>`. True when something changed or the share waited; false when it answered
+   * at once unchanged (a share that does not wait, too many waiting, no manifest yet to compare)
+   * or the wait failed: the caller then sleeps a short poll, and its next step finds any failure.
+   */
+  async waitForChange (seconds: number): Promise<boolean> {
+    const last = this.known.get(MANIFEST_FILE)
+    if (last === undefined) return false
+    const url = `${this.o.baseUrl.replace(/\/+$/, '')}/captures/${encodeURIComponent(this.o.requestId)}/${MANIFEST_FILE}`
+    try {
+      const res = await request(url, {
+        headers: { ...this.o.headers, 'if-none-match': last.etag, prefer: `wait=${seconds}` },
+        signal: AbortSignal.any([AbortSignal.timeout(this.o.timeoutMs), this.o.signal]),
+      })
+      const bytes = new Uint8Array(await res.body.arrayBuffer())
+      if (res.statusCode === 200) {
+        // The next step's conditional GET then answers 304 with these bytes.
+        this.fetchedBytes += bytes.length
+        const etag = res.headers.etag
+        if (typeof etag === 'string') this.known.set(MANIFEST_FILE, { etag, bytes })
+        return true
+      }
+      return res.statusCode === 304 && res.headers['preference-applied'] !== undefined
+    } catch {
+      return false
+    }
   }
 
   /** One step: the manifest (null before the engine wrote one), then every new segment. */
@@ -55,10 +98,11 @@ export class SegmentMirror {
       await mkdir(this.o.dir, { recursive: true })
       this.created = true
     }
-    const raw = await this.get(MANIFEST_FILE)
+    const raw = await this.get(MANIFEST_FILE, true)
+    this.manifestAt = performance.now()
     if (raw === null) return null
     const manifest = parseManifest(new TextDecoder().decode(raw), `share:${this.o.requestId}/${MANIFEST_FILE}`)
-    const indexBytes = await this.get(SEGMENT_INDEX_FILE)
+    const indexBytes = await this.get(SEGMENT_INDEX_FILE, true)
     if (indexBytes !== null) {
       const source = `share:${this.o.requestId}/${SEGMENT_INDEX_FILE}`
       const index = parseSegmentIndex(new TextDecoder().decode(indexBytes), source)
@@ -74,7 +118,9 @@ export class SegmentMirror {
       }
       if (fresh.length > 0) writeFileAtomicSync(join(this.o.dir, SEGMENT_INDEX_FILE), encodeSegmentIndex({ ...index, segments: this.landed }))
     }
-    await writeManifestAtomic(this.o.dir, manifest)
+    // Rewritten only when it changed: a 304 leaves the spool's copy as it is.
+    if (raw !== this.manifestBytes) await writeManifestAtomic(this.o.dir, manifest)
+    this.manifestBytes = raw
     return manifest
   }
 }

@@ -7,13 +7,13 @@
 // correct for its own prefix, and the verdict says how many were written before it stopped.
 import { access } from 'node:fs/promises'
 import { join } from 'node:path'
-import { setTimeout as sleep } from 'node:timers/promises'
 import type { BlockWriterReport } from '../../decode/writer/index.ts'
 import { errorCode, PD_ERR, PdBridgeError, type PdErrorCode } from '../../errors.ts'
 import { captureDir, MANIFEST_FILE, readManifest, type CaptureManifest } from '../../wire/manifest.ts'
 import { EngineWatch } from '../engine-watch.ts'
 import { callJson, joinUrl } from '../http.ts'
 import type { CaptureWriterOptions, DecoderTarget, SegmentWriter } from '../target.ts'
+import { CaptureWake } from './capture-wake.ts'
 import { BridgeFailure, captureCause, openCause, writeCause, type Cause } from './failure.ts'
 import type { BridgeRun } from './run.ts'
 import { SegmentMirror } from './segment-mirror.ts'
@@ -26,7 +26,7 @@ export interface StreamedWrite {
   /** Blocks put before the stage saw the capture sealed (written while the engine ran). */
   blocksBeforeSeal: number
   fetchedBytes?: number
-  timings: Pick<BridgeTimings, 'capture' | 'block_stage' | 'first_block' | 'after_seal'>
+  timings: Pick<BridgeTimings, 'capture' | 'block_stage' | 'first_block' | 'after_seal' | 'engine_start' | 'seal_seen'>
 }
 
 /**
@@ -81,6 +81,10 @@ export async function streamWriteBlocks (run: BridgeRun, target: DecoderTarget, 
     dir = captureDir(config.capture.dir as string, run.requestId)
   }
   const deadline = performance.now() + d.captureMs
+  // The share holds a look for up to half the link deadline (whole seconds), so the wait never outlasts a GET's own deadline.
+  const waitS = Math.floor(d.linkMs / 2000)
+  const m = mirror
+  const wake = new CaptureWake(m === undefined ? { dir } : { longPoll: async () => waitS >= 1 && await m.waitForChange(waitS) }, d.pollMs, run.signal)
   let writer: SegmentWriter | undefined
   let stage = 'capture'
   let sealedAt: number | undefined
@@ -94,6 +98,8 @@ export async function streamWriteBlocks (run: BridgeRun, target: DecoderTarget, 
       } catch (e) {
         throw run.fail(captureCause(e, run.abandoned, d.captureMs), stage)
       }
+      // Seen sealed: the local read or the share's manifest answer (before its last segments were fetched).
+      if (manifest !== null && manifest.state !== 'running') sealedAt = mirror !== undefined ? mirror.manifestAt : performance.now()
       if (manifest !== null && writer === undefined) {
         try {
           writer = await open(dir, options)
@@ -105,6 +111,8 @@ export async function streamWriteBlocks (run: BridgeRun, target: DecoderTarget, 
         const failed = new PdBridgeError(`capture ${manifest.requestId} failed on the prefill side: ${manifest.error ?? 'no error recorded'}`, { code: PD_ERR.CAPTURE_FAILED })
         throw run.fail(captureCause(failed, run.abandoned, d.captureMs), stage)
       }
+      // Sealed: what is still listed is the finish's to write (after_seal).
+      if (sealedAt !== undefined) break
       if (writer !== undefined) {
         stage = 'write'
         try {
@@ -113,12 +121,9 @@ export async function streamWriteBlocks (run: BridgeRun, target: DecoderTarget, 
           throw run.fail(writeCause(e), stage)
         }
       }
-      if (manifest !== null && manifest.state !== 'running') {
-        sealedAt = performance.now()
-        break
-      }
-      await sleep(d.pollMs, undefined, { signal: run.signal }).catch(() => {})
+      await wake.wait()
     }
+    wake.close()
     watch.stop()
     const w = writer as SegmentWriter
     const beforeSeal = w.blocksWritten
@@ -129,6 +134,7 @@ export async function streamWriteBlocks (run: BridgeRun, target: DecoderTarget, 
       throw run.fail(errorCode(e) === PD_ERR.CAPTURE_FAILED ? captureCause(e, run.abandoned, d.captureMs) : writeCause(e), 'write')
     }
     const firstBlock = w.putTimes[0]
+    const sealed = sealedAt as number
     return {
       report,
       manifest: report.manifest,
@@ -136,16 +142,33 @@ export async function streamWriteBlocks (run: BridgeRun, target: DecoderTarget, 
       ...(mirror !== undefined ? { fetchedBytes: mirror.fetchedBytes } : {}),
       timings: {
         capture: time.ms(),
-        block_stage: round(performance.now() - sealedAt),
-        after_seal: round(performance.now() - sealedAt),
+        block_stage: round(performance.now() - sealed),
+        after_seal: round(performance.now() - sealed),
         ...(firstBlock !== undefined ? { first_block: round(firstBlock) } : {}),
+        ...engineEdges(report.manifest.timings, performance.timeOrigin + time.started - (run.timings.submit ?? 0), performance.timeOrigin + sealed),
       },
     }
   } catch (e) {
+    wake.close()
     // Whatever the writer holds (llama.cpp's staging store) goes; what it put in the store stays, whole.
     await writer?.close().catch(() => {})
     if (e instanceof BridgeFailure) throw withWrittenFailure(run, e, writer?.blocksKept ?? 0)
     throw e
+  }
+}
+
+/**
+ * Where the engine's clock sits in the stage, from the wall-clock stamps an engine may record in its
+ * manifest (the torch engine's `prefillStartAt`, `prefillEndAt`): `engine_start` from the front's
+ * POST to the engine's clock starting (the submit, request parsing, the queue), `seal_seen` from the
+ * clock stopping to the front seeing the seal. Both compare two processes' wall clocks, so they mean
+ * something only with the engine on the front door's host (as in the rung).
+ */
+export function engineEdges (engine: Record<string, number>, postedAt: number, sealSeenAt: number): Pick<BridgeTimings, 'engine_start' | 'seal_seen'> {
+  const { prefillStartAt: start, prefillEndAt: end } = engine
+  return {
+    ...(start !== undefined ? { engine_start: round(start - postedAt) } : {}),
+    ...(end !== undefined ? { seal_seen: round(sealSeenAt - end) } : {}),
   }
 }
 

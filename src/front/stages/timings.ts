@@ -17,8 +17,15 @@ export type BridgeTimings = {
   block_stage: number
   /** Streamed: when the first block was put, from the start of the capture stage. */
   first_block?: number
-  /** Streamed: from seeing the capture sealed to every block written and verified (the tail the engine's end leaves). */
+  /**
+   * Streamed: from seeing the capture sealed to every block written and verified (the last
+   * segments, verification: the tail the engine's end leaves).
+   */
   after_seal?: number
+  /** Streamed, with an engine that stamps its clock (torch): from the submit's POST to the engine's clock starting. */
+  engine_start?: number
+  /** Streamed, with an engine that stamps its clock (torch): from the engine's clock stopping to the front seeing the seal. */
+  seal_seen?: number
   /** The decoder's rescan. */
   rescan: number
   /** The capture's retention (the engine's delete, or nothing under capture.retain). */
@@ -40,7 +47,7 @@ export type BridgeTimings = {
 export const round = (ms: number): number => Math.round(ms * 10) / 10
 
 /** A stopwatch over one stage: `ms()` is the time since it was made, rounded. */
-export function stopwatch (): { ms: () => number } {
+export function stopwatch (): { ms: () => number, started: number } {
   const t = performance.now()
-  return { ms: () => round(performance.now() - t) }
+  return { ms: () => round(performance.now() - t), started: t }
 }

@@ -4,8 +4,9 @@ sealed length is written (atomically) and released at once, and listed in the ma
 past the memory budget the session seals a shorter valid prefix (budget.py) and finish() records
 `partial`. Any error inside the hook is kept: finish() then seals `failed`, never `done`. Every
 layer file carries the layer's boundary snapshots at each multiple of the sidecar's block size.
-With `segments`, flush() (after every engine chunk) also publishes the block segments every layer
-has reached (segments.py), so the front door writes blocks while the engine runs."""
+With `segments`, each block segment is published (segments.py) the moment every layer has passed
+its boundary, from inside the hook of the layer that passed it last, and flush() (after every engine
+chunk) publishes any still due; so the front door writes blocks while the engine runs."""
 import hashlib
 import os
 import time
@@ -113,7 +114,10 @@ class CaptureSession:
         self.rows_seen += int(rows.shape[0]) if rows.dim() >= 1 else 0
         try:
             t0 = time.perf_counter()
+            published = self.segments.write_s if self.segments is not None else 0.0
             wrote = self._take(layer, start, rows)
+            if self.segments is not None:
+                wrote += self.segments.write_s - published  # segments written from the hook count as segment writes
             self.hook_s += max(0.0, time.perf_counter() - t0 - wrote)
         except BaseException as e:
             self.error = e
@@ -173,6 +177,11 @@ class CaptureSession:
                 self.snapshots[layer].append((at, snap))
                 if self.segments is not None:
                     self.segments.add_snapshot(layer, at, snap)
+                    # With its pools' rows up to here, every block all layers have now passed goes out
+                    # at once: the last layer passes its boundaries one by one, so the front door writes
+                    # the chunk's blocks while that layer and the rest of the chunk still run.
+                    self.segments.take(layer, state)
+                    self.segments.publish_ready(self.sealed)
 
     def _live(self):
         return [None if self.written[i] else (g, self.positions[i], self.block_size) for i, g in enumerate(self.geometries)]

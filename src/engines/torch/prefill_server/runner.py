@@ -24,10 +24,14 @@ class Job:
         self.sealed_length = 0
         self.submitted = time.perf_counter()
         self.timings = {}
+        # Wall-clock stamps of the clock's start and stop (epoch ms) for the sealed manifest: the front
+        # door, on the same host, places the engine's clock in its own stage (engine_start, seal_seen).
+        self.stamps = {}
 
 
 async def run_job(job: Job, model, sidecar, root: str, max_chunk: int, device, stopping) -> None:
     t0 = time.perf_counter()
+    job.stamps['prefillStartAt'] = time.time() * 1000
     job.timings['queue'] = (t0 - job.submitted) * 1000
     job.state = 'running'
     session = None
@@ -56,8 +60,9 @@ async def run_job(job: Job, model, sidecar, root: str, max_chunk: int, device, s
         finally:
             hooks.remove()
         t1 = time.perf_counter()
+        job.stamps['prefillEndAt'] = time.time() * 1000
         job.timings['prefill'] = (t1 - t0) * 1000
-        m = session.finish({'prefill': job.timings['prefill']})
+        m = session.finish({'queue': job.timings['queue'], 'prefill': job.timings['prefill'], **job.stamps})
         job.timings['finish'] = (time.perf_counter() - t1) * 1000
         job.state, job.sealed_length = m['state'], m['sealedLength']
     except BaseException as e:  # noqa: B902 - every failure seals the capture failed
