@@ -7,11 +7,15 @@
 // per weight shape over --repeats more (which projections grow with the batch, at what mean rows per
 // call). With --compare-decode-tile (version 4) every timed step is followed by one with the
 // matmul's decode tile off (setDecodeTile(false): the kernels before it, the same bits), so each
-// level also reports the step before the tile, measured in the same run. One JSON record in --out;
-// nothing is asserted.
+// level also reports the step before the tile, measured in the same run. With --compare-exact-fma
+// (version 5) the second step runs the decode tile without its fused exact-product steps
+// (setExactProductFma(false), the same bits; docs/kernels.md "Decode tile"), reported as
+// before_exact_fma. Every timed step also records its process CPU time (user + system, all
+// threads: on a loaded machine the wall clock mostly counts waits for a core). One JSON record in
+// --out; nothing is asserted.
 //
 //   npx tsx protocols/batch-step.ts --model DIR [--levels 1,2,4,8] [--prompt 64] [--repeats 8] [--threads N]
-//                                   [--compare-decode-tile]
+//                                   [--compare-decode-tile | --compare-exact-fma]
 import { mkdir, writeFile } from 'node:fs/promises'
 import { cpus, loadavg } from 'node:os'
 import { join, resolve } from 'node:path'
@@ -30,6 +34,7 @@ const USAGE = `Usage: npx tsx protocols/batch-step.ts --model DIR [options]
   --repeats N     timed steps per level, levels interleaved (default 8)
   --threads N     kernel threads (default: PD_KERNEL_THREADS, else the machine's cores)
   --compare-decode-tile  also time each step with the decode tile off, interleaved (the before figures)
+  --compare-exact-fma    also time each step without the decode tile's fused exact-product steps, interleaved
   --out DIR       where the record goes (default results/batch)
   --note TEXT     kept in the record`
 
@@ -37,7 +42,8 @@ const { values: opts } = parseArgs({
   options: {
     model: { type: 'string' }, levels: { type: 'string', default: '1,2,4,8' }, prompt: { type: 'string', default: '64' },
     repeats: { type: 'string', default: '8' }, threads: { type: 'string' }, out: { type: 'string', default: join(REPO, 'results', 'batch') },
-    note: { type: 'string', default: '' }, 'compare-decode-tile': { type: 'boolean', default: false }, help: { type: 'boolean' },
+    note: { type: 'string', default: '' }, 'compare-decode-tile': { type: 'boolean', default: false },
+    'compare-exact-fma': { type: 'boolean', default: false }, help: { type: 'boolean' },
   },
 })
 if (opts.help === true || opts.model === undefined) {
@@ -54,13 +60,23 @@ if ([...levels, promptTokens, repeats, addon.getThreads()].some((v) => !Number.i
   process.exit(2)
 }
 
-const compare = opts['compare-decode-tile'] === true
-if (compare && addon.setDecodeTile === undefined) {
-  console.error('batch-step: --compare-decode-tile needs an addon with setDecodeTile: run npm run build:native')
+const compareTile = opts['compare-decode-tile'] === true
+const compareFma = opts['compare-exact-fma'] === true
+const compare = compareTile || compareFma
+if (compareTile && compareFma) {
+  console.error(`batch-step: --compare-decode-tile and --compare-exact-fma compare one change at a time\n${USAGE}`)
   process.exit(2)
 }
-/** The decode tile on (true) or off; without --compare-decode-tile it is never touched. */
-const setTile = (on: boolean): void => { if (compare) addon.setDecodeTile!(on) }
+if ((compareTile && addon.setDecodeTile === undefined) || (compareFma && addon.setExactProductFma === undefined)) {
+  console.error('batch-step: this addon build has no setDecodeTile or setExactProductFma: run npm run build:native')
+  process.exit(2)
+}
+/** The compared change on (true) or off; without a --compare flag nothing is touched. */
+const setTile = (on: boolean): void => {
+  if (compareTile) addon.setDecodeTile!(on)
+  if (compareFma) addon.setExactProductFma!(on)
+}
+const beforeField = compareFma ? 'before_exact_fma' : 'before_decode_tile'
 
 const engine = await DeepseekV4Engine.load(opts.model, 'decoder')
 const vocab = engine.config.vocabSize
@@ -76,16 +92,18 @@ function caches (b: number): ModelCache[] {
 }
 const tokensFor = (b: number): number[] => Array.from({ length: b }, (_, i) => 2 + (i * 31) % (vocab - 3))
 
-const byLevel = new Map(levels.map((b) => [b, { caches: caches(b), ms: [] as number[], beforeMs: [] as number[] }]))
+const byLevel = new Map(levels.map((b) => [b, { caches: caches(b), ms: [] as number[], beforeMs: [] as number[], cpuMs: [] as number[], beforeCpuMs: [] as number[] }]))
 for (const b of levels) engine.decodeBatch(tokensFor(b), byLevel.get(b)!.caches) // warm: first-call costs
 for (let r = 0; r < repeats; r++) {
   for (const b of levels) {
     const level = byLevel.get(b)!
     for (const on of compare ? [true, false] : [true]) {
       setTile(on)
-      const t0 = performance.now()
+      const t0 = performance.now(), c0 = process.cpuUsage()
       engine.decodeBatch(tokensFor(b), level.caches)
+      const cpu = process.cpuUsage(c0)
       ;(on ? level.ms : level.beforeMs).push(performance.now() - t0)
+      ;(on ? level.cpuMs : level.beforeCpuMs).push((cpu.user + cpu.system) / 1000)
     }
   }
 }
@@ -115,12 +133,15 @@ const median = (xs: number[]): number => {
   return s.length % 2 === 1 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2
 }
 const one = byLevel.get(Math.min(...levels))!
-/** The step with the decode tile off, interleaved with the timed steps above (version 4). */
+/** The step with the compared change off, interleaved with the timed steps above (versions 4 and 5). */
 function beforeTile (b: number): Record<string, number> | undefined {
   if (!compare) return undefined
   const ms = byLevel.get(b)!.beforeMs
   return {
     step_ms_min: Math.min(...ms), step_ms_median: median(ms), tokens_per_s_median: b * 1000 / median(ms),
+    step_cpu_ms_median: median(byLevel.get(b)!.beforeCpuMs),
+    /** Median CPU time of a step before over with. */
+    cpu_speedup_median: median(byLevel.get(b)!.beforeCpuMs) / median(byLevel.get(b)!.cpuMs),
     throughput_vs_smallest_median: (b / median(ms)) / (Math.min(...levels) / median(one.beforeMs)),
     throughput_vs_smallest_best: (b / Math.min(...ms)) / (Math.min(...levels) / Math.min(...one.beforeMs)),
     /** Median step before the tile over the median step with it. */
@@ -130,7 +151,7 @@ function beforeTile (b: number): Record<string, number> | undefined {
 const rows = levels.map((b) => {
   const ms = byLevel.get(b)!.ms
   const row = {
-    batch: b, step_ms_min: Math.min(...ms), step_ms_median: median(ms),
+    batch: b, step_ms_min: Math.min(...ms), step_ms_median: median(ms), step_cpu_ms_median: median(byLevel.get(b)!.cpuMs),
     tokens_per_s_best: b * 1000 / Math.min(...ms), tokens_per_s_median: b * 1000 / median(ms),
     throughput_vs_smallest_median: (b / median(ms)) / (Math.min(...levels) / median(one.ms)),
     // Best steps: the least disturbed by other jobs on a shared machine.
@@ -139,24 +160,24 @@ const rows = levels.map((b) => {
     one_step_inside_kernels: clocks.get(b)!,
     /** Mean per step over --repeats more steps: the bf16 matmul per weight shape k x n (calls, mean rows per call, ms, MiB of W read). */
     one_step_matmul_bf16_by_shape: shapes.get(b)!,
-    before_decode_tile: beforeTile(b),
+    [beforeField]: beforeTile(b),
   }
   const top = Object.entries(row.one_step_inside_kernels.kernels).slice(0, 5).map(([k, v]) => `${k} ${v.ms.toFixed(1)} ms`).join(', ')
   const bigShapes = row.one_step_matmul_bf16_by_shape.slice(0, 4).map((s) => `${s.shape} m=${s.meanRows.toFixed(1)} ${s.ms.toFixed(1)} ms`).join(', ')
   console.error(`batch-step: B=${b}: bf16 matmul by shape: ${bigShapes}`)
   console.error(`batch-step: B=${b}: step ${row.step_ms_median.toFixed(1)} ms median (${row.step_ms_min.toFixed(1)} min), ${row.tokens_per_s_median.toFixed(1)} tok/s, ${row.throughput_vs_smallest_median.toFixed(2)}x (best ${row.throughput_vs_smallest_best.toFixed(2)}x); ${top}`)
-  const before = row.before_decode_tile
-  if (before !== undefined) console.error(`batch-step: B=${b}: before the decode tile ${before.step_ms_median.toFixed(1)} ms median (${before.step_ms_min.toFixed(1)} min), ${before.throughput_vs_smallest_median.toFixed(2)}x (best ${before.throughput_vs_smallest_best.toFixed(2)}x); tile ${before.tile_speedup_median.toFixed(2)}x faster`)
+  const before = beforeTile(b)
+  if (before !== undefined) console.error(`batch-step: B=${b}: before (${beforeField}) ${before.step_ms_median.toFixed(1)} ms median (${before.step_ms_min.toFixed(1)} min), ${before.throughput_vs_smallest_median.toFixed(2)}x (best ${before.throughput_vs_smallest_best.toFixed(2)}x); now ${before.tile_speedup_median.toFixed(2)}x faster by the wall clock, ${before.cpu_speedup_median.toFixed(2)}x by CPU time`)
   return row
 })
 const at = new Date().toISOString()
 const cfg = engine.config
 const record = {
-  kind: 'batch-step', version: compare ? 4 : 3, at, note: opts.note,
+  kind: 'batch-step', version: compareFma ? 5 : compareTile ? 4 : 3, at, note: opts.note,
   machine: { cpu: cpus()[0]?.model ?? 'unknown', cores: cpus().length, threads: addon.getThreads(), kernel_pool: addon.threadPool ?? null, isa: addon.isa, node: process.version },
   load_average: loadavg(),
   model: { dir_name: opts.model.split('/').filter(Boolean).at(-1), hidden_size: cfg.hiddenSize, layers: cfg.numHiddenLayers, experts: cfg.nRoutedExperts, experts_per_token: cfg.numExpertsPerTok, profile: 'decoder' },
-  settings: { levels, prompt_tokens: promptTokens, repeats, widest, compare_decode_tile: compare },
+  settings: { levels, prompt_tokens: promptTokens, repeats, widest, compare_decode_tile: compareTile, compare_exact_fma: compareFma },
   levels: rows,
 }
 await mkdir(opts.out, { recursive: true })

@@ -4,16 +4,19 @@
 // the time it waited for a core, its CPU time only the work it did. The two kernels alternate call by
 // call on the same inputs; per shape and thread count the median of --calls calls each (the first
 // two of each dropped as warm-up). CPU time sums every thread's work, so at 2 threads it shows what a
-// kernel costs, not how well it splits. One JSON record in --out; nothing is asserted.
+// kernel costs, not how well it splits. With --compare exact-fma (version 2 of the record) the two legs
+// are the decode tile with and without its fused steps for exact products (setExactProductFma, the
+// same bits), on bf16 activations as the decoder feeds it. One JSON record in --out; nothing is asserted.
 //
-//   npx tsx protocols/bench-matmul-cpu.ts [--shapes 16:4096:4096,...] [--threads 1,2] [--calls 20] [--note TEXT]
+//   npx tsx protocols/bench-matmul-cpu.ts [--shapes 16:4096:4096,...] [--threads 1,2] [--calls 20]
+//                                         [--compare legacy|exact-fma] [--note TEXT]
 import { mkdir, writeFile } from 'node:fs/promises'
 import { cpus, loadavg } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { loadNativeKernels } from '../src/kernels/native.ts'
-import { f32ToBf16 } from '../src/numerics/bf16.ts'
+import { f32ToBf16, roundBf16 } from '../src/numerics/bf16.ts'
 import { filled } from './lib/bench-timing.ts'
 
 const REPO = resolve(fileURLToPath(new URL('..', import.meta.url)))
@@ -22,12 +25,14 @@ const USAGE = `Usage: npx tsx protocols/bench-matmul-cpu.ts [options]
   --shapes L    m:k:n triples, comma-separated (default: m = 8, 16, 24, 32 at the largest W, and m = 16 at the others of bench-matmul.ts)
   --threads L   kernel thread counts, comma-separated (default 1,2)
   --calls N     calls per kernel, shape and thread count (default 20; the first two dropped)
+  --compare C   legacy (default): lane-major against the earlier tiles; exact-fma: the decode tile
+                with its fused exact-product steps against without them, x rounded to bf16
   --out DIR     where the record goes (default results/kernels-compare)
   --note TEXT   kept in the record`
 const { values: opts } = parseArgs({
   options: {
     shapes: { type: 'string', default: '16:256:256,16:1024:1024,16:4096:1024,16:1024:4096,8:4096:4096,16:4096:4096,24:4096:4096,32:4096:4096' },
-    threads: { type: 'string', default: '1,2' }, calls: { type: 'string', default: '20' },
+    threads: { type: 'string', default: '1,2' }, calls: { type: 'string', default: '20' }, compare: { type: 'string', default: 'legacy' },
     out: { type: 'string', default: join(REPO, 'results', 'kernels-compare') }, note: { type: 'string', default: '' }, help: { type: 'boolean' },
   },
 })
@@ -51,9 +56,13 @@ const shapes = opts.shapes.split(',').map((s) => {
 const threadCounts = opts.threads.split(',').map((s) => int('threads', s, 1))
 const calls = int('calls', opts.calls, 3)
 
+if (opts.compare !== 'legacy' && opts.compare !== 'exact-fma') usage(`--compare: ${JSON.stringify(opts.compare)} is not legacy or exact-fma`)
+const exactFma = opts.compare === 'exact-fma'
 const addon = loadNativeKernels()
-if (addon.setLegacyMatmul === undefined) usage('this addon build has no setLegacyMatmul: run npm run build:native')
-const setLegacy = addon.setLegacyMatmul
+if (addon.setLegacyMatmul === undefined || addon.setExactProductFma === undefined) usage('this addon build has no setLegacyMatmul or setExactProductFma: run npm run build:native')
+// The old leg: the earlier tiles, or the decode tile without its fused steps.
+const toggle = exactFma ? (old: boolean) => addon.setExactProductFma!(!old) : addon.setLegacyMatmul
+const NAMES = exactFma ? { now: 'fused', old: 'unfused' } : { now: 'lane_major', old: 'earlier' }
 const LANES8 = 0
 const median = (xs: number[]): number => {
   const s = [...xs].sort((a, b) => a - b)
@@ -66,12 +75,13 @@ for (const threads of threadCounts) {
   addon.setThreads(threads)
   for (const [m, k, n] of shapes) {
     const x = filled(m * k, 1)
+    if (exactFma) for (let i = 0; i < x.length; i++) x[i] = roundBf16(x[i])
     const w = Uint16Array.from(filled(n * k, 2), (v) => f32ToBf16(v))
     const out = new Float32Array(m * n)
     const legs = { 'lane-major': { cpu: [] as number[], wall: [] as number[] }, earlier: { cpu: [] as number[], wall: [] as number[] } }
     for (let c = 0; c < calls; c++) {
       for (const leg of c % 2 === 0 ? ['lane-major', 'earlier'] as const : ['earlier', 'lane-major'] as const) {
-        setLegacy(leg === 'earlier')
+        toggle(leg === 'earlier')
         const c0 = process.cpuUsage(), w0 = performance.now()
         addon.matmulBf16(x, m, k, w, n, out, false, LANES8)
         const wall = performance.now() - w0, u = process.cpuUsage(c0)
@@ -81,26 +91,26 @@ for (const threads of threadCounts) {
         }
       }
     }
-    setLegacy(false)
+    toggle(false)
     const row = {
       shape: `m=${m} k=${k} n=${n}`, threads,
-      lane_major: { cpu_ms_median: median(legs['lane-major'].cpu), wall_ms_median: median(legs['lane-major'].wall) },
-      earlier: { cpu_ms_median: median(legs.earlier.cpu), wall_ms_median: median(legs.earlier.wall) },
+      [NAMES.now]: { cpu_ms_median: median(legs['lane-major'].cpu), wall_ms_median: median(legs['lane-major'].wall) },
+      [NAMES.old]: { cpu_ms_median: median(legs.earlier.cpu), wall_ms_median: median(legs.earlier.wall) },
       speedup_cpu: median(legs.earlier.cpu) / median(legs['lane-major'].cpu),
       speedup_wall: median(legs.earlier.wall) / median(legs['lane-major'].wall),
     }
     rows.push(row)
-    console.log(`${row.shape} threads=${threads}: lane-major over earlier ${row.speedup_cpu.toFixed(2)}x by CPU time, ${row.speedup_wall.toFixed(2)}x by the wall clock`)
+    console.log(`${row.shape} threads=${threads}: ${NAMES.now} over ${NAMES.old} ${row.speedup_cpu.toFixed(2)}x by CPU time, ${row.speedup_wall.toFixed(2)}x by the wall clock`)
   }
 }
 const record = {
-  kind: 'matmul-cpu-time', version: 1, at: startedAt, note: opts.note,
+  kind: 'matmul-cpu-time', version: exactFma ? 2 : 1, at: startedAt, note: opts.note, compare: opts.compare,
   machine: { cpu: cpus()[0]?.model.trim() ?? 'unknown', cores: cpus().length, node: process.version, isa: addon.isa, kernel_pool: addon.threadPool },
   load_average: { before: loadBefore.map((v) => Number(v.toFixed(2))), after: loadavg().map((v) => Number(v.toFixed(2))) },
-  settings: { calls, dropped: 2, order: 'the two kernels alternate call by call, the first of each pair swapped every call', clock: 'process.cpuUsage (user + system) and performance.now around each call' },
+  settings: { calls, dropped: 2, x: exactFma ? 'rounded to bf16' : 'float32', order: 'the two kernels alternate call by call, the first of each pair swapped every call', clock: 'process.cpuUsage (user + system) and performance.now around each call' },
   rows,
 }
 await mkdir(opts.out, { recursive: true })
-const file = join(opts.out, `${startedAt.replace(/[:.]/g, '-')}-matmul-cpu.json`)
+const file = join(opts.out, `${startedAt.replace(/[:.]/g, '-')}-matmul-cpu${exactFma ? '-exact-fma' : ''}.json`)
 await writeFile(file, `${JSON.stringify(record, null, 2)}\n`)
 console.log(JSON.stringify({ record: file }))

@@ -158,6 +158,17 @@ Napi::Value SetDecodeTile (const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// setExactProductFma (on): off, the decode tile's lanes8 steps never run fused, even where every
+// product is exact (same bits), for benchmarks only.
+Napi::Value SetExactProductFma (const Napi::CallbackInfo& info) {
+  if (info.Length() < 1 || !info[0].IsBoolean()) {
+    Napi::TypeError::New(info.Env(), "setExactProductFma: on must be a boolean").ThrowAsJavaScriptException();
+    return info.Env().Undefined();
+  }
+  pdb::set_matmul_exact_fma(info[0].As<Napi::Boolean>().Value());
+  return info.Env().Undefined();
+}
+
 // measureStreamGbps (threads, bytes, repeats)
 Napi::Value MeasureStreamGbps (const Napi::CallbackInfo& info) {
   size_t threads = 0, bytes = 0, repeats = 0;
@@ -214,6 +225,7 @@ static Napi::Object Init (Napi::Env env, Napi::Object exports) {
   exports.Set("measurePeakGflops", Napi::Function::New(env, MeasurePeakGflops, "measurePeakGflops"));
   exports.Set("setLegacyMatmul", Napi::Function::New(env, SetLegacyMatmul, "setLegacyMatmul"));
   exports.Set("setDecodeTile", Napi::Function::New(env, SetDecodeTile, "setDecodeTile"));
+  exports.Set("setExactProductFma", Napi::Function::New(env, SetExactProductFma, "setExactProductFma"));
   exports.Set("measureStreamGbps", Napi::Function::New(env, MeasureStreamGbps, "measureStreamGbps"));
   return exports;
 }

@@ -93,12 +93,15 @@ const KernelTable& kernels () {
 namespace {
 std::atomic<bool> g_matmul_legacy{false};
 std::atomic<bool> g_matmul_decode_tile{true};
+std::atomic<bool> g_matmul_exact_fma{true};
 }  // namespace
 
 bool matmul_legacy_tiles () { return g_matmul_legacy.load(std::memory_order_relaxed); }
 void set_matmul_legacy_tiles (bool on) { g_matmul_legacy.store(on, std::memory_order_relaxed); }
 bool matmul_decode_tile () { return g_matmul_decode_tile.load(std::memory_order_relaxed); }
 void set_matmul_decode_tile (bool on) { g_matmul_decode_tile.store(on, std::memory_order_relaxed); }
+bool matmul_exact_fma () { return g_matmul_exact_fma.load(std::memory_order_relaxed); }
+void set_matmul_exact_fma (bool on) { g_matmul_exact_fma.store(on, std::memory_order_relaxed); }
 
 void matmul_f32 (const float* x, size_t m, size_t k, const float* w, size_t n, float* y,
                  bool round_bf16, MatmulOrder order, int threads) {

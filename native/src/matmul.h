@@ -36,4 +36,10 @@ void set_matmul_legacy_tiles (bool on);
 bool matmul_decode_tile ();
 void set_matmul_decode_tile (bool on);
 
+// The decode tile's lanes8 steps run as one fma where every product is exact (exact_products.h;
+// default on); off, as a rounded mul then add throughout, the same bits. For benchmarks only:
+// setExactProductFma.
+bool matmul_exact_fma ();
+void set_matmul_exact_fma (bool on);
+
 }  // namespace pdb

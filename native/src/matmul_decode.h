@@ -20,6 +20,10 @@
 #include "kernel_order.h"
 #include "parallel.h"
 #if defined(PDB_ISA_AVX512)
+#include <type_traits>
+
+#include "exact_products.h"
+#include "matmul.h"
 #include "matmul_zmm.h"
 #endif
 
@@ -211,10 +215,23 @@ inline void pair_tile_any (size_t pp, size_t nc, const float* xp, size_t ps, con
   }
 }
 
-// y rows [0, m), columns [j0, j1), x packed in pairs at xp (pair p at xp + p * k8 * 2).
+// Whether a chunk's lane steps may run fused in the unfused order: x (its range `xr`) and the chunk's
+// weights give exact products (exact_products.h), so fma is the rounded mul then add, bit for bit.
+template <class W>
+PDB_INLINE bool chunk_exact (const exact::Range& xr, const typename W::Code* w, size_t k, size_t c0, size_t nc,
+                             size_t k0, size_t len8) {
+  if constexpr (std::is_same_v<typename W::Code, uint16_t>) {
+    return xr.ok && exact::products_exact(xr, exact::w_range(w, k, c0, nc, k0, len8));
+  } else {
+    (void)w; (void)k; (void)c0; (void)nc; (void)k0; (void)len8;
+    return false;                       // float32 weights: products are rounded
+  }
+}
+
+// y rows [0, m), columns [j0, j1), x packed in pairs at xp (pair p at xp + p * k8 * 2), its range xr.
 template <class W, bool Fused>
-void pair_columns (const float* x, const float* xp, size_t m, size_t k, const typename W::Code* w, size_t n, float* y,
-                   bool to_bf16, size_t j0, size_t j1) {
+void pair_columns (const float* x, const float* xp, const exact::Range& xr, size_t m, size_t k,
+                   const typename W::Code* w, size_t n, float* y, bool to_bf16, size_t j0, size_t j1) {
   alignas(64) float wg[kGroupCols * kChunk];
   alignas(64) float acc[(kMaxRows / 2) * kGroupCols * 16];
   const size_t k8 = k - k % 8, pairs = (m + 1) / 2, pair_stride = k8 * 2;
@@ -224,12 +241,15 @@ void pair_columns (const float* x, const float* xp, size_t m, size_t k, const ty
       const size_t len8 = k8 - k0 < kChunk ? k8 - k0 : kChunk;
       widen<W>(w, k, c0, nc, k0, len8, wg);
       prefetch_ahead<W>(w, k, c0, k0, j1);
+      const bool fused = Fused || chunk_exact<W>(xr, w, k, c0, nc, k0, len8);
       for (size_t p0 = 0; p0 < pairs; p0 += kZmmPairs) {
         const size_t pp = pairs - p0 < size_t(kZmmPairs) ? pairs - p0 : size_t(kZmmPairs);
         for (size_t c = 0; c < nc; c += kZmmCols) {
           const size_t cc = nc - c < size_t(kZmmCols) ? nc - c : size_t(kZmmCols);
-          pair_tile_any<Fused>(pp, cc, xp + p0 * pair_stride + k0 * 2, pair_stride, wg + c * kChunk, len8,
-                               acc + (p0 * kGroupCols + c) * 16, k0 == 0);
+          const float* xt = xp + p0 * pair_stride + k0 * 2;
+          float* at = acc + (p0 * kGroupCols + c) * 16;
+          if (fused) pair_tile_any<true>(pp, cc, xt, pair_stride, wg + c * kChunk, len8, at, k0 == 0);
+          else pair_tile_any<false>(pp, cc, xt, pair_stride, wg + c * kChunk, len8, at, k0 == 0);
         }
       }
       if (k8 == 0) break;
@@ -257,8 +277,12 @@ void matmul (const float* x, size_t m, size_t k, const typename W::Code* w, size
   scratch.resize(pairs * k8 * 2 + 1);
   float* xp = scratch.data();
   zmm::pack_pairs(x, m, k, k8, xp, 0, pairs);
+  // The lanes8 order's steps run fused where the products are exact (the same bits, one instruction).
+  exact::Range xr;
+  xr.ok = false;
+  if (!Fused && matmul_exact_fma()) xr = exact::x_range(xp, pairs * k8 * 2);
   parallel_ranges(n, kGroupCols, threads, [&](size_t j0, size_t j1) {
-    pair_columns<W, Fused>(x, xp, m, k, w, n, y, to_bf16, j0, j1);
+    pair_columns<W, Fused>(x, xp, xr, m, k, w, n, y, to_bf16, j0, j1);
   });
 #else
   parallel_ranges(n, kGroupCols, threads, [&](size_t j0, size_t j1) {

@@ -15,7 +15,8 @@
 #                     (protocols/decoder-scaling/bench.ts; PD_SCALING_LEGS picks other legs)
 #   long:S[@T]        the same for long prompts, ours and llama.cpp bf16 only (default threads 16)
 #   batch[:L][@T]     where a batched decode step goes (protocols/batch-step.ts): batches L (default
-#                     1,2,4,8) of 64-token sequences on our engine, at each thread count T (default 2,16)
+#                     1,2,4,8) of 64-token sequences on our engine, at each thread count T (default 2,16);
+#                     PD_SCALING_BATCH_FLAGS adds batch-step.ts flags (e.g. --compare-exact-fma)
 #   addons[@T]        pack.sh's baseline addon (PD_SCALING_BASELINE at pack time) against this tree's,
 #                     kernel by kernel, and each kernel's share of a 1,024-token prefill
 #                     (protocols/bench-addons.ts), at threads T (default 2,16)
@@ -86,7 +87,7 @@ for step in "${steps[@]}"; do
       [ -z "$levels" ] && levels=1,2,4,8
       for t in $(echo "${threads:-2,16}" | tr , ' '); do
         timeout "$(( $(left) - 10 ))" node node_modules/tsx/dist/cli.mjs protocols/batch-step.ts --model "$state/models/$preset-seed1" \
-          --levels "$levels" --threads "$t" --note "$(host_label)" || log "batch at $t threads failed or ran out of time"
+          --levels "$levels" --threads "$t" --note "$(host_label)" ${PD_SCALING_BATCH_FLAGS:-} || log "batch at $t threads failed or ran out of time"
       done
       ;;
     addons)

@@ -65,6 +65,8 @@ export interface NativeKernels {
   setLegacyMatmul?: (on: boolean) => void
   /** false: the lanes8 orders in the decode tile's range (4..16 rows; 6..16 in avx2, portable) run the kernels before it (the same bits); benchmarks only. */
   setDecodeTile?: (on: boolean) => void
+  /** Benchmarks only: off, the decode tile never fuses the lanes8 steps of exact products (same bits). */
+  setExactProductFma?: (on: boolean) => void
   setThreads (n: number): void
   getThreads (): number
   measurePeakGflops (threads: number, millis: number): number
