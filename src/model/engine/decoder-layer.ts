@@ -7,6 +7,7 @@ import type { LayerCache } from './cache.ts'
 import { hcPost, hcPre, type HcParams, type HcShape } from './hyper-connections.ts'
 import type { Moe } from './moe.ts'
 import { weightedRmsNorm } from './norms.ts'
+import { scratch } from './scratch.ts'
 
 /** Sees each layer's attention input: exactly the rows [count, hidden] the attention block receives. */
 export type AttnInputHook = (layer: number, startPos: number, rows: Float32Array, count: number) => void
@@ -48,7 +49,8 @@ export class DecoderLayer {
       hook(this.index, segments[0].start, x, n)
     }
     const attn = this.attention.forwardSegments(x, segments)
-    h = hcPost(h, n, a, attn, hcShape, act)
+    // The streams between the two sites live only inside this call: a scratch slot, not n * hc * hidden fresh floats.
+    h = hcPost(h, n, a, attn, hcShape, act, scratch('layer-mid-streams', h.length))
     // FFN site.
     const f = hcPre(h, n, w.ffnHc, hcShape, act)
     const y = weightedRmsNorm(f.collapsed, n, hidden, w.postNorm, eps, act)
