@@ -10,6 +10,7 @@ import { compressTokens, type CompressorParams } from '../../src/model/engine/co
 import { sinkhorn } from '../../src/model/engine/hyper-connections.ts'
 import { weightedRmsNorm } from '../../src/model/engine/norms.ts'
 import { RopeTables } from '../../src/model/engine/rope-tables.ts'
+import { scratch } from '../../src/model/engine/scratch.ts'
 import { ropeInvFreq, ropeTable } from '../../src/model/rope.ts'
 import { f32ToBf16, roundBf16 } from '../../src/numerics/bf16.ts'
 import { firstBitDifference } from './helpers.ts'
@@ -221,5 +222,23 @@ describe('activation rounding', () => {
     const y = bf16.roundAll(x.slice())
     expect(Array.from(y)).toEqual([1, 1 + 2 ** -6, roundBf16(-0.1)])
     expect(firstBitDifference(bf16.roundAll(y.slice()), y)).toBe(-1)
+  })
+})
+
+describe('scratch slots: one buffer per slot, reused, grown when a call needs more', () => {
+  it('gives views of the asked length; a smaller ask reuses the buffer, a larger one replaces it; slots never share memory', () => {
+    const a = scratch('components-test-a', 8)
+    expect(a.length).toBe(8)
+    a.fill(7)
+    const again = scratch('components-test-a', 5)
+    expect(again.length).toBe(5)
+    expect(again.buffer).toBe(a.buffer)
+    expect([...again]).toEqual([7, 7, 7, 7, 7])
+    const b = scratch('components-test-b', 8)
+    expect(b.buffer).not.toBe(a.buffer)
+    const grown = scratch('components-test-a', 9)
+    expect(grown.length).toBe(9)
+    expect(grown.buffer).not.toBe(a.buffer)
+    expect(scratch('components-test-a', 3).buffer).toBe(grown.buffer)
   })
 })

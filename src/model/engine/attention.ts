@@ -14,6 +14,7 @@ import { coreAttention } from './core-attention.ts'
 import { Indexer } from './indexer.ts'
 import type { ModelNumerics } from './numerics.ts'
 import { unweightedRmsNormRows, weightedRmsNorm } from './norms.ts'
+import { scratch } from './scratch.ts'
 
 /** Sizes and constants shared by every layer. */
 export interface AttentionShape {
@@ -155,13 +156,14 @@ export class Attention {
 
     // Queries: q_a -> q_a_norm (the q residual) -> q_b -> per-head unweighted norm -> rope.
     const qResidual = weightedRmsNorm(act.roundAll(w.qA.apply(x, total)), total, w.qA.outFeatures, w.qANorm, rmsEps, act)
-    const q = act.roundAll(w.qB.apply(qResidual, total))
+    // q and o live only inside this call (scratch slots: no per-layer zero-fill of [rows, heads, headDim]).
+    const q = act.roundAll(w.qB.apply(qResidual, total, scratch('attn-q', total * qWidth)))
     unweightedRmsNormRows(q, total * heads, d, rmsEps, act)
     // The kv path's and the indexer's projections, once over every row too.
     const kvp = this.projectKv(x, total)
     const iq = this.indexer?.project(x, qResidual, total) ?? null
     const iWidth = s.indexHeads * s.indexHeadDim
-    const o = new Float32Array(total * qWidth)
+    const o = scratch('attn-out', total * qWidth)
     let row = 0
     for (const { n, start, cache } of segments) {
       const table = rope.table(w.ropeKind, start + n)
@@ -190,10 +192,11 @@ export class Attention {
         }
       }
 
-      const os = coreAttention({ q: qs, n, start, heads, headDim: d, keys, keyBase, window: s.window, entries, entriesFor, sinks: w.sinks }, act)
+      // Each segment's output straight into its rows of o (the kernel writes every element).
+      const os = coreAttention({ q: qs, n, start, heads, headDim: d, keys, keyBase, window: s.window, entries, entriesFor, sinks: w.sinks }, act,
+        o.subarray(row * qWidth, (row + n) * qWidth))
       // Undo the rope on the output's rope slice (K=V carried it into the values), at the query position.
       ropeRows(os, n, heads, d, nope, ropeDim, table.cos, table.sin, { firstTableRow: start, inverse: true })
-      o.set(os, row * qWidth)
       row += n
     }
     act.roundAll(o)
@@ -213,11 +216,12 @@ function groupedOutput (oA: Linear[], o: Float32Array, n: number, s: AttentionSh
   const r = s.oLoraRank
   if (oA.length !== g) throw new PdBridgeError(`attention: ${oA.length} o_a_proj group weights for o_groups ${g}`)
   const width = o.length / (n * g)
-  const rows = new Float32Array(n * width)
+  const rows = scratch('attn-group-rows', n * width)
+  const y = scratch('attn-group-out', n * r)
   const out = new Float32Array(n * g * r)
   for (let k = 0; k < g; k++) {
     for (let i = 0; i < n; i++) rows.set(o.subarray((i * g + k) * width, (i * g + k + 1) * width), i * width)
-    const y = oA[k].apply(rows, n)
+    oA[k].apply(rows, n, y)
     for (let i = 0; i < n; i++) out.set(y.subarray(i * r, (i + 1) * r), (i * g + k) * r)
   }
   return act.roundAll(out)

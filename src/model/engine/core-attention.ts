@@ -26,8 +26,8 @@ export interface CoreAttentionInput {
   sinks: Float32Array
 }
 
-/** Attention outputs [n, heads * headDim] (before the inverse rope). */
-export function coreAttention (a: CoreAttentionInput, act: ActivationRounding): Float32Array {
+/** Attention outputs [n, heads * headDim] (before the inverse rope), into `out` when given. */
+export function coreAttention (a: CoreAttentionInput, act: ActivationRounding, out?: Float32Array): Float32Array {
   const { n, heads, headDim: d, start, window } = a
   const keyCount = a.keys.length / d
   // Entries any query uses, mapped to rows after the window keys in one K=V table.
@@ -65,6 +65,6 @@ export function coreAttention (a: CoreAttentionInput, act: ActivationRounding): 
     offsets[i + 1] = k
   }
   const bf16 = act.bf16
-  return attentionMqa(a.q, n, heads, d, table, keyCount + used.length, offsets, keyIndex, a.sinks, Math.pow(d, -0.5), undefined,
+  return attentionMqa(a.q, n, heads, d, table, keyCount + used.length, offsets, keyIndex, a.sinks, Math.pow(d, -0.5), out,
     { roundScoresBf16: bf16, roundProbsBf16: bf16, roundOutBf16: bf16 })
 }

@@ -7,6 +7,7 @@ import type { LayerCache } from './cache.ts'
 import { hcPost, hcPre, type HcParams, type HcShape } from './hyper-connections.ts'
 import type { Moe } from './moe.ts'
 import { weightedRmsNorm } from './norms.ts'
+import { scratch } from './scratch.ts'
 
 /** Sees each layer's attention input: exactly the rows [count, hidden] the attention block receives. */
 export type AttnInputHook = (layer: number, startPos: number, rows: Float32Array, count: number) => void
@@ -33,9 +34,10 @@ export class DecoderLayer {
    * The same for several sequences' rows at once (segment i: n_i rows of `tokens` and h, in order,
    * at positions start_i.. of its own cache). Everything but attention is row by row, and attention
    * keeps each segment to its own cache, so each segment's rows equal forward() of it alone.
-   * A hook (capture) runs on a single segment only.
+   * A hook (capture) runs on a single segment only. The new streams go into `out` when given (not h).
    */
-  forwardSegments (h: Float32Array, tokens: ArrayLike<number>, segments: readonly AttentionSegment[], hook?: AttnInputHook): Float32Array {
+  forwardSegments (h: Float32Array, tokens: ArrayLike<number>, segments: readonly AttentionSegment[], hook?: AttnInputHook,
+    out?: Float32Array): Float32Array {
     const { weights: w, hcShape, act } = this
     const hidden = hcShape.hidden
     const eps = hcShape.rmsEps
@@ -48,11 +50,12 @@ export class DecoderLayer {
       hook(this.index, segments[0].start, x, n)
     }
     const attn = this.attention.forwardSegments(x, segments)
-    h = hcPost(h, n, a, attn, hcShape, act)
+    // The streams between the two sites live only inside this call: a scratch slot, not n * hc * hidden fresh floats.
+    h = hcPost(h, n, a, attn, hcShape, act, scratch('layer-mid-streams', h.length))
     // FFN site.
     const f = hcPre(h, n, w.ffnHc, hcShape, act)
     const y = weightedRmsNorm(f.collapsed, n, hidden, w.postNorm, eps, act)
     const moe = this.moe.forward(y, n, tokens)
-    return hcPost(h, n, f, moe, hcShape, act)
+    return hcPost(h, n, f, moe, hcShape, act, out)
   }
 }

@@ -21,6 +21,7 @@ import { hcHead, type HcHeadParams, type HcParams, type HcShape } from './hyper-
 import { Moe, type MoeShape, type MoeWeights } from './moe.ts'
 import { modelNumerics, type ModelNumerics } from './numerics.ts'
 import { weightedRmsNorm } from './norms.ts'
+import { scratch } from './scratch.ts'
 
 export type { AttnInputHook } from './decoder-layer.ts'
 
@@ -115,8 +116,9 @@ export class DeepseekV4Model {
     const n = tokens.length
     const hidden = cfg.hiddenSize
 
-    // Embedding, copied into every residual stream.
-    let h: Float32Array = new Float32Array(n * cfg.hcMult * hidden)
+    // Embedding, copied into every residual stream. The streams between layers live only inside
+    // this call (the head copies its rows out): scratch slots, the layers alternating between two.
+    let h: Float32Array = scratch('model-embedded-streams', n * cfg.hcMult * hidden)
     const row = new Float32Array(hidden)
     for (let t = 0; t < n; t++) {
       this.weights.embedding(tokens[t], row)
@@ -125,7 +127,7 @@ export class DeepseekV4Model {
 
     this.layers.forEach((layer, i) => {
       const segments = sequences.map((s) => ({ n: s.tokens.length, start: s.cache.tokenCount, cache: s.cache.layers[i] }))
-      h = layer.forwardSegments(h, tokens, segments, hook)
+      h = layer.forwardSegments(h, tokens, segments, hook, scratch(i % 2 === 0 ? 'model-streams-even' : 'model-streams-odd', h.length))
     })
     for (const s of sequences) s.cache.tokenCount += s.tokens.length
 

@@ -4,6 +4,7 @@
 // the mixing weights and the new streams are cast to the activation dtype.
 import { expF32, hcCollapse, hcPost as hcPostKernel, matmulF32, rmsNorm, sigmoidF32 } from '../../kernels/index.ts'
 import type { ActivationRounding } from './activation.ts'
+import { scratch } from './scratch.ts'
 
 const fround = Math.fround
 
@@ -46,7 +47,8 @@ function ones (d: number): Float32Array {
 // Unweighted fp32 RMSNorm of each token's flattened streams, then the mixing logits.
 function mixLogits (h: Float32Array, n: number, s: HcShape, fn: Float32Array, outs: number): Float32Array {
   const width = s.hc * s.hidden
-  const flat = rmsNorm(h, n, width, ones(width), s.rmsEps)
+  // The flat norm lives only until the matmul has read it: a scratch slot, not n * hc * hidden fresh floats per site.
+  const flat = rmsNorm(h, n, width, ones(width), s.rmsEps, scratch('hc-flat-norm', n * width))
   return matmulF32(flat, n, width, fn, outs)
 }
 
@@ -120,11 +122,12 @@ export function hcPre (h: Float32Array, n: number, p: HcParams, s: HcShape, act:
 
 /**
  * Write a sublayer's output back: new_k = act(act(post_k * out) + act(sum_j comb[j][k] * h_j)),
- * post and comb first cast to the activation dtype (transformers' `.to(dtype)`). Returns new streams.
+ * post and comb first cast to the activation dtype (transformers' `.to(dtype)`). Returns new streams
+ * (in `out` when given: not h or sub).
  */
-export function hcPost (h: Float32Array, n: number, mix: HcMix, sub: Float32Array, s: HcShape, act: ActivationRounding): Float32Array {
+export function hcPost (h: Float32Array, n: number, mix: HcMix, sub: Float32Array, s: HcShape, act: ActivationRounding, out?: Float32Array): Float32Array {
   // The native kernel (src/kernels/hc-post.ts is its Math.fround reference, this loop as it was).
-  return hcPostKernel(h, n, mix.post, mix.comb, sub, s.hc, s.hidden, act.bf16)
+  return hcPostKernel(h, n, mix.post, mix.comb, sub, s.hc, s.hidden, act.bf16, out)
 }
 
 /** The hyper head's parameters. */
