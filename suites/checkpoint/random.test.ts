@@ -3,6 +3,8 @@ import { describe, it, expect } from 'vitest'
 import fc from 'fast-check'
 import { Xoshiro128, streamFor, assertSeed } from '../../src/model/checkpoint/random.ts'
 import { PdBridgeError } from '../../src/errors.ts'
+import { initialValues } from '../../src/model/checkpoint/init.ts'
+import { f32ToBf16, roundBf16 } from '../../src/numerics/bf16.ts'
 
 describe('xoshiro128** produces the reference sequence', () => {
   it('matches outputs computed independently (Python big-int arithmetic) from state [1, 2, 3, 4]', () => {
@@ -68,5 +70,36 @@ describe('nextNormal is a standard normal', () => {
     expect(Math.abs(mean)).toBeLessThan(0.022)
     expect(Math.abs(sumSq / n - mean * mean - 1)).toBeLessThan(0.032)
     expect(Math.abs(within / n - 0.682689)).toBeLessThan(0.01)
+  })
+})
+
+describe('fillNormals is nextNormal in bulk', () => {
+  it('gives the same values in order, for any stream and any split into chunks (the pair spare crossing chunks)', () => {
+    fc.assert(fc.property(fc.nat(), fc.array(fc.nat({ max: 9 }), { maxLength: 6 }), (seed, sizes) => {
+      const one = streamFor(seed, 'w')
+      const bulk = streamFor(seed, 'w')
+      for (const n of sizes) {
+        const z = new Float64Array(n)
+        bulk.fillNormals(z)
+        for (let i = 0; i < n; i++) expect(Object.is(z[i], one.nextNormal())).toBe(true)
+      }
+      // The state and the spare are where nextNormal would have left them.
+      expect([bulk.nextNormal(), bulk.nextNormal(), bulk.nextU32()]).toEqual([one.nextNormal(), one.nextNormal(), one.nextU32()])
+    }), { numRuns: 200 })
+  })
+
+  it('initialValues equals the value-by-value reference (normal, rounded to float32, then bf16) across chunk boundaries', () => {
+    const shape = [1, 65536 + 7]
+    const count = shape[1]
+    const reference = (encode: (x: number) => number) => {
+      const rng = streamFor(5, 'p')
+      return Array.from({ length: count }, () => encode(0.25 + 0.02 * rng.nextNormal()))
+    }
+    const bf16 = initialValues({ name: 'p', shape, dtype: 'BF16', role: 'linear', init: { kind: 'normal', mean: 0.25, std: 0.02, bf16Values: true } }, 5)
+    const differing = (got: ArrayLike<number>, want: number[]) => want.filter((w, i) => !Object.is(got[i], w)).length
+    expect(bf16.length).toBe(count)
+    expect(differing(bf16 as Uint16Array, reference(f32ToBf16))).toBe(0)
+    const f32 = initialValues({ name: 'p', shape, dtype: 'F32', role: 'linear', init: { kind: 'normal', mean: 0.25, std: 0.02, bf16Values: true } }, 5)
+    expect(differing(f32 as Float32Array, reference(roundBf16))).toBe(0)
   })
 })

@@ -1,14 +1,26 @@
 // Filling one parameter with its deterministic synthetic values.
-import { f32ToBf16, roundBf16 } from '../../numerics/bf16.ts'
+import { encodeBf16, roundBf16 } from '../../numerics/bf16.ts'
 import { PdBridgeError } from '../../errors.ts'
 import type { ParamSpec } from './params.ts'
-import { streamFor } from './random.ts'
+import { streamFor, type Xoshiro128 } from './random.ts'
 
 /** A parameter's values in its storage form: bf16 codes, float32 values or int64 ids. */
 export type ParamValues = Uint16Array | Float32Array | BigInt64Array
 
 function elementCount (shape: readonly number[]): number {
   return shape.reduce((a, b) => a * b, 1)
+}
+
+// Normals are drawn a chunk at a time (fillNormals: the same sequence as nextNormal one by one).
+const NORMALS_CHUNK = 1 << 16
+
+function forNormalChunks (rng: Xoshiro128, count: number, each: (z: Float64Array, start: number) => void): void {
+  const z = new Float64Array(Math.min(count, NORMALS_CHUNK))
+  for (let start = 0; start < count; start += NORMALS_CHUNK) {
+    const chunk = z.subarray(0, Math.min(NORMALS_CHUNK, count - start))
+    rng.fillNormals(chunk)
+    each(chunk, start)
+  }
 }
 
 /**
@@ -42,15 +54,23 @@ export function initialValues (spec: ParamSpec, seed: number): ParamValues {
   }
   if (spec.dtype === 'BF16') {
     const out = new Uint16Array(count)
-    for (let i = 0; i < count; i++) out[i] = f32ToBf16(init.mean + init.std * rng.nextNormal())
+    const scaled = new Float32Array(Math.min(count, NORMALS_CHUNK))
+    forNormalChunks(rng, count, (z, start) => {
+      // Storing into a Float32Array is the float32 rounding f32ToBf16 starts with.
+      const x = scaled.subarray(0, z.length)
+      for (let i = 0; i < z.length; i++) x[i] = init.mean + init.std * z[i]
+      encodeBf16(x, out.subarray(start, start + z.length))
+    })
     return out
   }
   if (spec.dtype === 'F32') {
     const out = new Float32Array(count)
-    for (let i = 0; i < count; i++) {
-      const x = init.mean + init.std * rng.nextNormal()
-      out[i] = init.bf16Values ? roundBf16(x) : x
-    }
+    forNormalChunks(rng, count, (z, start) => {
+      for (let i = 0; i < z.length; i++) {
+        const x = init.mean + init.std * z[i]
+        out[start + i] = init.bf16Values ? roundBf16(x) : x
+      }
+    })
     return out
   }
   throw new PdBridgeError(`${spec.name}: normal init cannot fill dtype ${spec.dtype}`)

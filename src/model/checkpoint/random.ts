@@ -10,6 +10,11 @@ function rotl (x: number, k: number): number {
   return ((x << k) | (x >>> (32 - k))) >>> 0
 }
 
+/** Left-rotate, result as a signed 32-bit integer (the same bits as rotl). */
+function rotlInt (x: number, k: number): number {
+  return (x << k) | (x >>> (32 - k))
+}
+
 /**
  * xoshiro128** (Blackman and Vigna): 128 bits of state, 32-bit outputs, all in integer math
  * (Math.imul, >>>), so every platform produces the same sequence.
@@ -72,6 +77,51 @@ export class Xoshiro128 {
     const angle = 2 * Math.PI * u2
     this.spareNormal = r * Math.sin(angle)
     return r * Math.cos(angle)
+  }
+
+  /**
+   * Fill `out` with the next out.length standard normals: the same values, in the same order, as
+   * calling nextNormal that many times (the pair's spare included, before and after), with the
+   * state in locals so a large tensor costs no call or property write per draw.
+   */
+  fillNormals (out: Float64Array): void {
+    const n = out.length
+    let i = 0
+    if (n > 0 && this.spareNormal !== undefined) {
+      out[i++] = this.spareNormal
+      this.spareNormal = undefined
+    }
+    // int32 locals: XOR, shifts and Math.imul give the same low 32 bits as the unsigned originals.
+    let s0 = this.s0 | 0
+    let s1 = this.s1 | 0
+    let s2 = this.s2 | 0
+    let s3 = this.s3 | 0
+    let t: number
+    let r1: number
+    let r2: number
+    let r3: number
+    let r4: number
+    while (i < n) {
+      r1 = Math.imul(rotlInt(Math.imul(s1, 5), 7), 9)
+      t = s1 << 9; s2 ^= s0; s3 ^= s1; s1 ^= s2; s0 ^= s3; s2 ^= t; s3 = rotlInt(s3, 11)
+      r2 = Math.imul(rotlInt(Math.imul(s1, 5), 7), 9)
+      t = s1 << 9; s2 ^= s0; s3 ^= s1; s1 ^= s2; s0 ^= s3; s2 ^= t; s3 = rotlInt(s3, 11)
+      r3 = Math.imul(rotlInt(Math.imul(s1, 5), 7), 9)
+      t = s1 << 9; s2 ^= s0; s3 ^= s1; s1 ^= s2; s0 ^= s3; s2 ^= t; s3 = rotlInt(s3, 11)
+      r4 = Math.imul(rotlInt(Math.imul(s1, 5), 7), 9)
+      t = s1 << 9; s2 ^= s0; s3 ^= s1; s1 ^= s2; s0 ^= s3; s2 ^= t; s3 = rotlInt(s3, 11)
+      const u1 = 1 - ((r1 >>> 5) * TWO_POW_26 + (r2 >>> 6)) / TWO_POW_53
+      const u2 = ((r3 >>> 5) * TWO_POW_26 + (r4 >>> 6)) / TWO_POW_53
+      const r = Math.sqrt(-2 * Math.log(u1))
+      const angle = 2 * Math.PI * u2
+      out[i++] = r * Math.cos(angle)
+      if (i < n) out[i++] = r * Math.sin(angle)
+      else this.spareNormal = r * Math.sin(angle)
+    }
+    this.s0 = s0 >>> 0
+    this.s1 = s1 >>> 0
+    this.s2 = s2 >>> 0
+    this.s3 = s3 >>> 0
   }
 }
 

@@ -7,10 +7,9 @@
 import { PdBridgeError } from '../../errors.ts'
 import { viewAs, type Tensor } from '../../formats/safetensors/index.ts'
 import type { GgmlType, GgufTensorSource, GgufValue } from '../../formats/gguf/index.ts'
-import { bf16ToF32, f32ToBf16 } from '../../numerics/bf16.ts'
-import { F16_MAX, f32ToF16 } from '../../numerics/f16.ts'
 import type { LoadedCheckpoint } from '../checkpoint/index.ts'
 import { paramDtype } from '../checkpoint/params.ts'
+import { convertFloats, FloatConversionError, type GgufFloatType } from './convert-floats.ts'
 import type { DeepseekV4Config } from '../config.ts'
 
 /** Something a GGUF for llama.cpp's deepseek4 cannot hold or llama.cpp would compute differently; the message names it. */
@@ -257,36 +256,12 @@ export function convertTensor (plan: GgufTensorPlan, t: Tensor): Uint8Array {
     }
     return new Uint8Array(out.buffer)
   }
-  const values = floatValues(plan, t)
-  if (plan.type === 'F32') return new Uint8Array(values.buffer, values.byteOffset, values.byteLength).slice()
-  const out = new Uint16Array(count)
-  if (plan.type === 'BF16') {
-    for (let i = 0; i < count; i++) out[i] = f32ToBf16(values[i])
+  try {
+    return convertFloats(t, plan.type as GgufFloatType, { source: plan.source, rows: plan.rows })
   }
-  else {
-    for (let i = 0; i < count; i++) {
-      if (Math.abs(values[i]) > F16_MAX) throw new GgufExportError(`tensor ${plan.source}: value ${values[i]} at ${i} overflows f16 (pass --type bf16 or f32)`)
-      out[i] = f32ToF16(values[i])
-    }
+  catch (err) {
+    throw err instanceof FloatConversionError ? new GgufExportError(err.message) : err
   }
-  return new Uint8Array(out.buffer)
-}
-
-// The float32 values of what is written: the whole tensor, or rows [from, to) of each expert.
-function floatValues (plan: GgufTensorPlan, t: Tensor): Float32Array {
-  const all = t.dtype === 'F32'
-    ? viewAs(t, 'F32')
-    : t.dtype === 'BF16'
-      ? Float32Array.from(viewAs(t, 'BF16'), bf16ToF32)
-      : (() => { throw new GgufExportError(`tensor ${plan.source}: dtype ${t.dtype} is not a float dtype`) })()
-  if (plan.rows === undefined) return all
-  const [experts, rows, cols] = t.shape
-  const [from, to] = plan.rows
-  const out = new Float32Array(experts * (to - from) * cols)
-  for (let e = 0; e < experts; e++) {
-    out.set(all.subarray((e * rows + from) * cols, (e * rows + to) * cols), e * (to - from) * cols)
-  }
-  return out
 }
 
 /** GGUF dims of a numpy shape: reversed (ggml lists the fastest-varying dimension first). */
