@@ -44,12 +44,10 @@ export class SegmentMirror {
   // GET one file of the capture: its bytes, or null on a 404 (not there yet). A polled file is asked
   // for with If-None-Match; its 304 means the bytes of the last 200.
   private async get (file: string, polled = false): Promise<Uint8Array | null> {
-    const url = `${this.o.baseUrl.replace(/\/+$/, '')}/captures/${encodeURIComponent(this.o.requestId)}/${file}`
-    const signal = AbortSignal.any([AbortSignal.timeout(this.o.timeoutMs), this.o.signal])
     const last = polled ? this.known.get(file) : undefined
     let res
     try {
-      res = await request(url, { headers: last === undefined ? this.o.headers : { ...this.o.headers, 'if-none-match': last.etag }, signal })
+      res = await request(this.fileUrl(file), { headers: last === undefined ? this.o.headers : { ...this.o.headers, 'if-none-match': last.etag }, signal: this.deadline() })
     } catch (e) {
       throw new PdBridgeError(`share: GET ${file}: ${(e as Error).message}`, { code: this.o.signal.aborted ? PD_ERR.SHARE_ABORTED : PD_ERR.SHARE_HTTP })
     }
@@ -57,10 +55,23 @@ export class SegmentMirror {
     if (res.statusCode === 304 && last !== undefined) return last.bytes
     if (res.statusCode === 404) return null
     if (res.statusCode !== 200) throw new PdBridgeError(`share: GET ${file} answered ${res.statusCode}`, { code: PD_ERR.SHARE_HTTP })
-    this.fetchedBytes += bytes.length
-    const etag = res.headers.etag
-    if (polled && typeof etag === 'string') this.known.set(file, { etag, bytes })
+    if (polled) this.remember(file, res.headers.etag, bytes)
+    else this.fetchedBytes += bytes.length
     return bytes
+  }
+
+  private fileUrl (file: string): string {
+    return `${this.o.baseUrl.replace(/\/+$/, '')}/captures/${encodeURIComponent(this.o.requestId)}/${file}`
+  }
+
+  private deadline (): AbortSignal {
+    return AbortSignal.any([AbortSignal.timeout(this.o.timeoutMs), this.o.signal])
+  }
+
+  // A 200 of a polled file: counted, and kept with its ETag so the next 304 answers with these bytes.
+  private remember (file: string, etag: string | string[] | undefined, bytes: Uint8Array): void {
+    this.fetchedBytes += bytes.length
+    if (typeof etag === 'string') this.known.set(file, { etag, bytes })
   }
 
   /**
@@ -72,18 +83,15 @@ export class SegmentMirror {
   async waitForChange (seconds: number): Promise<boolean> {
     const last = this.known.get(MANIFEST_FILE)
     if (last === undefined) return false
-    const url = `${this.o.baseUrl.replace(/\/+$/, '')}/captures/${encodeURIComponent(this.o.requestId)}/${MANIFEST_FILE}`
     try {
-      const res = await request(url, {
+      const res = await request(this.fileUrl(MANIFEST_FILE), {
         headers: { ...this.o.headers, 'if-none-match': last.etag, prefer: `wait=${seconds}` },
-        signal: AbortSignal.any([AbortSignal.timeout(this.o.timeoutMs), this.o.signal]),
+        signal: this.deadline(),
       })
       const bytes = new Uint8Array(await res.body.arrayBuffer())
       if (res.statusCode === 200) {
         // The next step's conditional GET then answers 304 with these bytes.
-        this.fetchedBytes += bytes.length
-        const etag = res.headers.etag
-        if (typeof etag === 'string') this.known.set(MANIFEST_FILE, { etag, bytes })
+        this.remember(MANIFEST_FILE, res.headers.etag, bytes)
         return true
       }
       return res.statusCode === 304 && res.headers['preference-applied'] !== undefined

@@ -123,7 +123,6 @@ export async function streamWriteBlocks (run: BridgeRun, target: DecoderTarget, 
       }
       await wake.wait()
     }
-    wake.close()
     watch.stop()
     const w = writer as SegmentWriter
     const beforeSeal = w.blocksWritten
@@ -149,11 +148,12 @@ export async function streamWriteBlocks (run: BridgeRun, target: DecoderTarget, 
       },
     }
   } catch (e) {
-    wake.close()
     // Whatever the writer holds (llama.cpp's staging store) goes; what it put in the store stays, whole.
     await writer?.close().catch(() => {})
     if (e instanceof BridgeFailure) throw withWrittenFailure(run, e, writer?.blocksKept ?? 0)
     throw e
+  } finally {
+    wake.close()
   }
 }
 
