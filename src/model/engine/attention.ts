@@ -194,8 +194,11 @@ export class Attention {
 
     // Per sequence: its cache (window rows and pooled entries) before any of its queries attends,
     // its held and new window rows copied into the one K=V table, and which entries each query sees.
-    // The table is a scratch slot with room for the entries too when they are at most one per row.
-    const entryRoom = segments.reduce((sum, g) => sum + (g.cache.compressor === null ? 0 : g.cache.compressor.entryCount + g.n), 0)
+    // The table is a scratch slot with room for the entries the queries can use (at most the cache's
+    // entries after this chunk, at most one more per row; with an indexer at most topk per query):
+    // sized by what is read, so the slot keeps no more than a call without it would allocate.
+    const picksPerQuery = this.indexer === null ? Infinity : s.indexTopk
+    const entryRoom = segments.reduce((sum, g) => sum + (g.cache.compressor === null ? 0 : Math.min(g.cache.compressor.entryCount + g.n, g.n * picksPerQuery)), 0)
     const keys = scratch('attn-kv-table', (keyRows + entryRoom) * d)
     const queries: AttentionQueries[] = []
     let row = 0
