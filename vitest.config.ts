@@ -26,7 +26,7 @@ export const UNIT: ProjectList = [
   'suites/decoders/block-size.test.ts', 'suites/decoders/kind-names.test.ts', 'suites/decoders/registry.test.ts',
   'suites/decoder-server/body.test.ts', 'suites/decoder-server/prompt.test.ts', 'suites/decoder-server/queue.test.ts', 'suites/decoder-server/batcher-schedule.test.ts',
   'suites/decoder-server/reply-stream.test.ts', 'suites/decoder-server/request.test.ts', 'suites/decoder-server/sampling.test.ts', 'suites/decoder-server/sampling-order.test.ts', 'suites/decoder-server/text.test.ts',
-  'suites/engine/components.test.ts',
+  'suites/engine/components.test.ts', 'suites/engine/core-attention.test.ts',
   'suites/formats/corpus.test.ts', 'suites/formats/gguf.test.ts', 'suites/formats/gguf-convert-floats.test.ts', 'suites/formats/golden.test.ts',
   'suites/formats/offset-reads.test.ts', 'suites/formats/roundtrip.test.ts',
   'suites/formats/sharded.test.ts', 'suites/formats/stream-writer.test.ts',

@@ -10,7 +10,7 @@ import { attentionWeights, type AttentionWeights, type QuerySource, type WeightS
 import { LayerCache } from './cache.ts'
 import { layerCacheLayout, type CacheDims, type LayerCacheLayout, type PoolLayout } from './cache-layout.ts'
 import { Compressor } from './compressor.ts'
-import { coreAttention } from './core-attention.ts'
+import { coreAttention, type AttentionQueries } from './core-attention.ts'
 import { Indexer } from './indexer.ts'
 import type { ModelNumerics } from './numerics.ts'
 import { unweightedRmsNormRows, weightedRmsNorm } from './norms.ts'
@@ -42,13 +42,6 @@ interface KvProjections {
   kv: Float32Array
   compressor: { kv: Float32Array, gate: Float32Array } | null
   indexer: { kv: Float32Array, gate: Float32Array } | null
-}
-
-/** What a chunk added to a layer's cache, as its attention reads it. */
-export interface CacheStep {
-  /** Window K=V rows [keyCount, headDim] for positions keyBase.. (held rows, then the chunk's). */
-  keys: Float32Array
-  keyBase: number
 }
 
 /** One layer's attention: its weights, its compressor (HCA, CSA) and indexer (CSA), its cache layout and the model's numerics. */
@@ -92,8 +85,9 @@ export class Attention {
    * into the compressor (and indexer) state. A pure function of the attention input x [n, hidden]
    * and the positions start..start+n-1: this is what a cache built from captured attention inputs runs.
    */
-  updateCache (x: Float32Array, n: number, start: number, cache: LayerCache): CacheStep {
-    return this.updateCacheFrom(this.projectKv(x, n), 0, n, start, cache)
+  updateCache (x: Float32Array, n: number, start: number, cache: LayerCache): void {
+    const p = this.projectKv(x, n)
+    this.store(this.windowRows(p, n, consecutive(start, n), start + n), p, 0, n, start, cache)
   }
 
   /** The kv path's projections of x [n, hidden], row by row (a batch projects all its rows at once). */
@@ -105,30 +99,44 @@ export class Attention {
     }
   }
 
-  /** updateCache from the projections of rows row..row+n-1 of `p`. */
-  private updateCacheFrom (p: KvProjections, row: number, n: number, start: number, cache: LayerCache): CacheStep {
+  /**
+   * The window rows of every row of `p` (kv_norm -> rope at each row's position -> cast, then the
+   * reference fp8 round trip when on): row by row, so a batch runs them in one call per kernel.
+   */
+  private windowRows (p: KvProjections, n: number, positions: Int32Array, ropeEnd: number): Float32Array {
     const { weights: w, shape: s } = this
     const { act, rope, quant } = this.numerics
-    const { headDim: d, ropeDim, rmsEps } = s
-    const nope = d - ropeDim
-    const end = start + n
-    const table = rope.table(w.ropeKind, end)
-    const kv = weightedRmsNorm(p.kv.subarray(row * d, (row + n) * d), n, d, w.kvNorm, rmsEps, act)
-    ropeRows(kv, n, 1, d, nope, ropeDim, table.cos, table.sin, { firstTableRow: start })
+    const d = s.headDim
+    const table = rope.table(w.ropeKind, ropeEnd)
+    const kv = weightedRmsNorm(p.kv.subarray(0, n * d), n, d, w.kvNorm, s.rmsEps, act)
+    ropeRows(kv, n, 1, d, d - s.ropeDim, s.ropeDim, table.cos, table.sin, { tableRows: positions })
     act.roundAll(kv)
     if (quant !== null) for (let i = 0; i < n; i++) quant.windowRow(kv.subarray(i * d, (i + 1) * d))
-    const old = cache.windowLength
-    const keys = new Float32Array((old + n) * d)
-    keys.set(cache.window.subarray(0, old * d))
-    keys.set(kv, old * d)
-    cache.pushWindow(kv, n)
+    return kv
+  }
+
+  /**
+   * One segment's cache update from its window rows (rows row..row+n-1 of `kv` and of the
+   * compressor projections in `p`): the held window rows then the new ones go into `keys` at
+   * `keysAt` (rows) when given, before the window drops the oldest; then the window and the pools.
+   */
+  private store (kv: Float32Array, p: KvProjections, row: number, n: number, start: number, cache: LayerCache,
+    keys?: Float32Array, keysAt = 0): void {
+    const d = this.shape.headDim
+    const own = kv.subarray(row * d, (row + n) * d)
+    if (keys !== undefined) {
+      const old = cache.windowLength
+      keys.set(cache.window.subarray(0, old * d), keysAt * d)
+      keys.set(own, (keysAt + old) * d)
+    }
+    cache.pushWindow(own, n)
     const rows = (q: { kv: Float32Array, gate: Float32Array }, width: number): [Float32Array, Float32Array] =>
       [q.kv.subarray(row * width, (row + n) * width), q.gate.subarray(row * width, (row + n) * width)]
+    const end = start + n
     if (this.compressor !== null && cache.compressor !== null && p.compressor !== null) {
       this.compressor.feed(cache.compressor, ...rows(p.compressor, this.compressor.layout.width), n, end)
       if (this.indexer !== null && cache.indexer !== null && p.indexer !== null) this.indexer.pool.feed(cache.indexer, ...rows(p.indexer, this.indexer.pool.layout.width), n, end)
     }
-    return { keys, keyBase: start - old }
   }
 
   /**
@@ -163,18 +171,41 @@ export class Attention {
     const kvp = this.projectKv(x, total)
     const iq = this.indexer?.project(x, qResidual, total) ?? null
     const iWidth = s.indexHeads * s.indexHeadDim
-    const o = scratch('attn-out', total * qWidth)
+
+    // Everything row by row runs once over the batch's rows, each row at its own position: the
+    // queries' rope and cast, and the window rows (kv_norm, rope, cast).
+    const positions = new Int32Array(total)
+    let keyRows = 0
+    let ropeEnd = 0
+    {
+      let row = 0
+      for (const { n, start, cache } of segments) {
+        for (let i = 0; i < n; i++) positions[row + i] = start + i
+        row += n
+        keyRows += cache.windowLength + n
+        ropeEnd = Math.max(ropeEnd, start + n)
+      }
+    }
+    const table = rope.table(w.ropeKind, ropeEnd)
+    // Rope in fp32, then cast (rounding the whole row is the same: the nope part is already cast).
+    ropeRows(q, total, heads, d, nope, ropeDim, table.cos, table.sin, { tableRows: positions })
+    act.roundAll(q)
+    const kv = this.windowRows(kvp, total, positions, ropeEnd)
+
+    // Per sequence: its cache (window rows and pooled entries) before any of its queries attends,
+    // its held and new window rows copied into the one K=V table, and which entries each query sees.
+    // The table is a scratch slot with room for the entries the queries can use (at most the cache's
+    // entries after this chunk, at most one more per row; with an indexer at most topk per query):
+    // sized by what is read, so the slot keeps no more than a call without it would allocate.
+    const picksPerQuery = this.indexer === null ? Infinity : s.indexTopk
+    const entryRoom = segments.reduce((sum, g) => sum + (g.cache.compressor === null ? 0 : Math.min(g.cache.compressor.entryCount + g.n, g.n * picksPerQuery)), 0)
+    const keys = scratch('attn-kv-table', (keyRows + entryRoom) * d)
+    const queries: AttentionQueries[] = []
     let row = 0
+    let keyRow = 0
     for (const { n, start, cache } of segments) {
-      const table = rope.table(w.ropeKind, start + n)
-      const qs = q.subarray(row * qWidth, (row + n) * qWidth)
-      // Rope in fp32, then cast (rounding the whole row is the same: the nope part is already cast).
-      ropeRows(qs, n, heads, d, nope, ropeDim, table.cos, table.sin, { firstTableRow: start })
-      act.roundAll(qs)
-
-      // The cache: window rows and pooled entries, before any query of the segment attends.
-      const { keys, keyBase } = this.updateCacheFrom(kvp, row, n, start, cache)
-
+      const held = cache.windowLength
+      this.store(kv, kvp, row, n, start, cache, keys, keyRow)
       // Which pooled entries each query sees: HCA every complete one, CSA the indexer's picks.
       let entriesFor: (i: number) => number | Int32Array = () => 0
       let entries: Float32Array = new Float32Array(0)
@@ -191,14 +222,17 @@ export class Attention {
           entriesFor = (i) => Math.min(count, Math.floor((start + i + 1) / ratio))
         }
       }
-
-      // Each segment's output straight into its rows of o (the kernel writes every element).
-      const os = coreAttention({ q: qs, n, start, heads, headDim: d, keys, keyBase, window: s.window, entries, entriesFor, sinks: w.sinks }, act,
-        o.subarray(row * qWidth, (row + n) * qWidth))
-      // Undo the rope on the output's rope slice (K=V carried it into the values), at the query position.
-      ropeRows(os, n, heads, d, nope, ropeDim, table.cos, table.sin, { firstTableRow: start, inverse: true })
+      queries.push({ n, start, keyRow, keyBase: start - held, entries, entriesFor })
+      keyRow += held + n
       row += n
     }
+
+    // One kernel call for every sequence's queries (each query reads only its own sequence's rows),
+    // straight into o (the kernel writes every element); then the rope undone on the output's rope
+    // slice (K=V carried it into the values), at each query's position.
+    const o = coreAttention({ q, heads, headDim: d, window: s.window, sinks: w.sinks, table: keys, keyRows, sequences: queries }, act,
+      scratch('attn-out', total * qWidth))
+    ropeRows(o, total, heads, d, nope, ropeDim, table.cos, table.sin, { tableRows: positions, inverse: true })
     act.roundAll(o)
     return act.roundAll(w.oB.apply(groupedOutput(w.oA, o, total, s, act), total))
   }
@@ -225,4 +259,11 @@ function groupedOutput (oA: Linear[], o: Float32Array, n: number, s: AttentionSh
     for (let i = 0; i < n; i++) out.set(y.subarray(i * r, (i + 1) * r), (i * g + k) * r)
   }
   return act.roundAll(out)
+}
+
+/** Positions start..start+n-1, one per row (the rope's table rows of a single sequence's chunk). */
+function consecutive (start: number, n: number): Int32Array {
+  const p = new Int32Array(n)
+  for (let i = 0; i < n; i++) p[i] = start + i
+  return p
 }
