@@ -175,7 +175,7 @@ export function engineEdges (engine: Record<string, number>, postedAt: number, s
 
 /**
  * What the engine's manifest says its block segments cost: `segmentWrite` on the engine's own thread
- * (the engine's clock includes it) and `segmentWriter`, a writer thread's time beside it (torch).
+ * (inside the torch engine's clock; ours leaves its flush out of its clock) and `segmentWriter`, a writer thread's time beside it (torch).
  */
 export function engineSegmentCost (engine: Record<string, number>): Pick<BridgeTimings, 'engine_segment_write' | 'segment_writer'> {
   const { segmentWrite, segmentWriter } = engine
