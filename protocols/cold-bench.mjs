@@ -288,6 +288,9 @@ function bridgedLeg (leg) {
             blocksBeforeSeal: b.stream.blocks_before_seal, blocks: b.blocks?.bridged ?? 0, captureMs: num(t.capture), firstBlockMs: num(t.first_block), afterSealMs: num(t.after_seal),
             // Where the engine's clock sits in the capture (an engine that stamps it: torch); two clocks, so a sign either way.
             ...(t.engine_start === undefined ? {} : { engineStartMs: finite(t.engine_start), sealSeenMs: finite(t.seal_seen) }),
+            // What the segments cost the engine's thread (inside torch's enginePrefill), and its writer thread beside it (torch).
+            ...(t.engine_segment_write === undefined ? {} : { engineSegmentWriteMs: finite(t.engine_segment_write) }),
+            ...(t.segment_writer === undefined ? {} : { segmentWriterMs: finite(t.segment_writer) }),
           },
         }),
     // Bridged / engine and its floor (docs/torch-rung.md), with or without the streamed write.

@@ -1,8 +1,9 @@
 // Where the engine's clock sits in the streamed capture stage (engineEdges, stream-write.ts): from the
 // wall-clock stamps the torch engine keeps in its sealed manifest, the front's POST and the moment it
-// saw the seal. An engine that keeps no stamps (ours) gives neither field.
+// saw the seal. An engine that keeps no stamps (ours) gives neither field. engineSegmentCost: what the
+// manifest says the block segments cost the engine's thread and its writer thread.
 import { describe, expect, it } from 'vitest'
-import { engineEdges } from '../../src/front/stages/stream-write.ts'
+import { engineEdges, engineSegmentCost } from '../../src/front/stages/stream-write.ts'
 
 describe('engineEdges', () => {
   it('engine_start: the POST to the clock starting; seal_seen: the clock stopping to the seal seen (0.1 ms)', () => {
@@ -18,5 +19,13 @@ describe('engineEdges', () => {
   it('no stamps, no fields; one stamp, its field only', () => {
     expect(engineEdges({ queue: 1, prefill: 2 }, 0, 10)).toEqual({})
     expect(engineEdges({ prefillEndAt: 5 }, 0, 10)).toEqual({ seal_seen: 5 })
+  })
+})
+
+describe('engineSegmentCost', () => {
+  it("the manifest's segmentWrite (the engine's thread) and segmentWriter (its writer thread), 0.1 ms; absent, absent", () => {
+    expect(engineSegmentCost({ prefill: 9_000, segmentWrite: 74.44, segmentWriter: 1_747.06 })).toEqual({ engine_segment_write: 74.4, segment_writer: 1747.1 })
+    expect(engineSegmentCost({ prefill: 9_000, segmentWrite: 2_545 })).toEqual({ engine_segment_write: 2545 })
+    expect(engineSegmentCost({ queue: 1, prefill: 2 })).toEqual({})
   })
 })

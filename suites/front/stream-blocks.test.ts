@@ -62,6 +62,9 @@ describe('blocks written while the engine runs', () => {
     // The first block was put inside the capture stage, and what followed the seal is part of it.
     expect(t.first_block).toBeLessThanOrEqual(t.capture)
     expect(t.after_seal).toBeLessThanOrEqual(t.capture)
+    // Our engine writes its segments on its own thread (its manifest's segmentWrite); it has no writer thread.
+    expect(t.engine_segment_write).toBeGreaterThan(0)
+    expect(t.segment_writer).toBeUndefined()
     console.log(`${name}: ${a.pd.stream.blocks_before_seal} of ${blocks} blocks before the seal; timings ${JSON.stringify(t)}`)
   })
 

@@ -91,6 +91,8 @@ export const bridgedLegSchema = answerSchema.extend({
     afterSealMs: ms.nullable(),
     engineStartMs: z.number().finite().nullable().optional(),
     sealSeenMs: z.number().finite().nullable().optional(),
+    engineSegmentWriteMs: z.number().finite().nullable().optional(),
+    segmentWriterMs: z.number().finite().nullable().optional(),
   }).strict().optional(),
   /** Bridged end to end over the engine's prefill, and its floor (bridgedOverEngine); absent where a stage is missing. */
   overEngine: z.object({ endToEnd: z.number().finite().positive(), floor: z.number().finite().positive() }).strict().optional(),

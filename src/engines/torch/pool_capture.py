@@ -13,7 +13,7 @@ the TypeScript CaptureSession would (the parity suite's child process, suites/to
 
 With --segments the session publishes block segments as every layer passes a boundary, as serve_prefill.py does
 (`stream_blocks`). --step then prints {"chunk": i, "fed": tokens, "segments": n, "fromHook": h} after
-each chunk (h: how many the hook had published before the chunk's flush) and
+each chunk, once the writer has listed them (h: how many the hook had handed to the writer before the chunk's flush) and
 waits for a line on stdin before the next, so a reader can write blocks between chunks; --fail-after N
 seals the capture failed after chunk N ("engine died after chunk N"), as an engine dying mid-prefill.
 
@@ -142,9 +142,10 @@ def main() -> int:
                 for layer, x in enumerate(inputs):
                     session.on_attention_input(layer, start, x[start:start + size])
                 start += size
-                from_hook = session.segments_published  # published by the hook itself, before the chunk's flush
+                from_hook = session.segments_taken  # handed over by the hook itself, before the chunk's flush
                 session.flush()
                 if a.step:
+                    session.drain_segments()  # the reader looks at what is listed
                     print(json.dumps({'chunk': n, 'fed': start, 'segments': session.segments_published, 'fromHook': from_hook}), flush=True)
                     sys.stdin.readline()
                 if n == a.fail_after:

@@ -26,7 +26,7 @@ export interface StreamedWrite {
   /** Blocks put before the stage saw the capture sealed (written while the engine ran). */
   blocksBeforeSeal: number
   fetchedBytes?: number
-  timings: Pick<BridgeTimings, 'capture' | 'block_stage' | 'first_block' | 'after_seal' | 'engine_start' | 'seal_seen'>
+  timings: Pick<BridgeTimings, 'capture' | 'block_stage' | 'first_block' | 'after_seal' | 'engine_start' | 'seal_seen' | 'engine_segment_write' | 'segment_writer'>
 }
 
 /**
@@ -145,6 +145,7 @@ export async function streamWriteBlocks (run: BridgeRun, target: DecoderTarget, 
         after_seal: round(performance.now() - sealed),
         ...(firstBlock !== undefined ? { first_block: round(firstBlock) } : {}),
         ...engineEdges(report.manifest.timings, performance.timeOrigin + time.started - (run.timings.submit ?? 0), performance.timeOrigin + sealed),
+        ...engineSegmentCost(report.manifest.timings),
       },
     }
   } catch (e) {
@@ -169,6 +170,18 @@ export function engineEdges (engine: Record<string, number>, postedAt: number, s
   return {
     ...(start !== undefined ? { engine_start: round(start - postedAt) } : {}),
     ...(end !== undefined ? { seal_seen: round(sealSeenAt - end) } : {}),
+  }
+}
+
+/**
+ * What the engine's manifest says its block segments cost: `segmentWrite` on the engine's own thread
+ * (inside the torch engine's clock; ours leaves its flush out of its clock) and `segmentWriter`, a writer thread's time beside it (torch).
+ */
+export function engineSegmentCost (engine: Record<string, number>): Pick<BridgeTimings, 'engine_segment_write' | 'segment_writer'> {
+  const { segmentWrite, segmentWriter } = engine
+  return {
+    ...(segmentWrite !== undefined ? { engine_segment_write: round(segmentWrite) } : {}),
+    ...(segmentWriter !== undefined ? { segment_writer: round(segmentWriter) } : {}),
   }
 }
 

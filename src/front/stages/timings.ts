@@ -26,6 +26,12 @@ export type BridgeTimings = {
   engine_start?: number
   /** Streamed, with an engine that stamps its clock (torch): from the engine's clock stopping to the front seeing the seal. */
   seal_seen?: number
+  /**
+   * Streamed, from the engine's sealed manifest: what writing block segments cost the engine's own
+   * thread (`segmentWrite`), and a writer thread's time beside it (`segmentWriter`, torch).
+   */
+  engine_segment_write?: number
+  segment_writer?: number
   /** The decoder's rescan. */
   rescan: number
   /** The capture's retention (the engine's delete, or nothing under capture.retain). */

@@ -5,13 +5,21 @@ each layer's boundary snapshot at b (the layer file's `layers.{i}.boundary.{b}.*
 in file form) and each pool's pooled rows [k*bs/r, b/r) as `layers.{i}.{pool}.compressed_kv`, under
 the layer files' dtype rule; then `segments.json` lists it (both atomic, the index after the file).
 What is held until then is the snapshots of boundaries not yet passed by every layer and the pooled
-rows not yet published; a published block's share is released."""
+rows not yet published; a published block's share is released.
+
+The file and index writes (encode, sha256, write + fsync, the index rewritten whole) run on a
+background writer thread, not on the engine's: a taken segment is immutable, so the engine only cuts
+its tensors and goes on (on the GPU the hook is the engine's only thread; the writes used to stall it
+between layers). The writer lists every segment it has landed in one index write per batch, so the
+index's O(blocks) rewrite is paid once per wake, not once per block. drain() waits for it (the seal),
+close() abandons what is queued (a failed seal); a write's error fails the next call."""
 import hashlib
 import json
 import os
+import threading
 import time
 from collections import deque
-from typing import Deque, List
+from typing import Deque, List, Optional
 
 import torch
 
@@ -75,8 +83,18 @@ class SegmentPublisher:
         self.fingerprint, self.profile, self.bf16 = fingerprint, profile, bf16
         self.snaps: List[Deque[tuple]] = [deque() for _ in states]
         self.pools = [[_PendingRows(p.name, p.ratio, p.dim) for p in s.pools] for s in states]
-        self.landed: List[dict] = []
-        self.write_s = 0.0
+        self.taken = 0  # blocks cut and handed to the writer
+        self.landed: List[dict] = []  # the writer's alone
+        self.listed = 0  # how many of them the index lists
+        self.write_s = 0.0  # the caller's (engine's) time: cutting segments, waiting in drain()
+        self.writer_s = 0.0  # the writer thread's time
+        self._queue: Deque[tuple] = deque()
+        self._queued_bytes = 0
+        self._cv = threading.Condition()
+        self._busy = False
+        self._stop = False
+        self._error: Optional[BaseException] = None
+        self._thread: Optional[threading.Thread] = None
 
     def add_snapshot(self, layer: int, boundary: int, tensors: dict) -> None:
         """A snapshot layer `layer` just took at `boundary` (tensors in file form, state_tensors')."""
@@ -89,29 +107,56 @@ class SegmentPublisher:
 
     @property
     def published(self) -> int:
-        return len(self.landed)
+        """Segments landed and listed in the index."""
+        return self.listed
 
     @property
     def held_bytes(self) -> int:
         rows = sum(p.held_bytes for layer in self.pools for p in layer)
         snaps = sum(len(t[2]) for queue in self.snaps for _, tensors in queue for t in tensors.values())
-        return rows + snaps
+        return rows + snaps + self._queued_bytes
 
     def publish_ready(self, limit: int) -> int:
-        """Write a segment for every block whose boundary every layer has passed, up to `limit` tokens; the count."""
+        """Hand the writer a segment for every block whose boundary every layer has passed, up to
+        `limit` tokens; the count. Raises the writer's error, if it had one."""
         t0 = time.perf_counter()
+        self._raise_failed()
         n = 0
         while True:
-            k = len(self.landed)
-            b = (k + 1) * self.block_size
+            b = (self.taken + 1) * self.block_size
             if b > limit or not all(q and q[0][0] == b for q in self.snaps):
                 break
-            self._publish(k)
+            self._enqueue(self.taken, self._cut())
+            self.taken += 1
             n += 1
         self.write_s += time.perf_counter() - t0
         return n
 
-    def _publish(self, k: int) -> None:
+    def drain(self) -> None:
+        """Wait until every segment handed over has landed and is listed; raises the writer's error."""
+        t0 = time.perf_counter()
+        with self._cv:
+            while (self._queue or self._busy) and self._error is None:
+                self._cv.wait()
+        self.write_s += time.perf_counter() - t0
+        self._raise_failed()
+
+    def close(self) -> None:
+        """Abandon what is queued (a failed seal): the writer finishes the file in hand and stops."""
+        with self._cv:
+            self._stop = True
+            self._queue.clear()
+            self._queued_bytes = 0
+            self._cv.notify_all()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join()
+
+    def _raise_failed(self) -> None:
+        if self._error is not None:
+            raise RuntimeError(f'block segments: writing a segment failed: {self._error}') from self._error
+
+    def _cut(self) -> dict:
+        # On the caller's thread: the snapshots and pooled rows leave the shared queues in order.
         bs = self.block_size
         tensors = {}
         for i, queue in enumerate(self.snaps):
@@ -119,12 +164,66 @@ class SegmentPublisher:
             tensors.update(snap)
             for p in self.pools[i]:
                 tensors[f'layers.{i}.{p.name}.compressed_kv'] = _float(p.take(bs // p.ratio), self.bf16)
-        meta = {'format': SEGMENT_FILE_FORMAT, 'block': str(k), 'block_size': str(bs), 'fingerprint': self.fingerprint,
+        return tensors
+
+    def _enqueue(self, k: int, tensors: dict) -> None:
+        size = sum(len(t[2]) for t in tensors.values())
+        with self._cv:
+            if self._stop:
+                raise RuntimeError('block segments: the publisher was closed')
+            self._queue.append((k, tensors, size))
+            self._queued_bytes += size
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name=f'segments-{self.request_id}', daemon=True)
+                self._thread.start()
+            self._cv.notify_all()
+
+    def _run(self) -> None:
+        while True:
+            with self._cv:
+                while not self._queue and not self._stop:
+                    self._cv.wait()
+                if self._stop:
+                    return
+                batch = list(self._queue)
+                self._queue.clear()
+                self._busy = True
+            t0 = time.perf_counter()
+            try:
+                for k, tensors, size in batch:
+                    self._write(k, tensors)
+                    with self._cv:
+                        self._queued_bytes -= size
+                        if self._stop:
+                            return  # abandoned: no index after the failed seal's close()
+                self._write_index()
+            except BaseException as e:  # noqa: B902 - kept; the engine's next call raises it
+                with self._cv:
+                    self._error = e
+                try:
+                    if self.listed < len(self.landed):
+                        self._write_index()  # what landed before the failure stays listed, a prefix
+                except BaseException:  # noqa: B902 - the first error is the one reported
+                    pass
+            finally:
+                self.writer_s += time.perf_counter() - t0
+                with self._cv:
+                    self._busy = False
+                    self._cv.notify_all()
+            if self._error is not None:
+                return
+
+    def _write(self, k: int, tensors: dict) -> None:
+        meta = {'format': SEGMENT_FILE_FORMAT, 'block': str(k), 'block_size': str(self.block_size), 'fingerprint': self.fingerprint,
                 'profile': self.profile, 'num_layers': str(len(self.snaps))}
         data = st_format.encode(tensors, meta)
         name = segment_file_name(k)
         write_file_atomic(os.path.join(self.dir, name), data)
         self.landed.append({'block': k, 'file': name, 'bytes': len(data), 'sha256': hashlib.sha256(data).hexdigest()})
-        # Listed only after it landed; the index is replaced whole (JSON.stringify(index, null, 2)'s bytes).
-        index = {'format': SEGMENT_INDEX_FORMAT, 'requestId': self.request_id, 'blockSize': bs, 'firstBlock': 0, 'segments': self.landed}
+
+    def _write_index(self) -> None:
+        # Listed only after they landed; the index is replaced whole (JSON.stringify(index, null, 2)'s bytes).
+        index = {'format': SEGMENT_INDEX_FORMAT, 'requestId': self.request_id, 'blockSize': self.block_size, 'firstBlock': 0,
+                 'segments': self.landed}
         write_file_atomic(os.path.join(self.dir, SEGMENT_INDEX_FILE), (json.dumps(index, indent=2) + '\n').encode())
+        self.listed = len(self.landed)

@@ -4,9 +4,11 @@ sealed length is written (atomically) and released at once, and listed in the ma
 past the memory budget the session seals a shorter valid prefix (budget.py) and finish() records
 `partial`. Any error inside the hook is kept: finish() then seals `failed`, never `done`. Every
 layer file carries the layer's boundary snapshots at each multiple of the sidecar's block size.
-With `segments`, each block segment is published (segments.py) the moment every layer has passed
-its boundary, from inside the hook of the layer that passed it last, and flush() (after every engine
-chunk) publishes any still due; so the front door writes blocks while the engine runs."""
+With `segments`, each block segment is cut (segments.py) the moment every layer has passed its
+boundary, from inside the hook of the layer that passed it last, and handed to the publisher's
+writer thread, which writes and lists it while the engine goes on; flush() (after every engine
+chunk) hands over any still due, and finish() waits for the writer before the seal. So the front
+door writes blocks while the engine runs, and the engine's thread does not wait on their writes."""
 import hashlib
 import os
 import time
@@ -91,7 +93,23 @@ class CaptureSession:
 
     @property
     def segments_published(self) -> int:
+        """Segments landed and listed (the writer may be behind segments_taken)."""
         return self.segments.published if self.segments is not None else 0
+
+    @property
+    def segments_taken(self) -> int:
+        """Segments cut and handed to the writer."""
+        return self.segments.taken if self.segments is not None else 0
+
+    def drain_segments(self) -> None:
+        """Wait until every segment handed over is written and listed (a failure is kept: finish() seals failed)."""
+        if self.segments is None or self.error is not None or self.closed:
+            return
+        try:
+            self.segments.drain()
+        except BaseException as e:
+            self.error = e
+            raise
 
     @property
     def peak_held_bytes(self) -> int:
@@ -208,7 +226,8 @@ class CaptureSession:
     def _own_timings(self) -> dict:
         own = {'hook': self.hook_s * 1000, 'layerWrite': self.write_s * 1000}
         if self.segments is not None:
-            own['segmentWrite'] = self.segments.write_s * 1000
+            own['segmentWrite'] = self.segments.write_s * 1000  # the engine thread's share
+            own['segmentWriter'] = self.segments.writer_s * 1000  # the writer thread's, beside the engine
         return own
 
     def flush(self) -> None:
@@ -229,6 +248,7 @@ class CaptureSession:
             raise CaptureError(f'capture {self.request_id}: the session is already sealed')
         try:
             self.flush()  # the last segments land before the manifest is sealed
+            self.drain_segments()
         except BaseException:  # noqa: B902 - kept in self.error; sealed failed below
             pass
         own = self._own_timings()
@@ -242,6 +262,8 @@ class CaptureSession:
             self._seal_failed(why, own)
             raise CaptureError(f'capture {self.request_id} failed: {why}')
         self.closed = True
+        if self.segments is not None:
+            self.segments.close()  # drained above: only its idle writer thread stops
         state = 'done' if self.sealed == self.token_count else 'partial'
         self._manifest = mf.finish(self.dir, self._manifest, state, sealed_length=self.sealed, timings={**own, **(timings or {})})
         return self._manifest
@@ -256,6 +278,8 @@ class CaptureSession:
 
     def _seal_failed(self, why: str, timings: dict) -> None:
         self.closed = True
+        if self.segments is not None:
+            self.segments.close()  # nothing lands after the failed seal
         self.states = [None] * len(self.states)
         self.snapshots = [[] for _ in self.snapshots]
         if self._manifest['state'] == 'running':

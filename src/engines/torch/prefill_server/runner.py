@@ -1,9 +1,9 @@
 """One request: a fresh cache (prefix caching off: every request from position 0), the torch capture
 hook attached, chunked prefill through the base model (no logits are wanted), finish or fail. Each
 chunk runs in a worker thread so status polls are answered between chunks; a shutdown abandons the
-prefill at the next chunk boundary and seals the capture failed. With `stream_blocks`, after every
-chunk the session publishes the block segments every layer has passed, so the front door writes
-those blocks while the next chunk runs."""
+prefill at the next chunk boundary and seals the capture failed. With `stream_blocks`, the hook
+hands each block segment to the session's writer thread as every layer passes its boundary (and
+after every chunk any still due), so the front door writes those blocks while the engine runs."""
 import asyncio
 import time
 
