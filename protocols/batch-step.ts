@@ -72,7 +72,7 @@ if ((compareTile && addon.setDecodeTile === undefined) || (compareFma && addon.s
   process.exit(2)
 }
 /** The compared change on (true) or off; without a --compare flag nothing is touched. */
-const setTile = (on: boolean): void => {
+const setCompared = (on: boolean): void => {
   if (compareTile) addon.setDecodeTile!(on)
   if (compareFma) addon.setExactProductFma!(on)
 }
@@ -98,7 +98,7 @@ for (let r = 0; r < repeats; r++) {
   for (const b of levels) {
     const level = byLevel.get(b)!
     for (const on of compare ? [true, false] : [true]) {
-      setTile(on)
+      setCompared(on)
       const t0 = performance.now(), c0 = process.cpuUsage()
       engine.decodeBatch(tokensFor(b), level.caches)
       const cpu = process.cpuUsage(c0)
@@ -107,7 +107,7 @@ for (let r = 0; r < repeats; r++) {
     }
   }
 }
-setTile(true)
+setCompared(true)
 // The kernel clock over --repeats steps per level, reported per step: one step on a loaded machine
 // is mostly the time the process waited for a core.
 const clocks = new Map<number, KernelClock>()
@@ -134,13 +134,13 @@ const median = (xs: number[]): number => {
 }
 const one = byLevel.get(Math.min(...levels))!
 /** The step with the compared change off, interleaved with the timed steps above (versions 4 and 5). */
-function beforeTile (b: number): Record<string, number> | undefined {
+function beforeLeg (b: number): Record<string, number> | undefined {
   if (!compare) return undefined
   const ms = byLevel.get(b)!.beforeMs
   return {
     step_ms_min: Math.min(...ms), step_ms_median: median(ms), tokens_per_s_median: b * 1000 / median(ms),
     step_cpu_ms_median: median(byLevel.get(b)!.beforeCpuMs),
-    /** Median CPU time of a step before over with. */
+    /** Median CPU time of a step before over the median with. */
     cpu_speedup_median: median(byLevel.get(b)!.beforeCpuMs) / median(byLevel.get(b)!.cpuMs),
     throughput_vs_smallest_median: (b / median(ms)) / (Math.min(...levels) / median(one.beforeMs)),
     throughput_vs_smallest_best: (b / Math.min(...ms)) / (Math.min(...levels) / Math.min(...one.beforeMs)),
@@ -150,6 +150,7 @@ function beforeTile (b: number): Record<string, number> | undefined {
 }
 const rows = levels.map((b) => {
   const ms = byLevel.get(b)!.ms
+  const before = beforeLeg(b)
   const row = {
     batch: b, step_ms_min: Math.min(...ms), step_ms_median: median(ms), step_cpu_ms_median: median(byLevel.get(b)!.cpuMs),
     tokens_per_s_best: b * 1000 / Math.min(...ms), tokens_per_s_median: b * 1000 / median(ms),
@@ -160,13 +161,12 @@ const rows = levels.map((b) => {
     one_step_inside_kernels: clocks.get(b)!,
     /** Mean per step over --repeats more steps: the bf16 matmul per weight shape k x n (calls, mean rows per call, ms, MiB of W read). */
     one_step_matmul_bf16_by_shape: shapes.get(b)!,
-    [beforeField]: beforeTile(b),
+    [beforeField]: before,
   }
   const top = Object.entries(row.one_step_inside_kernels.kernels).slice(0, 5).map(([k, v]) => `${k} ${v.ms.toFixed(1)} ms`).join(', ')
   const bigShapes = row.one_step_matmul_bf16_by_shape.slice(0, 4).map((s) => `${s.shape} m=${s.meanRows.toFixed(1)} ${s.ms.toFixed(1)} ms`).join(', ')
   console.error(`batch-step: B=${b}: bf16 matmul by shape: ${bigShapes}`)
   console.error(`batch-step: B=${b}: step ${row.step_ms_median.toFixed(1)} ms median (${row.step_ms_min.toFixed(1)} min), ${row.tokens_per_s_median.toFixed(1)} tok/s, ${row.throughput_vs_smallest_median.toFixed(2)}x (best ${row.throughput_vs_smallest_best.toFixed(2)}x); ${top}`)
-  const before = beforeTile(b)
   if (before !== undefined) console.error(`batch-step: B=${b}: before (${beforeField}) ${before.step_ms_median.toFixed(1)} ms median (${before.step_ms_min.toFixed(1)} min), ${before.throughput_vs_smallest_median.toFixed(2)}x (best ${before.throughput_vs_smallest_best.toFixed(2)}x); now ${before.tile_speedup_median.toFixed(2)}x faster by the wall clock, ${before.cpu_speedup_median.toFixed(2)}x by CPU time`)
   return row
 })

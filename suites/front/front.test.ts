@@ -583,57 +583,54 @@ describe('the prefill engine killed mid-request', () => {
 
 /** One attempt; false when the capture was sealed before the kill (nothing was tested), true when the whole case ran. */
 async function killMidCapture (seed: number, tokens: number): Promise<boolean> {
-  {
-    const p = chatPrompt(art.tokenizer, seed, tokens)
-    const pending = chat(fronts.main, p.messages)
-    // The kill needs the capture running; an answer before that (a loaded machine can starve these
-    // polls) means the stage was missed: fail at once with the answer's verdict, instead of
-    // polling an idle engine until the hang limit.
-    let answered: { verdict: string | null } | Error | undefined
-    pending.then((a) => { answered = a }, (e: unknown) => { answered = e as Error })
-    const beforeAnswer = async <T>(check: () => Promise<T | undefined>, what: string): Promise<T> => await waitFor(async () => {
-      const v = await check()
-      if (v === undefined && answered !== undefined) throw new Error(`the request was answered before ${what}: ${answered instanceof Error ? answered.message : `verdict ${answered.verdict}`}`)
-      return v
-    }, HANG_LIMIT_MS, what)
-    const id = await waitFor(async () => {
-      const running = (await (await fetch(`${stack.engine.url}/health`)).json() as { running: string | null }).running ?? undefined
-      return running ?? (answered !== undefined ? null : undefined)
-    }, HANG_LIMIT_MS, 'the engine running the capture')
-    if (id === null) {
-      await pending
-      return false
-    }
-    // Kill only once the capture's manifest is on disk saying `running`: the engine reports the job
-    // running a moment before it writes the manifest, and a kill in between leaves nothing to recover.
-    // The engine is stopped (SIGSTOP) while its manifest is read, so the capture cannot end between
-    // two looks (on a loaded machine it did: the manifest went from absent to done unseen).
-    const engine = stack.engine.child
-    const caught = await beforeAnswer(async () => {
-      engine.kill('SIGSTOP')
-      let state: string | undefined
-      try { state = (JSON.parse(readFileSync(join(stack.captureRoot, id, 'manifest.json'), 'utf8')) as { state: string }).state }
-      catch { state = undefined }
-      if (state === 'running') return true
-      engine.kill('SIGCONT')
-      return state === undefined ? undefined : false
-    }, 'the capture manifest written')
-    if (!caught) {
-      await pending
-      return false
-    }
-    stack.engine.child.kill('SIGKILL')
-    const a = await pending
-    expect(a.verdict).toMatch(/^declined: prefill engine unreachable during the prefill \(6 status polls failed\): connection refused/)
-    expect(a.cached).toBe(0)
-    expect(a.ids).toEqual(await reference('chat', p.messages))
-    await expectStoreClean()
-    await stack.restartEngine()
-    expect((stack.engine.ready.recovered_failed as string[]).length).toBe(1)
-    const q = chatPrompt(art.tokenizer, 123, 700)
-    const b = await chat(fronts.main, q.messages)
-    expectComplete(b, q.ids.length)
-    expect(b.ids).toEqual(await reference('chat', q.messages))
-    return true
+  const p = chatPrompt(art.tokenizer, seed, tokens)
+  const pending = chat(fronts.main, p.messages)
+  // An answer before the capture is caught running means this attempt missed it: the polls stop at
+  // once (the caller tries a longer prompt) instead of polling an idle engine until the hang limit.
+  let answered: { verdict: string | null } | Error | undefined
+  pending.then((a) => { answered = a }, (e: unknown) => { answered = e as Error })
+  const beforeAnswer = async <T>(check: () => Promise<T | undefined>, what: string): Promise<T> => await waitFor(async () => {
+    const v = await check()
+    if (v === undefined && answered !== undefined) throw new Error(`the request was answered before ${what}: ${answered instanceof Error ? answered.message : `verdict ${answered.verdict}`}`)
+    return v
+  }, HANG_LIMIT_MS, what)
+  const id = await waitFor(async () => {
+    const running = (await (await fetch(`${stack.engine.url}/health`)).json() as { running: string | null }).running ?? undefined
+    return running ?? (answered !== undefined ? null : undefined)
+  }, HANG_LIMIT_MS, 'the engine running the capture')
+  if (id === null) {
+    await pending
+    return false
   }
+  // Kill only once the capture's manifest is on disk saying `running`: the engine reports the job
+  // running a moment before it writes the manifest, and a kill in between leaves nothing to recover.
+  // The engine is stopped (SIGSTOP) while its manifest is read, so the capture cannot end between
+  // two looks (on a loaded machine it did: the manifest went from absent to done unseen).
+  const engine = stack.engine.child
+  const caught = await beforeAnswer(async () => {
+    engine.kill('SIGSTOP')
+    let state: string | undefined
+    try { state = (JSON.parse(readFileSync(join(stack.captureRoot, id, 'manifest.json'), 'utf8')) as { state: string }).state }
+    catch { state = undefined }
+    if (state === 'running') return true
+    engine.kill('SIGCONT')
+    return state === undefined ? undefined : false
+  }, 'the capture manifest written')
+  if (!caught) {
+    await pending
+    return false
+  }
+  stack.engine.child.kill('SIGKILL')
+  const a = await pending
+  expect(a.verdict).toMatch(/^declined: prefill engine unreachable during the prefill \(6 status polls failed\): connection refused/)
+  expect(a.cached).toBe(0)
+  expect(a.ids).toEqual(await reference('chat', p.messages))
+  await expectStoreClean()
+  await stack.restartEngine()
+  expect((stack.engine.ready.recovered_failed as string[]).length).toBe(1)
+  const q = chatPrompt(art.tokenizer, 123, 700)
+  const b = await chat(fronts.main, q.messages)
+  expectComplete(b, q.ids.length)
+  expect(b.ids).toEqual(await reference('chat', q.messages))
+  return true
 }

@@ -101,7 +101,7 @@ def main() -> int:
     p.add_argument('--device', default='cpu')
     p.add_argument('--matmul', default='exact', choices=['exact', 'blas'],
                    help="exact: the profile's accumulation order (bit-exact); blas: torch.matmul (fast, another order)")
-    p.add_argument('--segments', action='store_true', help='publish block segments after every chunk')
+    p.add_argument('--segments', action='store_true', help='publish block segments as every layer passes a block boundary (stream_blocks)')
     p.add_argument('--step', action='store_true', help='after each chunk, print a JSON line and wait for a line on stdin')
     p.add_argument('--fail-after', type=int, help='seal the capture failed after this many chunks')
     p.add_argument('--via-attach', action='store_true',

@@ -96,27 +96,21 @@ export class Xoshiro128 {
     let s1 = this.s1 | 0
     let s2 = this.s2 | 0
     let s3 = this.s3 | 0
+    // The four 32-bit outputs one normal pair takes (nextUniform twice), each a nextU32 step.
+    const r = new Int32Array(4)
     let t: number
-    let r1: number
-    let r2: number
-    let r3: number
-    let r4: number
     while (i < n) {
-      r1 = Math.imul(rotlInt(Math.imul(s1, 5), 7), 9)
-      t = s1 << 9; s2 ^= s0; s3 ^= s1; s1 ^= s2; s0 ^= s3; s2 ^= t; s3 = rotlInt(s3, 11)
-      r2 = Math.imul(rotlInt(Math.imul(s1, 5), 7), 9)
-      t = s1 << 9; s2 ^= s0; s3 ^= s1; s1 ^= s2; s0 ^= s3; s2 ^= t; s3 = rotlInt(s3, 11)
-      r3 = Math.imul(rotlInt(Math.imul(s1, 5), 7), 9)
-      t = s1 << 9; s2 ^= s0; s3 ^= s1; s1 ^= s2; s0 ^= s3; s2 ^= t; s3 = rotlInt(s3, 11)
-      r4 = Math.imul(rotlInt(Math.imul(s1, 5), 7), 9)
-      t = s1 << 9; s2 ^= s0; s3 ^= s1; s1 ^= s2; s0 ^= s3; s2 ^= t; s3 = rotlInt(s3, 11)
-      const u1 = 1 - ((r1 >>> 5) * TWO_POW_26 + (r2 >>> 6)) / TWO_POW_53
-      const u2 = ((r3 >>> 5) * TWO_POW_26 + (r4 >>> 6)) / TWO_POW_53
-      const r = Math.sqrt(-2 * Math.log(u1))
+      for (let j = 0; j < 4; j++) {
+        r[j] = Math.imul(rotlInt(Math.imul(s1, 5), 7), 9)
+        t = s1 << 9; s2 ^= s0; s3 ^= s1; s1 ^= s2; s0 ^= s3; s2 ^= t; s3 = rotlInt(s3, 11)
+      }
+      const u1 = 1 - ((r[0] >>> 5) * TWO_POW_26 + (r[1] >>> 6)) / TWO_POW_53
+      const u2 = ((r[2] >>> 5) * TWO_POW_26 + (r[3] >>> 6)) / TWO_POW_53
+      const radius = Math.sqrt(-2 * Math.log(u1))
       const angle = 2 * Math.PI * u2
-      out[i++] = r * Math.cos(angle)
-      if (i < n) out[i++] = r * Math.sin(angle)
-      else this.spareNormal = r * Math.sin(angle)
+      out[i++] = radius * Math.cos(angle)
+      if (i < n) out[i++] = radius * Math.sin(angle)
+      else this.spareNormal = radius * Math.sin(angle)
     }
     this.s0 = s0 >>> 0
     this.s1 = s1 >>> 0
