@@ -24,6 +24,7 @@ import { parseArgs } from 'node:util'
 import { loadNativeKernels } from '../src/kernels/native.ts'
 import { DeepseekV4Engine, type ModelCache } from '../src/model/engine/index.ts'
 import { clockKernels, clockMatmulShapes, type KernelClock, type MatmulShape } from './lib/kernel-clock.ts'
+import { gitCommit } from '../verify/results/environment.ts'
 
 const REPO = resolve(fileURLToPath(new URL('..', import.meta.url)))
 const USAGE = `Usage: npx tsx protocols/batch-step.ts --model DIR [options]
@@ -173,7 +174,7 @@ const rows = levels.map((b) => {
 const at = new Date().toISOString()
 const cfg = engine.config
 const record = {
-  kind: 'batch-step', version: compareFma ? 5 : compareTile ? 4 : 3, at, note: opts.note,
+  kind: 'batch-step', version: compareFma ? 5 : compareTile ? 4 : 3, at, note: opts.note, commit: gitCommit(REPO),
   machine: { cpu: cpus()[0]?.model ?? 'unknown', cores: cpus().length, threads: addon.getThreads(), kernel_pool: addon.threadPool ?? null, isa: addon.isa, node: process.version },
   load_average: loadavg(),
   model: { dir_name: opts.model.split('/').filter(Boolean).at(-1), hidden_size: cfg.hiddenSize, layers: cfg.numHiddenLayers, experts: cfg.nRoutedExperts, experts_per_token: cfg.numExpertsPerTok, profile: 'decoder' },

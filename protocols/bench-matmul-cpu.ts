@@ -6,13 +6,20 @@
 // two of each dropped as warm-up). CPU time sums every thread's work, so at 2 threads it shows what a
 // kernel costs, not how well it splits. With --compare exact-fma (version 2 of the record) the two legs
 // are the decode tile with and without its fused steps for exact products (setExactProductFma, the
-// same bits), on bf16 activations as the decoder feeds it. One JSON record in --out; nothing is asserted.
+// same bits), on bf16 activations as the decoder feeds it. With --compare baseline --baseline FILE
+// (version 3) the legs are two builds of the addon loaded side by side in this process: FILE (e.g.
+// main's build, copied aside) and this checkout's, both at the same thread count. --distinct N gives
+// each shape N different weight matrices, used in turn by both legs, so that with N x k x n x 2
+// bytes beyond the last-level cache every call reads W from memory as a decode step does (version
+// 3 records it; 1, the default, keeps one W that may stay in cache). One JSON record in --out;
+// nothing is asserted.
 //
 //   npx tsx protocols/bench-matmul-cpu.ts [--shapes 16:4096:4096,...] [--threads 1,2] [--calls 20]
-//                                         [--compare legacy|exact-fma] [--note TEXT]
+//                                         [--compare legacy|exact-fma|baseline] [--baseline FILE]
+//                                         [--distinct N] [--note TEXT]
 import { mkdir, writeFile } from 'node:fs/promises'
 import { cpus, loadavg } from 'node:os'
-import { join, resolve } from 'node:path'
+import { basename, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { loadNativeKernels } from '../src/kernels/native.ts'
@@ -26,7 +33,11 @@ const USAGE = `Usage: npx tsx protocols/bench-matmul-cpu.ts [options]
   --threads L   kernel thread counts, comma-separated (default 1,2)
   --calls N     calls per kernel, shape and thread count (default 20; the first two dropped)
   --compare C   legacy (default): lane-major against the earlier tiles; exact-fma: the decode tile
-                with its fused exact-product steps against without them, x rounded to bf16
+                with its fused exact-product steps against without them, x rounded to bf16;
+                baseline: this checkout's addon against --baseline's, x rounded to bf16
+  --baseline F  the other addon build (a .node file) for --compare baseline
+  --distinct N  weight matrices per shape, used in turn (default 1; more than the last-level cache
+                holds makes every call read W from memory)
   --out DIR     where the record goes (default results/kernels-compare)
   --note TEXT   kept in the record`
 const { values: opts } = parseArgs({
@@ -34,6 +45,7 @@ const { values: opts } = parseArgs({
     shapes: { type: 'string', default: '16:256:256,16:1024:1024,16:4096:1024,16:1024:4096,8:4096:4096,16:4096:4096,24:4096:4096,32:4096:4096' },
     threads: { type: 'string', default: '1,2' }, calls: { type: 'string', default: '20' }, compare: { type: 'string', default: 'legacy' },
     out: { type: 'string', default: join(REPO, 'results', 'kernels-compare') }, note: { type: 'string', default: '' }, help: { type: 'boolean' },
+    baseline: { type: 'string' }, distinct: { type: 'string', default: '1' },
   },
 })
 function usage (problem: string): never {
@@ -56,34 +68,43 @@ const shapes = opts.shapes.split(',').map((s) => {
 const threadCounts = opts.threads.split(',').map((s) => int('threads', s, 1))
 const calls = int('calls', opts.calls, 3)
 
-if (opts.compare !== 'legacy' && opts.compare !== 'exact-fma') usage(`--compare: ${JSON.stringify(opts.compare)} is not legacy or exact-fma`)
+if (!['legacy', 'exact-fma', 'baseline'].includes(opts.compare)) usage(`--compare: ${JSON.stringify(opts.compare)} is not legacy, exact-fma or baseline`)
+if ((opts.compare === 'baseline') !== (opts.baseline !== undefined)) usage('--baseline FILE goes with --compare baseline, and only with it')
+const distinct = int('distinct', opts.distinct, 1)
 const exactFma = opts.compare === 'exact-fma'
+const againstBaseline = opts.compare === 'baseline'
+const bf16X = exactFma || againstBaseline
 const addon = loadNativeKernels()
-if (addon.setLegacyMatmul === undefined || addon.setExactProductFma === undefined) usage('this addon build has no setLegacyMatmul or setExactProductFma: run npm run build:native')
-// The old leg: the earlier tiles, or the decode tile without its fused steps.
-const toggle = exactFma ? (old: boolean) => addon.setExactProductFma!(!old) : addon.setLegacyMatmul
-const NAMES = exactFma ? { now: 'fused', old: 'unfused' } : { now: 'lane_major', old: 'earlier' }
+// The old leg's kernels: another build (its own module instance and thread pool), or this one toggled.
+const baselineAddon = againstBaseline ? loadNativeKernels(resolve(opts.baseline!)) : undefined
+if (!againstBaseline && (addon.setLegacyMatmul === undefined || addon.setExactProductFma === undefined)) usage('this addon build has no setLegacyMatmul or setExactProductFma: run npm run build:native')
+const toggle = exactFma ? (old: boolean) => addon.setExactProductFma!(!old) : againstBaseline ? () => {} : addon.setLegacyMatmul!
+const kernelsOf = (leg: 'lane-major' | 'earlier') => leg === 'earlier' && baselineAddon !== undefined ? baselineAddon : addon
+const NAMES = exactFma ? { now: 'fused', old: 'unfused' } : againstBaseline ? { now: 'this_build', old: 'baseline' } : { now: 'lane_major', old: 'earlier' }
 const LANES8 = 0
 const median = (xs: number[]): number => {
   const s = [...xs].sort((a, b) => a - b)
   return s.length % 2 === 1 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2
 }
 const startedAt = new Date().toISOString()
+let callsMade = 0
 const loadBefore = loadavg()
 const rows: unknown[] = []
 for (const threads of threadCounts) {
   addon.setThreads(threads)
+  baselineAddon?.setThreads(threads)
   for (const [m, k, n] of shapes) {
     const x = filled(m * k, 1)
-    if (exactFma) for (let i = 0; i < x.length; i++) x[i] = roundBf16(x[i])
-    const w = Uint16Array.from(filled(n * k, 2), (v) => f32ToBf16(v))
+    if (bf16X) for (let i = 0; i < x.length; i++) x[i] = roundBf16(x[i])
+    const ws = Array.from({ length: distinct }, (_, d) => Uint16Array.from(filled(n * k, 2 + d), (v) => f32ToBf16(v)))
     const out = new Float32Array(m * n)
     const legs = { 'lane-major': { cpu: [] as number[], wall: [] as number[] }, earlier: { cpu: [] as number[], wall: [] as number[] } }
     for (let c = 0; c < calls; c++) {
       for (const leg of c % 2 === 0 ? ['lane-major', 'earlier'] as const : ['earlier', 'lane-major'] as const) {
         toggle(leg === 'earlier')
+        const kernels = kernelsOf(leg), w = ws[callsMade++ % distinct]   // never the W the last call just read
         const c0 = process.cpuUsage(), w0 = performance.now()
-        addon.matmulBf16(x, m, k, w, n, out, false, LANES8)
+        kernels.matmulBf16(x, m, k, w, n, out, false, LANES8)
         const wall = performance.now() - w0, u = process.cpuUsage(c0)
         if (c >= 2) {
           legs[leg].cpu.push((u.user + u.system) / 1000)
@@ -104,13 +125,14 @@ for (const threads of threadCounts) {
   }
 }
 const record = {
-  kind: 'matmul-cpu-time', version: exactFma ? 2 : 1, at: startedAt, note: opts.note, compare: opts.compare,
+  kind: 'matmul-cpu-time', version: againstBaseline || distinct > 1 ? 3 : exactFma ? 2 : 1, at: startedAt, note: opts.note, compare: opts.compare,
+  ...(againstBaseline ? { baseline: basename(opts.baseline!) } : {}), distinct,
   machine: { cpu: cpus()[0]?.model.trim() ?? 'unknown', cores: cpus().length, node: process.version, isa: addon.isa, kernel_pool: addon.threadPool },
   load_average: { before: loadBefore.map((v) => Number(v.toFixed(2))), after: loadavg().map((v) => Number(v.toFixed(2))) },
-  settings: { calls, dropped: 2, x: exactFma ? 'rounded to bf16' : 'float32', order: 'the two kernels alternate call by call, the first of each pair swapped every call', clock: 'process.cpuUsage (user + system) and performance.now around each call' },
+  settings: { calls, dropped: 2, x: bf16X ? 'rounded to bf16' : 'float32', order: 'the two kernels alternate call by call, the first of each pair swapped every call', clock: 'process.cpuUsage (user + system) and performance.now around each call' },
   rows,
 }
 await mkdir(opts.out, { recursive: true })
-const file = join(opts.out, `${startedAt.replace(/[:.]/g, '-')}-matmul-cpu${exactFma ? '-exact-fma' : ''}.json`)
+const file = join(opts.out, `${startedAt.replace(/[:.]/g, '-')}-matmul-cpu${exactFma ? '-exact-fma' : againstBaseline ? '-baseline' : ''}.json`)
 await writeFile(file, `${JSON.stringify(record, null, 2)}\n`)
 console.log(JSON.stringify({ record: file }))

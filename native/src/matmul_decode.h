@@ -167,51 +167,80 @@ void columns (const float* x, size_t m, size_t k, const typename W::Code* w, siz
 }
 
 #else
-constexpr int kZmmPairs = 4;        // 4 pairs x 4 columns: 16 accumulators, 4 x registers, a weight and a product
+constexpr int kZmmPairs = 4;        // 4 pairs x 4 columns: 16 accumulators, 8 x registers, a weight and its two halves
 constexpr int kZmmCols = 4;
 
+// 16 consecutive weights of one row as float32, exactly (a bf16 code is the high half of its float).
+template <class W>
+PDB_INLINE __m512 load16 (const typename W::Code* p) {
+  if constexpr (std::is_same_v<typename W::Code, uint16_t>) {
+    const __m256i codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(codes), 16));
+  } else {
+    return _mm512_loadu_ps(p);
+  }
+}
+
 // The AVX-512 tile: one 512-bit register holds the 8 lane chains of TWO rows (x rows 2p and 2p + 1,
-// packed in pairs once per call as matmul_zmm.h's pack_pairs does) against one weight row broadcast
-// from the widened buffer: each lane still adds its own products in increasing index, one rounded
-// operation each, so the bits are the 8-lane tile's.
-template <bool Fused, int PP, int NC>
-PDB_INLINE void pair_tile (const float* xp, size_t pair_stride, const float* wg, size_t len8, float* acc, bool first) {
+// packed in pairs once per call as matmul_zmm.h's pack_pairs does) against one weight row's 8
+// weights broadcast to both halves. The weights are widened in registers straight from W, 16 at a
+// time, and each half serves every pair of the tile: nothing is stored and read back, so at m <= 8
+// (one pair tile) each weight is read from memory and widened exactly once. Each lane still adds
+// its own products in increasing index (the step at i, then at i + 8), one rounded operation each,
+// so the bits are the 8-lane tile's.
+template <class W, bool Fused, int PP, int NC>
+PDB_INLINE void pair_tile (const float* xp, size_t pair_stride, const typename W::Code* w, size_t k, size_t len8,
+                           float* acc, bool first) {
   __m512 a[PP][NC];
   for (int p = 0; p < PP; p++)
     for (int c = 0; c < NC; c++) a[p][c] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(acc + (p * kGroupCols + c) * 16);
-  for (size_t i = 0; i < len8; i += 8) {
-    __m512 xv[PP];
-    for (int p = 0; p < PP; p++) xv[p] = _mm512_loadu_ps(xp + p * pair_stride + i * 2);
-    for (int c = 0; c < NC; c++) {
-      const __m512 wv = _mm512_broadcast_f32x8(_mm256_loadu_ps(wg + c * kChunk + i));
-      for (int p = 0; p < PP; p++) {
-        if constexpr (Fused) a[p][c] = _mm512_fmadd_ps(xv[p], wv, a[p][c]);
-        else a[p][c] = _mm512_add_ps(a[p][c], _mm512_mul_ps(xv[p], wv));
-      }
+  const auto step = [&](int c, const __m512* xv, __m512 wv) {
+    for (int p = 0; p < PP; p++) {
+      if constexpr (Fused) a[p][c] = _mm512_fmadd_ps(xv[p], wv, a[p][c]);
+      else a[p][c] = _mm512_add_ps(a[p][c], _mm512_mul_ps(xv[p], wv));
     }
+  };
+  size_t i = 0;
+  for (; i + 16 <= len8; i += 16) {
+    __m512 xa[PP], xb[PP];
+    for (int p = 0; p < PP; p++) {
+      xa[p] = _mm512_loadu_ps(xp + p * pair_stride + i * 2);
+      xb[p] = _mm512_loadu_ps(xp + p * pair_stride + i * 2 + 16);
+    }
+    for (int c = 0; c < NC; c++) {
+      const __m512 w16 = load16<W>(w + c * k + i);
+      step(c, xa, _mm512_shuffle_f32x4(w16, w16, 0x44));   // weights i .. i + 7 in both halves
+      step(c, xb, _mm512_shuffle_f32x4(w16, w16, 0xee));   // then i + 8 .. i + 15
+    }
+  }
+  if (i < len8) {                                           // the last 8
+    __m512 xa[PP];
+    for (int p = 0; p < PP; p++) xa[p] = _mm512_loadu_ps(xp + p * pair_stride + i * 2);
+    for (int c = 0; c < NC; c++) step(c, xa, _mm512_broadcast_f32x8(W::load8(w + c * k + i).v));
   }
   for (int p = 0; p < PP; p++)
     for (int c = 0; c < NC; c++) _mm512_storeu_ps(acc + (p * kGroupCols + c) * 16, a[p][c]);
 }
 
-template <bool Fused, int PP>
-inline void pair_tile_cols (size_t nc, const float* xp, size_t ps, const float* wg, size_t len8, float* acc, bool first) {
+template <class W, bool Fused, int PP>
+inline void pair_tile_cols (size_t nc, const float* xp, size_t ps, const typename W::Code* w, size_t k, size_t len8,
+                            float* acc, bool first) {
   switch (nc) {
-    case 1: return pair_tile<Fused, PP, 1>(xp, ps, wg, len8, acc, first);
-    case 2: return pair_tile<Fused, PP, 2>(xp, ps, wg, len8, acc, first);
-    case 3: return pair_tile<Fused, PP, 3>(xp, ps, wg, len8, acc, first);
-    default: return pair_tile<Fused, PP, kZmmCols>(xp, ps, wg, len8, acc, first);
+    case 1: return pair_tile<W, Fused, PP, 1>(xp, ps, w, k, len8, acc, first);
+    case 2: return pair_tile<W, Fused, PP, 2>(xp, ps, w, k, len8, acc, first);
+    case 3: return pair_tile<W, Fused, PP, 3>(xp, ps, w, k, len8, acc, first);
+    default: return pair_tile<W, Fused, PP, kZmmCols>(xp, ps, w, k, len8, acc, first);
   }
 }
 
-template <bool Fused>
-inline void pair_tile_any (size_t pp, size_t nc, const float* xp, size_t ps, const float* wg, size_t len8, float* acc,
-                           bool first) {
+template <class W, bool Fused>
+inline void pair_tile_any (size_t pp, size_t nc, const float* xp, size_t ps, const typename W::Code* w, size_t k,
+                           size_t len8, float* acc, bool first) {
   switch (pp) {
-    case 1: return pair_tile_cols<Fused, 1>(nc, xp, ps, wg, len8, acc, first);
-    case 2: return pair_tile_cols<Fused, 2>(nc, xp, ps, wg, len8, acc, first);
-    case 3: return pair_tile_cols<Fused, 3>(nc, xp, ps, wg, len8, acc, first);
-    default: return pair_tile_cols<Fused, kZmmPairs>(nc, xp, ps, wg, len8, acc, first);
+    case 1: return pair_tile_cols<W, Fused, 1>(nc, xp, ps, w, k, len8, acc, first);
+    case 2: return pair_tile_cols<W, Fused, 2>(nc, xp, ps, w, k, len8, acc, first);
+    case 3: return pair_tile_cols<W, Fused, 3>(nc, xp, ps, w, k, len8, acc, first);
+    default: return pair_tile_cols<W, Fused, kZmmPairs>(nc, xp, ps, w, k, len8, acc, first);
   }
 }
 
@@ -232,14 +261,12 @@ PDB_INLINE bool chunk_exact (const exact::Range& xr, const typename W::Code* w, 
 template <class W, bool Fused>
 void pair_columns (const float* x, const float* xp, const exact::Range& xr, size_t m, size_t k,
                    const typename W::Code* w, size_t n, float* y, bool to_bf16, size_t j0, size_t j1) {
-  alignas(64) float wg[kGroupCols * kChunk];
   alignas(64) float acc[(kMaxRows / 2) * kGroupCols * 16];
   const size_t k8 = k - k % 8, pairs = (m + 1) / 2, pair_stride = k8 * 2;
   for (size_t c0 = j0; c0 < j1; c0 += kGroupCols) {
     const size_t nc = j1 - c0 < kGroupCols ? j1 - c0 : kGroupCols;
     for (size_t k0 = 0; k0 < k8 || k0 == 0; k0 += kChunk) {
       const size_t len8 = k8 - k0 < kChunk ? k8 - k0 : kChunk;
-      widen<W>(w, k, c0, nc, k0, len8, wg);
       prefetch_ahead<W>(w, k, c0, k0, j1);
       const bool fused = Fused || chunk_exact<W>(xr, w, k, c0, nc, k0, len8);
       for (size_t p0 = 0; p0 < pairs; p0 += kZmmPairs) {
@@ -247,9 +274,10 @@ void pair_columns (const float* x, const float* xp, const exact::Range& xr, size
         for (size_t c = 0; c < nc; c += kZmmCols) {
           const size_t cc = nc - c < size_t(kZmmCols) ? nc - c : size_t(kZmmCols);
           const float* xt = xp + p0 * pair_stride + k0 * 2;
+          const typename W::Code* wt = w + (c0 + c) * k + k0;
           float* at = acc + (p0 * kGroupCols + c) * 16;
-          if (fused) pair_tile_any<true>(pp, cc, xt, pair_stride, wg + c * kChunk, len8, at, k0 == 0);
-          else pair_tile_any<false>(pp, cc, xt, pair_stride, wg + c * kChunk, len8, at, k0 == 0);
+          if (fused) pair_tile_any<W, true>(pp, cc, xt, pair_stride, wt, k, len8, at, k0 == 0);
+          else pair_tile_any<W, false>(pp, cc, xt, pair_stride, wt, k, len8, at, k0 == 0);
         }
       }
       if (k8 == 0) break;

@@ -8,13 +8,23 @@
 #   [PD_SCALING_BASELINE=other/pdb_kernels.node] bash protocols/decoder-scaling/pack.sh
 #
 # PD_SCALING_BASELINE: a second build of the addon (e.g. main's, built in its own checkout) carried
-# as baseline.node for run.sh's `addons` step.
+# as baseline.node for run.sh's `addons`, `matmulab` and `batchab` steps.
+# PD_SCALING_BASELINE_COMMIT: the commit that addon was built from; its TypeScript (src, protocols,
+# verify, package.json, tsconfig.json) travels as baseline-tree.tar.xz with baseline-commit, so `batchab`
+# runs the whole baseline, not only its addon, against this tree.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 carry="$repo/.device-carry"
 bash "$repo/protocols/cuda-rung/pack.sh" --with-llama-cpp
-rm -f "$carry/baseline.node"
+rm -f "$carry/baseline.node" "$carry/baseline-tree.tar.xz" "$carry/baseline-commit"
 if [ -n "${PD_SCALING_BASELINE:-}" ]; then
   cp "$PD_SCALING_BASELINE" "$carry/baseline.node"
   du -b "$carry/baseline.node"
+fi
+if [ -n "${PD_SCALING_BASELINE_COMMIT:-}" ]; then
+  [ -n "${PD_SCALING_BASELINE:-}" ] || { echo "pack: PD_SCALING_BASELINE_COMMIT needs PD_SCALING_BASELINE (its addon)" >&2; exit 1; }
+  git -C "$repo" rev-parse --verify --quiet "$PD_SCALING_BASELINE_COMMIT^{commit}" > "$carry/baseline-commit" \
+    || { echo "pack: $PD_SCALING_BASELINE_COMMIT is not a commit" >&2; exit 1; }
+  git -C "$repo" archive --format=tar "$PD_SCALING_BASELINE_COMMIT" src protocols verify package.json tsconfig.json | xz -9 > "$carry/baseline-tree.tar.xz"
+  du -b "$carry/baseline-tree.tar.xz"
 fi

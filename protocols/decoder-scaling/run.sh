@@ -20,9 +20,16 @@
 #   addons[@T]        pack.sh's baseline addon (PD_SCALING_BASELINE at pack time) against this tree's,
 #                     kernel by kernel, and each kernel's share of a 1,024-token prefill
 #                     (protocols/bench-addons.ts), at threads T (default 2,16)
+#   matmulab[@T]      the bf16 matmul of the baseline addon against this tree's at the model's decode
+#                     shapes (m = 1..16), 24 weight matrices per shape so W streams from memory
+#                     (protocols/bench-matmul-cpu.ts --compare baseline), at threads T (default 1,2,4,8,16)
+#   batchab[:L][@T]   `batch` with the baseline tree (PD_SCALING_BASELINE_COMMIT at pack time: its
+#                     TypeScript and addon) and this tree, PD_SCALING_AB_ROUNDS (3) rounds of the two
+#                     legs alternating, each leg its own process; default threads 16
 #
-# PD_SCALING_PRESET (flash-attn), PD_SCALING_RUNS (2), PD_SCALING_DECODE (32 completion tokens) and
-# PD_SCALING_BUDGET_S (540: all steps together) change the defaults. Records land in
+# PD_SCALING_PRESET (flash-attn), PD_SCALING_RUNS (2), PD_SCALING_DECODE (32 completion tokens),
+# PD_SCALING_ASSET_LEGS (the legs whose assets `assets` makes: ours,llama.cpp:bf16,llama.cpp:f32; ours
+# alone makes only the checkpoint) and PD_SCALING_BUDGET_S (540: all steps together) change the defaults. Records land in
 # results/decoder-scaling/ (batch: results/batch/, addons: results/kernels-compare/); at the end those are packed into OUT/results.tar.gz
 # (OUT: --out or $OUT) with each step's output in the log.
 set -uo pipefail
@@ -72,7 +79,7 @@ for step in "${steps[@]}"; do
       ;;
     assets)
       timeout "$limit" node node_modules/tsx/dist/cli.mjs protocols/decoder-scaling/bench.ts --prepare --state-dir "$state" --preset "$preset" \
-        --legs ours,llama.cpp:bf16,llama.cpp:f32 || log "assets failed or ran out of time"
+        --legs "${PD_SCALING_ASSET_LEGS:-ours,llama.cpp:bf16,llama.cpp:f32}" || log "assets failed or ran out of time"
       ;;
     bench|long)
       sizes=${arg%%@*}; threads=${arg#*@}; [ "$threads" = "$arg" ] && threads=
@@ -95,6 +102,34 @@ for step in "${steps[@]}"; do
       [ -f .device-carry/baseline.node ] || { log "addons: no .device-carry/baseline.node (set PD_SCALING_BASELINE for pack.sh)"; continue; }
       timeout "$limit" node node_modules/tsx/dist/cli.mjs protocols/bench-addons.ts --baseline .device-carry/baseline.node \
         --model "$state/models/$preset-seed1" --threads "$threads" --tokens 1024 --note "$(host_label)" || log "addons failed or ran out of time"
+      ;;
+    matmulab)
+      threads=${arg:-1,2,4,8,16}
+      [ -f .device-carry/baseline.node ] || { log "matmulab: no .device-carry/baseline.node (set PD_SCALING_BASELINE for pack.sh)"; continue; }
+      timeout "$limit" node node_modules/tsx/dist/cli.mjs protocols/bench-matmul-cpu.ts --compare baseline \
+        --baseline .device-carry/baseline.node --distinct 24 --calls 16 --threads "$threads" --note "$(host_label)" \
+        --shapes 1:4096:1024,2:4096:1024,4:4096:1024,8:4096:1024,16:4096:1024,1:1024:4096,8:1024:4096,2:4096:2048,3:4096:2048 \
+        || log "matmulab failed or ran out of time"
+      ;;
+    batchab)
+      levels=${arg%%@*}; threads=${arg#*@}; [ "$threads" = "$arg" ] && threads=
+      [ -z "$levels" ] && levels=1,2,4,8
+      [ -f .device-carry/baseline-tree.tar.xz ] || { log "batchab: no baseline tree (set PD_SCALING_BASELINE_COMMIT for pack.sh)"; continue; }
+      base=/tmp/pd-baseline-tree; rm -rf "$base"; mkdir -p "$base/native/build/Release"
+      tar -C "$base" -xJf .device-carry/baseline-tree.tar.xz
+      ln -s "$repo/node_modules" "$base/node_modules"
+      cp .device-carry/baseline.node "$base/native/build/Release/pdb_kernels.node"
+      base_commit=$(cat .device-carry/baseline-commit)
+      for round in $(seq 1 "${PD_SCALING_AB_ROUNDS:-3}"); do
+        for t in $(echo "${threads:-16}" | tr , ' '); do
+          (cd "$base" && PD_RUN_COMMIT=$base_commit timeout "$(( $(left) - 10 ))" node node_modules/tsx/dist/cli.mjs protocols/batch-step.ts \
+            --model "$state/models/$preset-seed1" --levels "$levels" --threads "$t" --out "$repo/results/batch" \
+            --note "$(host_label); batchab round $round: baseline ${base_commit:0:7}") || log "batchab baseline at $t threads failed or ran out of time"
+          timeout "$(( $(left) - 10 ))" node node_modules/tsx/dist/cli.mjs protocols/batch-step.ts --model "$state/models/$preset-seed1" \
+            --levels "$levels" --threads "$t" --note "$(host_label); batchab round $round: this tree ${PD_RUN_COMMIT:0:7}" \
+            || log "batchab this tree at $t threads failed or ran out of time"
+        done
+      done
       ;;
     *) log "unknown step $step"; exit 2 ;;
   esac
