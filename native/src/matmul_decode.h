@@ -1,11 +1,12 @@
 // The decode tile: the lanes8 and lanes8-fma orders at kMinRows..kMaxRows rows (a batched decode
 // step's projections, the rows routed to one expert; docs/kernels.md, "Decode tile"). At these sizes
-// each weight is used by only a few rows, so loading and widening it costs as much as the arithmetic:
-// the tile widens each group of kGroupCols weight rows once per kChunk of k into a float32 buffer
-// that stays in L1 (the chunk two widenings ahead prefetched meanwhile), and every row of x meets
-// each widened weight vector from there, in register tiles. In the avx512 variant one 512-bit register holds the lane chains of two rows (x packed in
-// row pairs once per call) against a weight vector broadcast to both halves; elsewhere one F8 per
-// output.
+// each weight is used by only a few rows, so loading and widening it costs as much as the arithmetic.
+// Output columns go in groups of kGroupCols, k in chunks of kChunk (the chunk two ahead prefetched
+// meanwhile). In the avx512 variant one 512-bit register holds the lane chains of two rows (x packed
+// in row pairs once per call) against a weight vector broadcast to both halves, the weights widened
+// in registers straight from W, 16 at a time, for every pair of the tile; elsewhere the group's
+// chunk is widened once into a float32 buffer that stays in L1 and every row of x meets each
+// widened vector from there, one F8 per output.
 //
 // Every output keeps the one-row order of dot_tile.h exactly: 8 lane chains (lane l: k indices l,
 // l + 8, ... in increasing order, a rounded mul then add, or one fma, per step), the lane tree, then
@@ -45,6 +46,7 @@ constexpr size_t kChunk = 256;      // k per widening: 8 rows x 256 floats = 8 K
 
 inline bool usable (size_t m) { return m >= kMinRows && m <= kMaxRows; }
 
+#if !defined(PDB_ISA_AVX512)
 // Weight rows [c0, c0 + nc), k in [k0, k0 + len8), widened exactly: row c at wg + c * kChunk.
 template <class W>
 PDB_INLINE void widen (const typename W::Code* w, size_t k, size_t c0, size_t nc, size_t k0, size_t len8, float* wg) {
@@ -54,6 +56,7 @@ PDB_INLINE void widen (const typename W::Code* w, size_t k, size_t c0, size_t nc
     for (size_t i = 0; i < len8; i += 8) f8_store(d + i, W::load8(src + i));
   }
 }
+#endif
 
 // Hint the chunk kAhead widenings after (c0, k0) into the caches (in a thread's column range
 // ending at j1: this group's next chunks, then the next group's first), so its memory reads overlap
