@@ -56,7 +56,6 @@ PDB_INLINE void widen (const typename W::Code* w, size_t k, size_t c0, size_t nc
     for (size_t i = 0; i < len8; i += 8) f8_store(d + i, W::load8(src + i));
   }
 }
-#endif
 
 // Hint the chunk kAhead widenings after (c0, k0) into the caches (in a thread's column range
 // ending at j1: this group's next chunks, then the next group's first), so its memory reads overlap
@@ -76,6 +75,7 @@ PDB_INLINE void prefetch_ahead (const typename W::Code* w, size_t k, size_t c0, 
     for (size_t i = 0; i < len8; i += per_line) __builtin_prefetch(src + i, 0, 3);
   }
 }
+#endif
 
 // The group's outputs from their 8 lane chains (lanes_of(r, c): row r, column c0 + c): the lane tree,
 // the k % 8 tail in increasing index, finish_output, as dot_tile.h.
@@ -184,6 +184,13 @@ PDB_INLINE __m512 load16 (const typename W::Code* p) {
   }
 }
 
+// How far ahead in its weight row the tile asks for the next line: one hint per row and 64-byte line,
+// spread over the arithmetic (past a row's end it reaches the next row, which the tile or the next
+// one reads next). Measured on the 2-core Zen 5 host, 1 thread, 32 matrices of 4096 x 1024 streamed
+// from memory: m = 8 0.63-0.78 ms a call at 256 to 512 codes ahead, against 0.85-0.92 ms for a burst
+// of hints per chunk two chunks ahead (docs/kernels.md, "Decode tile"). A hint only: no effect on any value.
+constexpr size_t kPrefetchCodes = 384;
+
 // The AVX-512 tile: one 512-bit register holds the 8 lane chains of TWO rows (x rows 2p and 2p + 1,
 // packed in pairs once per call as matmul_zmm.h's pack_pairs does) against one weight row's 8
 // weights broadcast to both halves. The weights are widened in registers straight from W, 16 at a
@@ -211,6 +218,7 @@ PDB_INLINE void pair_tile (const float* xp, size_t pair_stride, const typename W
       xb[p] = _mm512_loadu_ps(xp + p * pair_stride + i * 2 + 16);
     }
     for (int c = 0; c < NC; c++) {
+      if ((i & 31) == 0) __builtin_prefetch(w + c * k + i + kPrefetchCodes, 0, 3);
       const __m512 w16 = load16<W>(w + c * k + i);
       step(c, xa, _mm512_shuffle_f32x4(w16, w16, 0x44));   // weights i .. i + 7 in both halves
       step(c, xb, _mm512_shuffle_f32x4(w16, w16, 0xee));   // then i + 8 .. i + 15
@@ -270,7 +278,6 @@ void pair_columns (const float* x, const float* xp, const exact::Range& xr, size
     const size_t nc = j1 - c0 < kGroupCols ? j1 - c0 : kGroupCols;
     for (size_t k0 = 0; k0 < k8 || k0 == 0; k0 += kChunk) {
       const size_t len8 = k8 - k0 < kChunk ? k8 - k0 : kChunk;
-      prefetch_ahead<W>(w, k, c0, k0, j1);
       const bool fused = Fused || chunk_exact<W>(xr, w, k, c0, nc, k0, len8);
       for (size_t p0 = 0; p0 < pairs; p0 += kZmmPairs) {
         const size_t pp = pairs - p0 < size_t(kZmmPairs) ? pairs - p0 : size_t(kZmmPairs);
