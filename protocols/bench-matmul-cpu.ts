@@ -86,6 +86,21 @@ const median = (xs: number[]): number => {
   const s = [...xs].sort((a, b) => a - b)
   return s.length % 2 === 1 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2
 }
+// Each shape's weight matrices, made once for every thread count (bf16 codes of seeded values).
+const weights = new Map<string, Uint16Array[]>()
+function weightsOf (k: number, n: number): Uint16Array[] {
+  const key = `${k}x${n}`
+  let ws = weights.get(key)
+  if (ws === undefined) {
+    ws = Array.from({ length: distinct }, (_, d) => {
+      const v = filled(n * k, 2 + d), codes = new Uint16Array(n * k)
+      for (let i = 0; i < codes.length; i++) codes[i] = f32ToBf16(v[i])
+      return codes
+    })
+    weights.set(key, ws)
+  }
+  return ws
+}
 const startedAt = new Date().toISOString()
 let callsMade = 0
 const loadBefore = loadavg()
@@ -96,7 +111,7 @@ for (const threads of threadCounts) {
   for (const [m, k, n] of shapes) {
     const x = filled(m * k, 1)
     if (bf16X) for (let i = 0; i < x.length; i++) x[i] = roundBf16(x[i])
-    const ws = Array.from({ length: distinct }, (_, d) => Uint16Array.from(filled(n * k, 2 + d), (v) => f32ToBf16(v)))
+    const ws = weightsOf(k, n)
     const out = new Float32Array(m * n)
     const legs = { 'lane-major': { cpu: [] as number[], wall: [] as number[] }, earlier: { cpu: [] as number[], wall: [] as number[] } }
     for (let c = 0; c < calls; c++) {
