@@ -1,8 +1,8 @@
 // The decode tile: the lanes8 and lanes8-fma orders at kMinRows..kMaxRows rows (a batched decode
 // step's projections, the rows routed to one expert; docs/kernels.md, "Decode tile"). At these sizes
 // each weight is used by only a few rows, so loading and widening it costs as much as the arithmetic.
-// Output columns go in groups of kGroupCols, k in chunks of kChunk (the chunk two ahead prefetched
-// meanwhile). In the avx512 variant one 512-bit register holds the lane chains of two rows (x packed
+// Output columns go in groups of kGroupCols, k in chunks of kChunk, the weights asked for ahead of
+// their use (a cache hint). In the avx512 variant one 512-bit register holds the lane chains of two rows (x packed
 // in row pairs once per call) against a weight vector broadcast to both halves, the weights widened
 // in registers straight from W, 16 at a time, for every pair of the tile; elsewhere the group's
 // chunk is widened once into a float32 buffer that stays in L1 and every row of x meets each
@@ -42,7 +42,7 @@ constexpr size_t kMinRows = 6;
 #endif
 constexpr size_t kMaxRows = 16;
 constexpr size_t kGroupCols = 8;    // weight rows widened together (the split between threads is in these)
-constexpr size_t kChunk = 256;      // k per widening: 8 rows x 256 floats = 8 KiB, with 16 rows of x 24 KiB
+constexpr size_t kChunk = 256;      // k per widening (8 rows x 256 floats = 8 KiB) and per exact-products check
 
 inline bool usable (size_t m) { return m >= kMinRows && m <= kMaxRows; }
 
@@ -204,6 +204,7 @@ PDB_INLINE void pair_tile (const float* xp, size_t pair_stride, const typename W
   __m512 a[PP][NC];
   for (int p = 0; p < PP; p++)
     for (int c = 0; c < NC; c++) a[p][c] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(acc + (p * kGroupCols + c) * 16);
+  constexpr size_t kCodesPerLine = 64 / sizeof(typename W::Code);   // 32 bf16 codes, 16 float32 weights
   const auto step = [&](int c, const __m512* xv, __m512 wv) {
     for (int p = 0; p < PP; p++) {
       if constexpr (Fused) a[p][c] = _mm512_fmadd_ps(xv[p], wv, a[p][c]);
@@ -218,7 +219,7 @@ PDB_INLINE void pair_tile (const float* xp, size_t pair_stride, const typename W
       xb[p] = _mm512_loadu_ps(xp + p * pair_stride + i * 2 + 16);
     }
     for (int c = 0; c < NC; c++) {
-      if ((i & 31) == 0) __builtin_prefetch(w + c * k + i + kPrefetchCodes, 0, 3);
+      if (i % kCodesPerLine == 0) __builtin_prefetch(w + c * k + i + kPrefetchCodes, 0, 3);
       const __m512 w16 = load16<W>(w + c * k + i);
       step(c, xa, _mm512_shuffle_f32x4(w16, w16, 0x44));   // weights i .. i + 7 in both halves
       step(c, xb, _mm512_shuffle_f32x4(w16, w16, 0xee));   // then i + 8 .. i + 15
