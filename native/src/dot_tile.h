@@ -30,7 +30,7 @@ inline void lanes_part (const float* x, size_t k, const typename W::Code* w, siz
   // One hint per W row and 64-byte line, kPrefetchCodes ahead in the row (past its end, the next
   // row): the reads of a streamed W overlap the arithmetic (docs/kernels.md, "Decode tile": m = 2
   // and 3 about 1.1-1.3x faster from memory on the Zen 5 host). A hint only: no effect on any value.
-  constexpr size_t kCodesPerLine = 64 / sizeof(typename W::Code), kPrefetchCodes = 768;
+  constexpr size_t kPrefetchCodes = 768;
   const size_t len8 = len - len % 8;
   F8 acc[MR][NR];
   for (int r = 0; r < MR; r++)
@@ -39,7 +39,7 @@ inline void lanes_part (const float* x, size_t k, const typename W::Code* w, siz
     F8 xv[MR];
     for (int r = 0; r < MR; r++) xv[r] = f8_load(x + r * k + i);
     for (int c = 0; c < NR; c++) {
-      if (i % kCodesPerLine == 0) __builtin_prefetch(w + c * k + i + kPrefetchCodes, 0, 3);
+      if (i % W::kCodesPerLine == 0) __builtin_prefetch(w + c * k + i + kPrefetchCodes, 0, 3);
       const F8 wv = W::load8(w + c * k + i);
       for (int r = 0; r < MR; r++) {
         if constexpr (Fused) acc[r][c] = f8_fma(xv[r], wv, acc[r][c]);

@@ -28,6 +28,7 @@ inline float lane_tree (F8 lanes) { return f8_lane_tree(lanes); }
 // Weight storage: how 8 weights are loaded as float32 lanes, and how one is read for the tail.
 struct WeightF32 {
   using Code = float;
+  static constexpr size_t kCodesPerLine = 16;   // per 64-byte cache line (the kernels' prefetch hints)
   static F8 load8 (const float* p) { return f8_load(p); }
   static float load1 (const float* p) { return *p; }
 };
@@ -35,6 +36,7 @@ struct WeightF32 {
 // bf16 codes widen exactly: the code becomes the top 16 bits of a float32.
 struct WeightBf16 {
   using Code = uint16_t;
+  static constexpr size_t kCodesPerLine = 32;   // per 64-byte cache line (the kernels' prefetch hints)
   static F8 load8 (const uint16_t* p) { return f8_load_bf16(p); }
   static float load1 (const uint16_t* p) { return bits_float(uint32_t(*p) << 16); }
 };

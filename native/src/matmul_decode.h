@@ -63,7 +63,6 @@ PDB_INLINE void widen (const typename W::Code* w, size_t k, size_t c0, size_t nc
 template <class W>
 PDB_INLINE void prefetch_ahead (const typename W::Code* w, size_t k, size_t c0, size_t k0, size_t j1) {
   constexpr size_t kAhead = 2;  // measured against 1, 4 and 8 (docs/kernels.md, "Decode tile")
-  constexpr size_t per_line = 64 / sizeof(typename W::Code);
   const size_t k8 = k - k % 8;
   const size_t chunks = k8 == 0 ? 1 : (k8 + kChunk - 1) / kChunk;
   const size_t at = k0 / kChunk + kAhead;
@@ -72,7 +71,7 @@ PDB_INLINE void prefetch_ahead (const typename W::Code* w, size_t k, size_t c0, 
   const size_t nc = j1 - pc0 < kGroupCols ? j1 - pc0 : kGroupCols, len8 = k8 - pk0 < kChunk ? k8 - pk0 : kChunk;
   for (size_t c = 0; c < nc; c++) {
     const typename W::Code* src = w + (pc0 + c) * k + pk0;
-    for (size_t i = 0; i < len8; i += per_line) __builtin_prefetch(src + i, 0, 3);
+    for (size_t i = 0; i < len8; i += W::kCodesPerLine) __builtin_prefetch(src + i, 0, 3);
   }
 }
 #endif
@@ -204,7 +203,6 @@ PDB_INLINE void pair_tile (const float* xp, size_t pair_stride, const typename W
   __m512 a[PP][NC];
   for (int p = 0; p < PP; p++)
     for (int c = 0; c < NC; c++) a[p][c] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(acc + (p * kGroupCols + c) * 16);
-  constexpr size_t kCodesPerLine = 64 / sizeof(typename W::Code);   // 32 bf16 codes, 16 float32 weights
   const auto step = [&](int c, const __m512* xv, __m512 wv) {
     for (int p = 0; p < PP; p++) {
       if constexpr (Fused) a[p][c] = _mm512_fmadd_ps(xv[p], wv, a[p][c]);
@@ -219,7 +217,7 @@ PDB_INLINE void pair_tile (const float* xp, size_t pair_stride, const typename W
       xb[p] = _mm512_loadu_ps(xp + p * pair_stride + i * 2 + 16);
     }
     for (int c = 0; c < NC; c++) {
-      if (i % kCodesPerLine == 0) __builtin_prefetch(w + c * k + i + kPrefetchCodes, 0, 3);
+      if (i % W::kCodesPerLine == 0) __builtin_prefetch(w + c * k + i + kPrefetchCodes, 0, 3);
       const __m512 w16 = load16<W>(w + c * k + i);
       step(c, xa, _mm512_shuffle_f32x4(w16, w16, 0x44));   // weights i .. i + 7 in both halves
       step(c, xb, _mm512_shuffle_f32x4(w16, w16, 0xee));   // then i + 8 .. i + 15
