@@ -12,7 +12,7 @@ import {
   LOAD_LEVELS_DEFINITIONS, LOAD_LEVELS_RECORD_SCHEMA, loadLevelsVerdict, parseLoadLevelsRecord, summarizeLatency, summarizeLevel, unionMs,
   type LevelSample, type LoadLevel, type LoadLevelsRecord,
 } from '../../verify/results/load-levels-record.ts'
-import { loadLevelsHeadline, loadLevelsRunLine, loadLevelsTable } from '../../verify/results/load-levels-section.ts'
+import { loadLevelsHeadline, loadLevelsRunLine, loadLevelsTable, loadLevelsTimeTable } from '../../verify/results/load-levels-section.ts'
 
 let dir: string
 beforeAll(async () => { dir = await mkdtemp(join(tmpdir(), 'pd-load-levels-')) })
@@ -106,6 +106,33 @@ describe('the preset and the definitions', () => {
     const timed = { ...now, levels: [{ ...now.levels[0], decoderBatch: { ...batched.levels[0].decoderBatch, time } }] }
     expect(parseLoadLevelsRecord(JSON.parse(JSON.stringify(timed)), 'timed.json').levels[0].decoderBatch?.time?.chunkMsPerChunk).toBe(300)
     expect(() => parseLoadLevelsRecord({ ...now, levels: [{ ...now.levels[0], decoderBatch: { ...batched.levels[0].decoderBatch, time: { ...time, gcMs: 1 } } }] }, 'bad.json')).toThrow()
+  })
+})
+
+describe('where the decoder\'s seated time went', () => {
+  /** A level with the batcher's counters: rows, seated, in steps, in chunks, samplers, other (ms). */
+  function timed (l: LoadLevel, steps: number, rows: number, chunks: number, [seatedMs, stepMs, chunkMs, pickMs, otherActiveMs]: number[]): LoadLevel {
+    const perStep = { stepMsPerStep: stepMs / steps, seatedMsPerStep: seatedMs / steps, pickMsPerRow: pickMs / rows, chunkMsPerChunk: chunks > 0 ? chunkMs / chunks : null }
+    const time = { seatedMs, stepMs, chunkMs, pickMs, otherActiveMs, idleMs: 0, ...perStep, partialSteps: 0 }
+    return { ...l, decoderBatch: { steps, rows, meanRows: rows / steps, chunks, time } }
+  }
+
+  it('per level: the seated time in steps and outside them, the chunks, and the speed-up the level would have with free steps', () => {
+    // Level 1 decodes 10 tokens/s; at 8 clients 80 rows in 4 s seated, 2 s of it in steps: free steps give 80 / 2 s = 40 tokens/s, 4x.
+    const r = record([timed(level(1, 1000), 10, 10, 1, [1000, 900, 50, 20, 30]), timed(level(8, 4000), 10, 80, 8, [4000, 2000, 1500, 200, 300])])
+    const t = loadLevelsTimeTable(r)!
+    expect(t.headers).toEqual(['clients', 'steps', 'mean rows', 'ms per step', 'seated', 'in steps', 'seated, not in a step', 'prefill chunks (all their time)', 'with free steps, vs 1 client'])
+    expect(t.rows).toEqual([
+      ['1', '10', '1.00', '90.0', '1.00 s', '0.90 s (90%)', '0.10 s (10%)', '1 in 0.05 s', '10.00x'],
+      ['8', '10', '8.00', '200.0', '4.00 s', '2.00 s (50%)', '2.00 s (50%)', '8 in 1.50 s', '4.00x'],
+    ])
+    // With more of the seated time outside the steps the bound falls below the goal, whatever a step costs.
+    const chunky = record([timed(level(1, 1000), 10, 10, 1, [1000, 900, 50, 20, 30]), timed(level(8, 4000), 10, 80, 8, [4000, 1000, 2800, 100, 100])])
+    expect(loadLevelsTimeTable(chunky)!.rows[1].at(-1)).toBe('2.67x')
+    // The headline names the bound at the goal's level.
+    expect(loadLevelsHeadline(chunky)).toContain('decode tokens/s at 8 clients over 1 2.00x (goal >= 4x: not met), at most 2.67x had its batched steps cost nothing (on a loaded machine')
+    // Records from before the counters (or a kind that does not batch) get no table.
+    expect(loadLevelsTimeTable(record([level(1, 1000), level(8, 4000)]))).toBeNull()
   })
 })
 

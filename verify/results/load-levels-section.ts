@@ -38,7 +38,23 @@ export function loadLevelsHeadline (r: LoadLevelsRecord): string {
   const t = r.totals
   const probe = r.latency === null ? 'latency probe not run' : `short-prompt TTFT p99 under a bridge ${goalWords(g.ttftUnderBridge.measured, g.ttftUnderBridge.met, `<= ${LOAD_GOALS.ttftRatio}x idle`)}`
   return `load levels, decoder ${r.decoder.kind}: ${r.settings.levels.join('/')} clients, ${plural(t.requests, 'request')}, ${plural(t.errors, 'error')}, ${t.answersDiffering} of ${t.answersCompared} answers differ from their solo runs; ` +
-    `decode tokens/s at ${LOAD_GOALS.throughputClients} clients over 1 ${goalWords(g.throughput.measured, g.throughput.met, `>= ${LOAD_GOALS.throughputSpeedup}x`)}${contention(r)}; ${probe}`
+    `decode tokens/s at ${LOAD_GOALS.throughputClients} clients over 1 ${goalWords(g.throughput.measured, g.throughput.met, `>= ${LOAD_GOALS.throughputSpeedup}x`)}${freeStepsWords(r)}${contention(r)}; ${probe}`
+}
+
+/** The throughput level's bound with free steps (loadLevelsTimeTable), when its counters are there. */
+function freeStepsWords (r: LoadLevelsRecord): string {
+  const bound = freeStepsSpeedup(r, LOAD_GOALS.throughputClients)
+  return bound === null ? '' : `, at most ${x(bound)} had its batched steps cost nothing`
+}
+
+/** Level `clients`' steps' rows over its seated time outside the steps, over the 1-client level's decode tokens/s. */
+function freeStepsSpeedup (r: LoadLevelsRecord, clients: number): number | null {
+  const l = r.levels.find((v) => v.clients === clients)
+  const one = r.levels.find((v) => v.clients === 1)?.decodeTokensPerS ?? null
+  const b = l?.decoderBatch
+  if (b?.time === undefined || one === null || one <= 0) return null
+  const rest = b.time.seatedMs - b.time.stepMs
+  return rest > 0 ? (b.rows / (rest / 1000)) / one : null
 }
 
 /**
@@ -80,6 +96,36 @@ export function loadLevelsTable (r: LoadLevelsRecord): Table {
         String(l.clients), String(l.requests), String(l.errors), l.decodeTokensPerS === null ? NOT_RUN : l.decodeTokensPerS.toFixed(1), speedup === null ? NOT_RUN : x(speedup),
         l.tokensPerS.toFixed(1), p(l.ttftMs, 'p50'), p(l.ttftMs, 'p90'), p(l.ttftMs, 'p99'), p(l.latencyMs, 'p50'), p(l.latencyMs, 'p90'), p(l.latencyMs, 'p99'),
         `${l.answersDiffering} / ${l.answersCompared}`, mib(l.peakRssBytes.decoder), mib(l.peakRssBytes.front), l.loadAverage.start.toFixed(1),
+      ]
+    }),
+  }
+}
+
+/**
+ * Where the decoder's seated time went at each level (its batch timing counters; null when no level
+ * has them): seated is the wall time while some request was decoding, split into the batched steps
+ * and the rest (the prefill chunks of requests joining between steps, the samplers, the loop's own
+ * work); the chunks are shown with all their time, since a chunk run while nothing decodes (each
+ * level's first) is not seated. The last column bounds what cheaper steps can give: the steps' rows
+ * over the seated time outside the steps, i.e. the level's tokens/s had its steps cost nothing,
+ * over the 1-client level's decode tokens/s. Where it is below the throughput goal, no cheaper step
+ * meets the goal on that workload and machine.
+ */
+export function loadLevelsTimeTable (r: LoadLevelsRecord): Table | null {
+  const timed = r.levels.filter((l) => l.decoderBatch?.time !== undefined)
+  if (timed.length === 0) return null
+  const share = (ms: number, of: number): string => `${seconds(ms)} (${of > 0 ? Math.round(100 * ms / of) : 0}%)`
+  return {
+    title: `Load levels: decoder ${r.decoder.kind}, where the decoder's time went while some request was decoding (seated)`,
+    headers: ['clients', 'steps', 'mean rows', 'ms per step', 'seated', 'in steps', 'seated, not in a step', 'prefill chunks (all their time)', 'with free steps, vs 1 client'],
+    rows: timed.map((l) => {
+      const b = l.decoderBatch!
+      const t = b.time!
+      const rest = Math.max(0, t.seatedMs - t.stepMs)
+      const free = freeStepsSpeedup(r, l.clients)
+      return [
+        String(l.clients), String(b.steps), b.meanRows === null ? NOT_RUN : b.meanRows.toFixed(2), t.stepMsPerStep === null ? NOT_RUN : t.stepMsPerStep.toFixed(1),
+        seconds(t.seatedMs), share(t.stepMs, t.seatedMs), share(rest, t.seatedMs), `${b.chunks} in ${seconds(t.chunkMs)}`, free === null ? NOT_RUN : x(free),
       ]
     }),
   }
@@ -128,7 +174,7 @@ export function loadLevelsBlocks (summary: LoadLevelsSummary): Array<{ headline:
   return newestPerKind(summary).map((r) => ({
     headline: loadLevelsHeadline(r),
     line: loadLevelsRunLine(r),
-    tables: [loadLevelsTable(r), loadLevelsVerdictTable(r), ...[loadLatencyTable(r)].filter((t): t is Table => t !== null)],
+    tables: [loadLevelsTable(r), ...[loadLevelsTimeTable(r)].filter((t): t is Table => t !== null), loadLevelsVerdictTable(r), ...[loadLatencyTable(r)].filter((t): t is Table => t !== null)],
   }))
 }
 
