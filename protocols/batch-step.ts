@@ -11,11 +11,14 @@
 // (version 5) the second step runs the decode tile without its fused exact-product steps
 // (setExactProductFma(false), the same bits; docs/kernels.md "Decode tile"), reported as
 // before_exact_fma. Every timed step also records its process CPU time (user + system, all
-// threads: on a loaded machine the wall clock mostly counts waits for a core). One JSON record in
+// threads: on a loaded machine the wall clock mostly counts waits for a core). With --chunk N the
+// record also has `chunk`: a joining request's prefill of N tokens (the piece of engine work the
+// decoder's batcher runs between steps) onto a cache holding --prompt tokens, --repeats times, its
+// wall and CPU time and where its time goes (kernel clock, matmul by shape). One JSON record in
 // --out; nothing is asserted.
 //
 //   npx tsx protocols/batch-step.ts --model DIR [--levels 1,2,4,8] [--prompt 64] [--repeats 8] [--threads N]
-//                                   [--compare-decode-tile | --compare-exact-fma]
+//                                   [--compare-decode-tile | --compare-exact-fma] [--chunk N]
 import { mkdir, writeFile } from 'node:fs/promises'
 import { cpus, loadavg } from 'node:os'
 import { join, resolve } from 'node:path'
@@ -36,6 +39,7 @@ const USAGE = `Usage: npx tsx protocols/batch-step.ts --model DIR [options]
   --threads N     kernel threads (default: PD_KERNEL_THREADS, else the machine's cores)
   --compare-decode-tile  also time each step with the decode tile off, interleaved (the before figures)
   --compare-exact-fma    also time each step without the decode tile's fused exact-product steps, interleaved
+  --chunk N       also time a prefill chunk of N tokens onto a cache of --prompt tokens (a joining request's)
   --out DIR       where the record goes (default results/batch)
   --note TEXT     kept in the record`
 
@@ -44,7 +48,7 @@ const { values: opts } = parseArgs({
     model: { type: 'string' }, levels: { type: 'string', default: '1,2,4,8' }, prompt: { type: 'string', default: '64' },
     repeats: { type: 'string', default: '8' }, threads: { type: 'string' }, out: { type: 'string', default: join(REPO, 'results', 'batch') },
     note: { type: 'string', default: '' }, 'compare-decode-tile': { type: 'boolean', default: false },
-    'compare-exact-fma': { type: 'boolean', default: false }, help: { type: 'boolean' },
+    'compare-exact-fma': { type: 'boolean', default: false }, chunk: { type: 'string', default: '0' }, help: { type: 'boolean' },
   },
 })
 if (opts.help === true || opts.model === undefined) {
@@ -54,10 +58,15 @@ if (opts.help === true || opts.model === undefined) {
 const levels = opts.levels.split(',').map(Number)
 const promptTokens = Number(opts.prompt)
 const repeats = Number(opts.repeats)
+const chunkTokens = Number(opts.chunk)
 const addon = loadNativeKernels()
 if (opts.threads !== undefined) addon.setThreads(Number(opts.threads))
 if ([...levels, promptTokens, repeats, addon.getThreads()].some((v) => !Number.isInteger(v) || v < 1)) {
   console.error(`batch-step: --levels, --prompt, --repeats and --threads take positive integers\n${USAGE}`)
+  process.exit(2)
+}
+if (!Number.isInteger(chunkTokens) || chunkTokens < 0) {
+  console.error(`batch-step: --chunk takes a token count (0: no chunk), got ${JSON.stringify(opts.chunk)}\n${USAGE}`)
   process.exit(2)
 }
 
@@ -171,6 +180,48 @@ const rows = levels.map((b) => {
   if (before !== undefined) console.error(`batch-step: B=${b}: before (${beforeField}) ${before.step_ms_median.toFixed(1)} ms median (${before.step_ms_min.toFixed(1)} min), ${before.throughput_vs_smallest_median.toFixed(2)}x (best ${before.throughput_vs_smallest_best.toFixed(2)}x); now ${before.tile_speedup_median.toFixed(2)}x faster by the wall clock, ${before.cpu_speedup_median.toFixed(2)}x by CPU time`)
   return row
 })
+/**
+ * A joining request's prefill chunk (--chunk N tokens onto a cache of --prompt tokens, the last
+ * token's logits): --repeats timed, then --repeats under the kernel clock and --repeats by matmul
+ * shape, each onto a cache of its own made outside the clock. Per chunk, as the steps are per step.
+ */
+function measureChunk (): Record<string, unknown> | undefined {
+  if (chunkTokens === 0) return undefined
+  const joining = (i: number): number[] => Array.from({ length: chunkTokens }, (_, t) => 2 + ((i * 7727 + t * 104723 + 5) % (vocab - 3)))
+  const held = (n: number): ModelCache[] => Array.from({ length: n }, (_, i) => {
+    const c = engine.newCache()
+    engine.prefill(prompt(1000 + i), c, { logits: 'none' })
+    return c
+  })
+  engine.prefill(joining(0), held(1)[0], { logits: 'last' })  // warm: first-call costs
+  const ms: number[] = [], cpuMs: number[] = []
+  held(repeats).forEach((c, r) => {
+    const t0 = performance.now(), c0 = process.cpuUsage()
+    engine.prefill(joining(r + 1), c, { logits: 'last' })
+    const cpu = process.cpuUsage(c0)
+    ms.push(performance.now() - t0)
+    cpuMs.push((cpu.user + cpu.system) / 1000)
+  })
+  const clocked = held(repeats)
+  const all = clockKernels(addon, () => { clocked.forEach((c, r) => engine.prefill(joining(r + 1), c, { logits: 'last' })) })
+  const shaped = held(repeats)
+  const byShape = clockMatmulShapes(addon, () => { shaped.forEach((c, r) => engine.prefill(joining(r + 1), c, { logits: 'last' })) })
+  const inside = {
+    wallMs: all.wallMs / repeats,
+    kernels: Object.fromEntries(Object.entries(all.kernels).map(([k, v]) => [k, { ms: v.ms / repeats, calls: v.calls / repeats, share: v.share }])),
+  }
+  const top = Object.entries(inside.kernels).slice(0, 5).map(([k, v]) => `${k} ${v.ms.toFixed(1)} ms`).join(', ')
+  console.error(`batch-step: chunk of ${chunkTokens} onto ${promptTokens}: ${median(ms).toFixed(1)} ms median (${Math.min(...ms).toFixed(1)} min), CPU ${median(cpuMs).toFixed(1)} ms; ${top}`)
+  return {
+    tokens: chunkTokens, onto_tokens: promptTokens, ms_min: Math.min(...ms), ms_median: median(ms), cpu_ms_median: median(cpuMs),
+    /** Mean per chunk over --repeats clocked chunks. */
+    one_chunk_inside_kernels: inside,
+    /** Mean per chunk over --repeats more: the bf16 matmul per weight shape. */
+    one_chunk_matmul_bf16_by_shape: byShape.map((v) => ({ ...v, calls: v.calls / repeats, ms: v.ms / repeats, weightMiB: v.weightMiB / repeats })),
+  }
+}
+const chunk = measureChunk()
+
 const at = new Date().toISOString()
 const cfg = engine.config
 const record = {
@@ -178,8 +229,9 @@ const record = {
   machine: { cpu: cpus()[0]?.model ?? 'unknown', cores: cpus().length, threads: addon.getThreads(), kernel_pool: addon.threadPool ?? null, isa: addon.isa, node: process.version },
   load_average: loadavg(),
   model: { dir_name: opts.model.split('/').filter(Boolean).at(-1), hidden_size: cfg.hiddenSize, layers: cfg.numHiddenLayers, experts: cfg.nRoutedExperts, experts_per_token: cfg.numExpertsPerTok, profile: 'decoder' },
-  settings: { levels, prompt_tokens: promptTokens, repeats, widest, compare_decode_tile: compareTile, compare_exact_fma: compareFma },
+  settings: { levels, prompt_tokens: promptTokens, repeats, widest, compare_decode_tile: compareTile, compare_exact_fma: compareFma, chunk_tokens: chunkTokens },
   levels: rows,
+  chunk,
 }
 await mkdir(opts.out, { recursive: true })
 const file = join(opts.out, `batch-step-${at.replace(/[:.]/g, '-')}.json`)
