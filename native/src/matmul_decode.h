@@ -172,14 +172,25 @@ void columns (const float* x, size_t m, size_t k, const typename W::Code* w, siz
 constexpr int kZmmPairs = 4;        // 4 pairs x 4 columns: 16 accumulators, 8 x registers, a weight and its two halves
 constexpr int kZmmCols = 4;
 
-// 16 consecutive weights of one row as float32, exactly (a bf16 code is the high half of its float).
+// 8 consecutive weights of one row as float32, exactly, in both 256-bit halves (a bf16 code is the
+// high half of its float): the load broadcasts the 8 codes to every 128-bit lane and one byte
+// shuffle per lane moves lane L's four codes (the first four in lanes 0 and 2, the last four in 1
+// and 3) into the high halves of its dwords, zeroing the low halves. One shuffle per 8 weights,
+// where widening 16 and splitting them between the halves took four; float32 weights need only the
+// broadcast load.
 template <class W>
-PDB_INLINE __m512 load16 (const typename W::Code* p) {
+PDB_INLINE __m512 load8_both (const typename W::Code* p) {
   if constexpr (std::is_same_v<typename W::Code, uint16_t>) {
-    const __m256i codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(codes), 16));
+    const __m512i codes = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    // Per 128-bit lane: dword d = code (L % 2) * 4 + d in its high half; -1 (0xff) bytes read as zero.
+    const __m512i to_high = _mm512_set_epi8(
+        15, 14, -1, -1, 13, 12, -1, -1, 11, 10, -1, -1, 9, 8, -1, -1,
+        7, 6, -1, -1, 5, 4, -1, -1, 3, 2, -1, -1, 1, 0, -1, -1,
+        15, 14, -1, -1, 13, 12, -1, -1, 11, 10, -1, -1, 9, 8, -1, -1,
+        7, 6, -1, -1, 5, 4, -1, -1, 3, 2, -1, -1, 1, 0, -1, -1);
+    return _mm512_castsi512_ps(_mm512_shuffle_epi8(codes, to_high));
   } else {
-    return _mm512_loadu_ps(p);
+    return _mm512_broadcast_f32x8(_mm256_loadu_ps(p));
   }
 }
 
@@ -218,15 +229,14 @@ PDB_INLINE void pair_tile (const float* xp, size_t pair_stride, const typename W
     }
     for (int c = 0; c < NC; c++) {
       if (i % W::kCodesPerLine == 0) __builtin_prefetch(w + c * k + i + kPrefetchCodes, 0, 3);
-      const __m512 w16 = load16<W>(w + c * k + i);
-      step(c, xa, _mm512_shuffle_f32x4(w16, w16, 0x44));   // weights i .. i + 7 in both halves
-      step(c, xb, _mm512_shuffle_f32x4(w16, w16, 0xee));   // then i + 8 .. i + 15
+      step(c, xa, load8_both<W>(w + c * k + i));           // weights i .. i + 7 in both halves
+      step(c, xb, load8_both<W>(w + c * k + i + 8));       // then i + 8 .. i + 15
     }
   }
   if (i < len8) {                                           // the last 8
     __m512 xa[PP];
     for (int p = 0; p < PP; p++) xa[p] = _mm512_loadu_ps(xp + p * pair_stride + i * 2);
-    for (int c = 0; c < NC; c++) step(c, xa, _mm512_broadcast_f32x8(W::load8(w + c * k + i).v));
+    for (int c = 0; c < NC; c++) step(c, xa, load8_both<W>(w + c * k + i));
   }
   for (int p = 0; p < PP; p++)
     for (int c = 0; c < NC; c++) _mm512_storeu_ps(acc + (p * kGroupCols + c) * 16, a[p][c]);
