@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Pack what the GPU host lacks for the decoder-scaling protocol into .device-carry/ (ignored): the
 # rung's carry with llama.cpp (protocols/cuda-rung/pack.sh --with-llama-cpp: Node, the production
-# node_modules with node-llama-cpp's linux-x64 CPU binaries only, the addon, the commit), plus an
-# optional baseline addon for run.sh's `addons` step. The whole tree that travels must stay under
+# node_modules with node-llama-cpp's linux-x64 CPU binaries only, the addon, the commit), tinybench
+# (tinybench.tar.xz, for matmulab), plus an optional baseline addon for run.sh's `addons` step. The whole tree that travels must stay under
 # 64 MiB: move harness/fixtures aside for the call.
 #
 #   [PD_SCALING_BASELINE=other/pdb_kernels.node] bash protocols/decoder-scaling/pack.sh
@@ -16,6 +16,10 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 carry="$repo/.device-carry"
 bash "$repo/protocols/cuda-rung/pack.sh" --with-llama-cpp
+# tinybench (a devDependency, so not in the production node_modules): bench-matmul-cpu.ts, run.sh's
+# matmulab, reads its timing helpers through protocols/lib/bench-timing.ts.
+[ -f "$repo/node_modules/tinybench/package.json" ] || { echo "pack: node_modules/tinybench is missing (npm ci)" >&2; exit 1; }
+tar -C "$repo" -cJf "$carry/tinybench.tar.xz" node_modules/tinybench
 rm -f "$carry/baseline.node" "$carry/baseline-tree.tar.xz" "$carry/baseline-commit"
 if [ -n "${PD_SCALING_BASELINE:-}" ]; then
   cp "$PD_SCALING_BASELINE" "$carry/baseline.node"

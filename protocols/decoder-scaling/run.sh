@@ -74,6 +74,7 @@ for step in "${steps[@]}"; do
       mkdir -p /tmp/pd-node/bin
       xz -dc .device-carry/node.xz > /tmp/pd-node/bin/node && chmod +x /tmp/pd-node/bin/node
       tar -xJf .device-carry/node_modules.tar.xz
+      if [ -f .device-carry/tinybench.tar.xz ]; then tar -xJf .device-carry/tinybench.tar.xz; else log "setup: no .device-carry/tinybench.tar.xz (pack.sh makes it): matmulab cannot run"; fi
       mkdir -p native/build/Release && cp .device-carry/pdb_kernels.node native/build/Release/
       log "node $(node --version); $(host_label)"
       ;;
