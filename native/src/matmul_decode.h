@@ -4,7 +4,7 @@
 // Output columns go in groups of kGroupCols, k in chunks of kChunk, the weights asked for ahead of
 // their use (a cache hint). In the avx512 variant one 512-bit register holds the lane chains of two rows (x packed
 // in row pairs once per call) against a weight vector broadcast to both halves, the weights widened
-// in registers straight from W, 16 at a time, for every pair of the tile; elsewhere the group's
+// in registers straight from W, 8 at a time into both halves, for every pair of the tile; elsewhere the group's
 // chunk is widened once into a float32 buffer that stays in L1 and every row of x meets each
 // widened vector from there, one F8 per output.
 //
@@ -169,15 +169,15 @@ void columns (const float* x, size_t m, size_t k, const typename W::Code* w, siz
 }
 
 #else
-constexpr int kZmmPairs = 4;        // 4 pairs x 4 columns: 16 accumulators, 8 x registers, a weight and its two halves
+constexpr int kZmmPairs = 4;        // 4 pairs x 4 columns: 16 accumulators, 8 x registers, a widened weight vector
 constexpr int kZmmCols = 4;
 
 // 8 consecutive weights of one row as float32, exactly, in both 256-bit halves (a bf16 code is the
 // high half of its float): the load broadcasts the 8 codes to every 128-bit lane and one byte
 // shuffle per lane moves lane L's four codes (the first four in lanes 0 and 2, the last four in 1
-// and 3) into the high halves of its dwords, zeroing the low halves. One shuffle per 8 weights,
-// where widening 16 and splitting them between the halves took four; float32 weights need only the
-// broadcast load.
+// and 3) into the high halves of its dwords, zeroing the low halves. Two shuffles per 16 weights,
+// where widening 16 and splitting them between the halves took three and a shift; float32 weights
+// need only the broadcast load.
 template <class W>
 PDB_INLINE __m512 load8_both (const typename W::Code* p) {
   if constexpr (std::is_same_v<typename W::Code, uint16_t>) {
@@ -203,9 +203,10 @@ constexpr size_t kPrefetchCodes = 384;
 
 // The AVX-512 tile: one 512-bit register holds the 8 lane chains of TWO rows (x rows 2p and 2p + 1,
 // packed in pairs once per call as matmul_zmm.h's pack_pairs does) against one weight row's 8
-// weights broadcast to both halves. The weights are widened in registers straight from W, 16 at a
-// time, and each half serves every pair of the tile: nothing is stored and read back, so at m <= 8
-// (one pair tile) each weight is read from memory and widened exactly once. Each lane still adds
+// weights broadcast to both halves. The weights are widened in registers straight from W, 8 at a
+// time into both halves (load8_both), and each such vector serves every pair of the tile: nothing
+// is stored and read back, so at m <= 8 (one pair tile) each weight is read from memory and
+// widened exactly once. Each lane still adds
 // its own products in increasing index (the step at i, then at i + 8), one rounded operation each,
 // so the bits are the 8-lane tile's.
 template <class W, bool Fused, int PP, int NC>
