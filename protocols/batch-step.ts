@@ -118,24 +118,30 @@ for (let r = 0; r < repeats; r++) {
   }
 }
 setCompared(true)
+/** A kernel clock over --repeats pieces of work, as one piece's mean. */
+const perRepeat = (all: KernelClock): KernelClock => ({
+  wallMs: all.wallMs / repeats,
+  kernels: Object.fromEntries(Object.entries(all.kernels).map(([k, v]) => [k, { ms: v.ms / repeats, calls: v.calls / repeats, share: v.share }])),
+})
+/** The matmul by shape over --repeats pieces of work, as one piece's mean. */
+const shapesPerRepeat = (all: MatmulShape[]): MatmulShape[] =>
+  all.map((s) => ({ ...s, calls: s.calls / repeats, ms: s.ms / repeats, weightMiB: s.weightMiB / repeats }))
+/** The five kernels a piece of work spent most in, for the log. */
+const topKernels = (clock: KernelClock): string => Object.entries(clock.kernels).slice(0, 5).map(([k, v]) => `${k} ${v.ms.toFixed(1)} ms`).join(', ')
+
 // The kernel clock over --repeats steps per level, reported per step: one step on a loaded machine
 // is mostly the time the process waited for a core.
 const clocks = new Map<number, KernelClock>()
 for (const b of levels) {
   const level = byLevel.get(b)!
-  const all = clockKernels(addon, () => { for (let r = 0; r < repeats; r++) engine.decodeBatch(tokensFor(b), level.caches) })
-  clocks.set(b, {
-    wallMs: all.wallMs / repeats,
-    kernels: Object.fromEntries(Object.entries(all.kernels).map(([k, v]) => [k, { ms: v.ms / repeats, calls: v.calls / repeats, share: v.share }])),
-  })
+  clocks.set(b, perRepeat(clockKernels(addon, () => { for (let r = 0; r < repeats; r++) engine.decodeBatch(tokensFor(b), level.caches) })))
 }
 
 // The bf16 matmul per weight shape over --repeats more steps, reported per step.
 const shapes = new Map<number, MatmulShape[]>()
 for (const b of levels) {
   const level = byLevel.get(b)!
-  const all = clockMatmulShapes(addon, () => { for (let r = 0; r < repeats; r++) engine.decodeBatch(tokensFor(b), level.caches) })
-  shapes.set(b, all.map((s) => ({ ...s, calls: s.calls / repeats, ms: s.ms / repeats, weightMiB: s.weightMiB / repeats })))
+  shapes.set(b, shapesPerRepeat(clockMatmulShapes(addon, () => { for (let r = 0; r < repeats; r++) engine.decodeBatch(tokensFor(b), level.caches) })))
 }
 
 const median = (xs: number[]): number => {
@@ -173,7 +179,7 @@ const rows = levels.map((b) => {
     one_step_matmul_bf16_by_shape: shapes.get(b)!,
     [beforeField]: before,
   }
-  const top = Object.entries(row.one_step_inside_kernels.kernels).slice(0, 5).map(([k, v]) => `${k} ${v.ms.toFixed(1)} ms`).join(', ')
+  const top = topKernels(row.one_step_inside_kernels)
   const bigShapes = row.one_step_matmul_bf16_by_shape.slice(0, 4).map((s) => `${s.shape} m=${s.meanRows.toFixed(1)} ${s.ms.toFixed(1)} ms`).join(', ')
   console.error(`batch-step: B=${b}: bf16 matmul by shape: ${bigShapes}`)
   console.error(`batch-step: B=${b}: step ${row.step_ms_median.toFixed(1)} ms median (${row.step_ms_min.toFixed(1)} min), ${row.tokens_per_s_median.toFixed(1)} tok/s, ${row.throughput_vs_smallest_median.toFixed(2)}x (best ${row.throughput_vs_smallest_best.toFixed(2)}x); ${top}`)
@@ -203,21 +209,16 @@ function measureChunk (): Record<string, unknown> | undefined {
     cpuMs.push((cpu.user + cpu.system) / 1000)
   })
   const clocked = held(repeats)
-  const all = clockKernels(addon, () => { clocked.forEach((c, r) => engine.prefill(joining(r + 1), c, { logits: 'last' })) })
+  const inside = perRepeat(clockKernels(addon, () => { clocked.forEach((c, r) => engine.prefill(joining(r + 1), c, { logits: 'last' })) }))
   const shaped = held(repeats)
-  const byShape = clockMatmulShapes(addon, () => { shaped.forEach((c, r) => engine.prefill(joining(r + 1), c, { logits: 'last' })) })
-  const inside = {
-    wallMs: all.wallMs / repeats,
-    kernels: Object.fromEntries(Object.entries(all.kernels).map(([k, v]) => [k, { ms: v.ms / repeats, calls: v.calls / repeats, share: v.share }])),
-  }
-  const top = Object.entries(inside.kernels).slice(0, 5).map(([k, v]) => `${k} ${v.ms.toFixed(1)} ms`).join(', ')
-  console.error(`batch-step: chunk of ${chunkTokens} onto ${promptTokens}: ${median(ms).toFixed(1)} ms median (${Math.min(...ms).toFixed(1)} min), CPU ${median(cpuMs).toFixed(1)} ms; ${top}`)
+  const byShape = shapesPerRepeat(clockMatmulShapes(addon, () => { shaped.forEach((c, r) => engine.prefill(joining(r + 1), c, { logits: 'last' })) }))
+  console.error(`batch-step: chunk of ${chunkTokens} onto ${promptTokens}: ${median(ms).toFixed(1)} ms median (${Math.min(...ms).toFixed(1)} min), CPU ${median(cpuMs).toFixed(1)} ms; ${topKernels(inside)}`)
   return {
     tokens: chunkTokens, onto_tokens: promptTokens, ms_min: Math.min(...ms), ms_median: median(ms), cpu_ms_median: median(cpuMs),
     /** Mean per chunk over --repeats clocked chunks. */
     one_chunk_inside_kernels: inside,
     /** Mean per chunk over --repeats more: the bf16 matmul per weight shape. */
-    one_chunk_matmul_bf16_by_shape: byShape.map((v) => ({ ...v, calls: v.calls / repeats, ms: v.ms / repeats, weightMiB: v.weightMiB / repeats })),
+    one_chunk_matmul_bf16_by_shape: byShape,
   }
 }
 const chunk = measureChunk()

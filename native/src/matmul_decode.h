@@ -2,11 +2,11 @@
 // step's projections, the rows routed to one expert; docs/kernels.md, "Decode tile"). At these sizes
 // each weight is used by only a few rows, so loading and widening it costs as much as the arithmetic.
 // Output columns go in groups of kGroupCols, k in chunks of kChunk, the weights asked for ahead of
-// their use (a cache hint). In the avx512 variant one 512-bit register holds the lane chains of two rows (x packed
-// in row pairs once per call) against a weight vector broadcast to both halves, the weights widened
-// in registers straight from W, 8 at a time into both halves, for every pair of the tile; elsewhere the group's
-// chunk is widened once into a float32 buffer that stays in L1 and every row of x meets each
-// widened vector from there, one F8 per output.
+// their use (a cache hint). In the avx512 variant one 512-bit register holds the lane chains of two
+// rows (x packed in row pairs once per call) against a weight vector broadcast to both halves, the
+// weights widened in registers straight from W, 8 at a time into both halves, for every pair of the
+// tile; elsewhere the group's chunk is widened once into a float32 buffer that stays in L1 and every
+// row of x meets each widened vector from there, one F8 per output.
 //
 // Every output keeps the one-row order of dot_tile.h exactly: 8 lane chains (lane l: k indices l,
 // l + 8, ... in increasing order, a rounded mul then add, or one fma, per step), the lane tree, then
@@ -206,9 +206,8 @@ constexpr size_t kPrefetchCodes = 384;
 // weights broadcast to both halves. The weights are widened in registers straight from W, 8 at a
 // time into both halves (load8_both), and each such vector serves every pair of the tile: nothing
 // is stored and read back, so at m <= 8 (one pair tile) each weight is read from memory and
-// widened exactly once. Each lane still adds
-// its own products in increasing index (the step at i, then at i + 8), one rounded operation each,
-// so the bits are the 8-lane tile's.
+// widened exactly once. Each lane still adds its own products in increasing index (the step at i,
+// then at i + 8), one rounded operation each, so the bits are the 8-lane tile's.
 template <class W, bool Fused, int PP, int NC>
 PDB_INLINE void pair_tile (const float* xp, size_t pair_stride, const typename W::Code* w, size_t k, size_t len8,
                            float* acc, bool first) {

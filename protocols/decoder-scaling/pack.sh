@@ -2,8 +2,8 @@
 # Pack what the GPU host lacks for the decoder-scaling protocol into .device-carry/ (ignored): the
 # rung's carry with llama.cpp (protocols/cuda-rung/pack.sh --with-llama-cpp: Node, the production
 # node_modules with node-llama-cpp's linux-x64 CPU binaries only, the addon, the commit), tinybench
-# (tinybench.tar.xz, for matmulab), plus an optional baseline addon for run.sh's `addons` step. The whole tree that travels must stay under
-# 64 MiB: move harness/fixtures aside for the call.
+# (tinybench.tar.xz, for matmulab), plus an optional baseline addon for run.sh's `addons` step. The
+# whole tree that travels must stay under 64 MiB: move harness/fixtures aside for the call.
 #
 #   [PD_SCALING_BASELINE=other/pdb_kernels.node] bash protocols/decoder-scaling/pack.sh
 #

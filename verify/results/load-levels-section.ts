@@ -2,7 +2,7 @@
 // say the same thing: per decoder kind the newest run's headline (answers that differ from their
 // solo runs, the throughput and latency goals), its per-level table, its verdicts and the latency
 // probe; one line per run when there are several.
-import { LOAD_GOALS, type LoadLevelsRecord } from './load-levels-record.ts'
+import { LOAD_GOALS, type LoadLevel, type LoadLevelsRecord } from './load-levels-record.ts'
 import type { Percentiles } from './load-record.ts'
 import { seconds, plural, NOT_RUN, type Table } from './table.ts'
 
@@ -43,15 +43,15 @@ export function loadLevelsHeadline (r: LoadLevelsRecord): string {
 
 /** The throughput level's bound with free steps (loadLevelsTimeTable), when its counters are there. */
 function freeStepsWords (r: LoadLevelsRecord): string {
-  const bound = freeStepsSpeedup(r, LOAD_GOALS.throughputClients)
+  const l = r.levels.find((v) => v.clients === LOAD_GOALS.throughputClients)
+  const bound = l === undefined ? null : freeStepsSpeedup(r, l)
   return bound === null ? '' : `, at most ${x(bound)} had its batched steps cost nothing`
 }
 
-/** Level `clients`' steps' rows over its seated time outside the steps, over the 1-client level's decode tokens/s. */
-function freeStepsSpeedup (r: LoadLevelsRecord, clients: number): number | null {
-  const l = r.levels.find((v) => v.clients === clients)
+/** Level `l`'s steps' rows over its seated time outside the steps, over the 1-client level's decode tokens/s. */
+function freeStepsSpeedup (r: LoadLevelsRecord, l: LoadLevel): number | null {
   const one = r.levels.find((v) => v.clients === 1)?.decodeTokensPerS ?? null
-  const b = l?.decoderBatch
+  const b = l.decoderBatch
   if (b?.time === undefined || one === null || one <= 0) return null
   const rest = b.time.seatedMs - b.time.stepMs
   return rest > 0 ? (b.rows / (rest / 1000)) / one : null
@@ -122,7 +122,7 @@ export function loadLevelsTimeTable (r: LoadLevelsRecord): Table | null {
       const b = l.decoderBatch!
       const t = b.time!
       const rest = Math.max(0, t.seatedMs - t.stepMs)
-      const free = freeStepsSpeedup(r, l.clients)
+      const free = freeStepsSpeedup(r, l)
       return [
         String(l.clients), String(b.steps), b.meanRows === null ? NOT_RUN : b.meanRows.toFixed(2), t.stepMsPerStep === null ? NOT_RUN : t.stepMsPerStep.toFixed(1),
         seconds(t.seatedMs), share(t.stepMs, t.seatedMs), share(rest, t.seatedMs), `${b.chunks} in ${seconds(t.chunkMs)}`, free === null ? NOT_RUN : x(free),
