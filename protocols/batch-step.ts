@@ -10,7 +10,10 @@
 // level also reports the step before the tile, measured in the same run. With --compare-exact-fma
 // (version 5) the second step runs the decode tile without its fused exact-product steps
 // (setExactProductFma(false), the same bits; docs/kernels.md "Decode tile"), reported as
-// before_exact_fma. Every timed step also records its process CPU time (user + system, all
+// before_exact_fma. With --compare-grouped-experts (version 6) the second step runs each MoE
+// expert's matmul as its own call instead of one matmulBf16Grouped per projection
+// (setGroupedMatmul(false), the same bits), reported as before_grouped_experts; the matmul by shape
+// counts matmuls in `calls` and addon calls in `entryCalls`. Every timed step also records its process CPU time (user + system, all
 // threads: on a loaded machine the wall clock mostly counts waits for a core). With --chunk N the
 // record also has `chunk`: a joining request's prefill of N tokens (the piece of engine work the
 // decoder's batcher runs between steps) onto a cache holding --prompt tokens, --repeats times, its
@@ -18,7 +21,7 @@
 // --out; nothing is asserted.
 //
 //   npx tsx protocols/batch-step.ts --model DIR [--levels 1,2,4,8] [--prompt 64] [--repeats 8] [--threads N]
-//                                   [--compare-decode-tile | --compare-exact-fma] [--chunk N]
+//                                   [--compare-decode-tile | --compare-exact-fma | --compare-grouped-experts] [--chunk N]
 import { mkdir, writeFile } from 'node:fs/promises'
 import { cpus, loadavg } from 'node:os'
 import { join, resolve } from 'node:path'
@@ -26,6 +29,7 @@ import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { loadNativeKernels } from '../src/kernels/native.ts'
 import { DeepseekV4Engine, type ModelCache } from '../src/model/engine/index.ts'
+import { setGroupedMatmul } from '../src/model/weights/index.ts'
 import { clockKernels, clockMatmulShapes, type KernelClock, type MatmulShape } from './lib/kernel-clock.ts'
 import { gitCommit } from '../verify/results/environment.ts'
 
@@ -39,6 +43,7 @@ const USAGE = `Usage: npx tsx protocols/batch-step.ts --model DIR [options]
   --threads N     kernel threads (default: PD_KERNEL_THREADS, else the machine's cores)
   --compare-decode-tile  also time each step with the decode tile off, interleaved (the before figures)
   --compare-exact-fma    also time each step without the decode tile's fused exact-product steps, interleaved
+  --compare-grouped-experts  also time each step with each expert's matmul its own call (no matmulBf16Grouped), interleaved
   --chunk N       also time a prefill chunk of N tokens onto a cache of --prompt tokens (a joining request's)
   --out DIR       where the record goes (default results/batch)
   --note TEXT     kept in the record`
@@ -48,7 +53,7 @@ const { values: opts } = parseArgs({
     model: { type: 'string' }, levels: { type: 'string', default: '1,2,4,8' }, prompt: { type: 'string', default: '64' },
     repeats: { type: 'string', default: '8' }, threads: { type: 'string' }, out: { type: 'string', default: join(REPO, 'results', 'batch') },
     note: { type: 'string', default: '' }, 'compare-decode-tile': { type: 'boolean', default: false },
-    'compare-exact-fma': { type: 'boolean', default: false }, chunk: { type: 'string', default: '0' }, help: { type: 'boolean' },
+    'compare-exact-fma': { type: 'boolean', default: false }, 'compare-grouped-experts': { type: 'boolean', default: false }, chunk: { type: 'string', default: '0' }, help: { type: 'boolean' },
   },
 })
 if (opts.help === true || opts.model === undefined) {
@@ -72,9 +77,10 @@ if (!Number.isInteger(chunkTokens) || chunkTokens < 0) {
 
 const compareTile = opts['compare-decode-tile'] === true
 const compareFma = opts['compare-exact-fma'] === true
-const compare = compareTile || compareFma
-if (compareTile && compareFma) {
-  console.error(`batch-step: --compare-decode-tile and --compare-exact-fma compare one change at a time\n${USAGE}`)
+const compareGrouped = opts['compare-grouped-experts'] === true
+const compare = compareTile || compareFma || compareGrouped
+if ([compareTile, compareFma, compareGrouped].filter(Boolean).length > 1) {
+  console.error(`batch-step: --compare-decode-tile, --compare-exact-fma and --compare-grouped-experts compare one change at a time\n${USAGE}`)
   process.exit(2)
 }
 if ((compareTile && addon.setDecodeTile === undefined) || (compareFma && addon.setExactProductFma === undefined)) {
@@ -85,8 +91,9 @@ if ((compareTile && addon.setDecodeTile === undefined) || (compareFma && addon.s
 const setCompared = (on: boolean): void => {
   if (compareTile) addon.setDecodeTile!(on)
   if (compareFma) addon.setExactProductFma!(on)
+  if (compareGrouped) setGroupedMatmul(on)
 }
-const beforeField = compareFma ? 'before_exact_fma' : 'before_decode_tile'
+const beforeField = compareFma ? 'before_exact_fma' : compareGrouped ? 'before_grouped_experts' : 'before_decode_tile'
 
 const engine = await DeepseekV4Engine.load(opts.model, 'decoder')
 const vocab = engine.config.vocabSize
@@ -125,7 +132,7 @@ const perRepeat = (all: KernelClock): KernelClock => ({
 })
 /** The matmul by shape over --repeats pieces of work, as one piece's mean. */
 const shapesPerRepeat = (all: MatmulShape[]): MatmulShape[] =>
-  all.map((s) => ({ ...s, calls: s.calls / repeats, ms: s.ms / repeats, weightMiB: s.weightMiB / repeats }))
+  all.map((s) => ({ ...s, calls: s.calls / repeats, entryCalls: s.entryCalls / repeats, ms: s.ms / repeats, weightMiB: s.weightMiB / repeats }))
 /** The five kernels a piece of work spent most in, for the log. */
 const topKernels = (clock: KernelClock): string => Object.entries(clock.kernels).slice(0, 5).map(([k, v]) => `${k} ${v.ms.toFixed(1)} ms`).join(', ')
 
@@ -149,7 +156,7 @@ const median = (xs: number[]): number => {
   return s.length % 2 === 1 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2
 }
 const one = byLevel.get(Math.min(...levels))!
-/** The step with the compared change off, interleaved with the timed steps above (versions 4 and 5). */
+/** The step with the compared change off, interleaved with the timed steps above (versions 4 to 6). */
 function beforeLeg (b: number): Record<string, number> | undefined {
   if (!compare) return undefined
   const ms = byLevel.get(b)!.beforeMs
@@ -226,7 +233,7 @@ const chunk = measureChunk()
 const at = new Date().toISOString()
 const cfg = engine.config
 const record = {
-  kind: 'batch-step', version: compareFma ? 5 : compareTile ? 4 : 3, at, note: opts.note, commit: gitCommit(REPO),
+  kind: 'batch-step', version: compareGrouped ? 6 : compareFma ? 5 : compareTile ? 4 : 3, at, note: opts.note, commit: gitCommit(REPO),
   machine: { cpu: cpus()[0]?.model ?? 'unknown', cores: cpus().length, threads: addon.getThreads(), kernel_pool: addon.threadPool ?? null, isa: addon.isa, node: process.version },
   load_average: loadavg(),
   model: { dir_name: opts.model.split('/').filter(Boolean).at(-1), hidden_size: cfg.hiddenSize, layers: cfg.numHiddenLayers, experts: cfg.nRoutedExperts, experts_per_token: cfg.numExpertsPerTok, profile: 'decoder' },

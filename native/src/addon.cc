@@ -196,13 +196,14 @@ static Napi::Object Init (Napi::Env env, Napi::Object exports) {
   if (pdb::avx512_usable()) isas.Set(isas.Length(), Napi::String::New(env, "avx512"));
   if (pdb::avx2_usable()) isas.Set(isas.Length(), Napi::String::New(env, "avx2"));
   isas.Set(isas.Length(), Napi::String::New(env, "portable"));
-  exports.Set("abiVersion", Napi::Number::New(env, 9));
+  exports.Set("abiVersion", Napi::Number::New(env, 10));
   exports.Set("isa", Napi::String::New(env, pdb::kernels().name));
   exports.Set("isas", isas);
   exports.Set("minParallelWork", Napi::Number::New(env, double(pdb::kernel_pool_on() ? pdb::kMinPoolWork : pdb::kMinParallelWork)));
   exports.Set("threadPool", Napi::Boolean::New(env, pdb::kernel_pool_on()));
   exports.Set("matmulF32", Napi::Function::New(env, MatmulF32, "matmulF32"));
   exports.Set("matmulBf16", Napi::Function::New(env, MatmulBf16, "matmulBf16"));
+  exports.Set("matmulBf16Grouped", Napi::Function::New(env, pdb::MatmulBf16GroupedEntry, "matmulBf16Grouped"));
   exports.Set("packStripsF32", Napi::Function::New(env, PackStripsF32, "packStripsF32"));
   exports.Set("packStripsBf16", Napi::Function::New(env, PackStripsBf16, "packStripsBf16"));
   exports.Set("rmsNorm", Napi::Function::New(env, RmsNorm, "rmsNorm"));

@@ -48,42 +48,53 @@ export function clockKernels (addon: NativeKernels, work: () => void): KernelClo
   return { wallMs, kernels }
 }
 
-/** One weight shape's bf16 matmul calls: k x n (W's in and out features), per `work`. */
-export interface MatmulShape { shape: string, calls: number, meanRows: number, ms: number, weightMiB: number }
+/**
+ * One weight shape's bf16 matmuls: k x n (W's in and out features), per `work`. `calls` counts
+ * matmuls (a grouped call's groups with rows each count one), `entryCalls` the addon calls that ran
+ * them (fewer where matmulBf16Grouped ran several at once).
+ */
+export interface MatmulShape { shape: string, calls: number, entryCalls: number, meanRows: number, ms: number, weightMiB: number }
 
 /**
- * The bf16 matmul's time per weight shape while `work` runs (matmulBf16 and the packed entry
- * point wrapped as clockKernels wraps every kernel): which projections grow with the batch, and by
- * how much per call, where clockKernels gives only the kernel's total. Sorted by time.
+ * The bf16 matmul's time per weight shape while `work` runs (matmulBf16 and matmulBf16Grouped
+ * wrapped as clockKernels wraps every kernel): which projections grow with the batch, and by how
+ * much per call, where clockKernels gives only the kernel's total. Sorted by time.
  */
 export function clockMatmulShapes (addon: NativeKernels, work: () => void): MatmulShape[] {
   const target = addon as unknown as Record<string, unknown>
-  const byShape = new Map<string, { calls: number, rows: number, ms: number, bytes: number }>()
+  const byShape = new Map<string, { calls: number, entryCalls: number, rows: number, ms: number, bytes: number }>()
   const originals = new Map<string, unknown>()
-  for (const name of ['matmulBf16'] as const) {
+  /** Wrap entry `name`, whose arguments give the k x n shape and the rows of each matmul it runs. */
+  const wrap = (name: 'matmulBf16' | 'matmulBf16Grouped', shapeOf: (args: unknown[]) => { k: number, n: number, rows: number[] }): void => {
     const fn = target[name] as (...a: unknown[]) => unknown
     originals.set(name, fn)
-    // (x, m, k, w, n, ...): W is k x n bf16 codes.
     target[name] = (...args: unknown[]) => {
       const t0 = performance.now()
       try {
         return fn(...args)
       } finally {
-        const [m, k, n] = [args[1], args[2], args[4]] as number[]
+        const { k, n, rows } = shapeOf(args)
+        const ran = rows.filter((m) => m > 0)
         const key = `${k}x${n}`
-        const s = byShape.get(key) ?? { calls: 0, rows: 0, ms: 0, bytes: 0 }
+        const s = byShape.get(key) ?? { calls: 0, entryCalls: 0, rows: 0, ms: 0, bytes: 0 }
         s.ms += performance.now() - t0
-        s.calls++
-        s.rows += m
-        s.bytes += k * n * 2
+        s.entryCalls++
+        s.calls += name === 'matmulBf16' ? 1 : ran.length
+        s.rows += ran.reduce((a, m) => a + m, 0)
+        s.bytes += (name === 'matmulBf16' ? 1 : ran.length) * k * n * 2
         byShape.set(key, s)
       }
     }
   }
+  // matmulBf16 (x, m, k, w, n, ...); matmulBf16Grouped (xs, ms, k, ws, n, ...): W is k x n bf16 codes.
+  wrap('matmulBf16', (a) => ({ k: a[2] as number, n: a[4] as number, rows: [a[1] as number] }))
+  wrap('matmulBf16Grouped', (a) => ({ k: a[2] as number, n: a[4] as number, rows: a[1] as number[] }))
   try {
     work()
   } finally {
     for (const [name, fn] of originals) target[name] = fn
   }
-  return [...byShape].sort((a, b) => b[1].ms - a[1].ms).map(([shape, s]) => ({ shape, calls: s.calls, meanRows: s.rows / s.calls, ms: s.ms, weightMiB: s.bytes / 2 ** 20 }))
+  return [...byShape].sort((a, b) => b[1].ms - a[1].ms).map(([shape, s]) => ({
+    shape, calls: s.calls, entryCalls: s.entryCalls, meanRows: s.calls === 0 ? 0 : s.rows / s.calls, ms: s.ms, weightMiB: s.bytes / 2 ** 20,
+  }))
 }

@@ -17,6 +17,8 @@ import * as indexerRef from './indexer.ts'
 import { checkIndexer } from './indexer.ts'
 import * as mxRoundTripRef from './mx-round-trip.ts'
 import { checkMxRoundTrip, MX_ELEMENT_CODES, type MxElement } from './mx-round-trip.ts'
+import * as groupedRef from './matmul-grouped.ts'
+import { checkMatmulGrouped, type MatmulGroup } from './matmul-grouped.ts'
 import { loadNativeKernels, MATMUL_ORDER_CODES, PACKED_SEQUENTIAL_FMA_CODE } from './native.ts'
 import { checkMatmulPacked, checkPack, packReference, unpack, type PackedWeight } from './packed.ts'
 import * as poolRef from './pool.ts'
@@ -34,6 +36,7 @@ import { checkUnweightedNorm } from './unweighted-norm.ts'
 import { checkMatmul, checkRmsNorm } from './validate.ts'
 
 export type { MatmulOptions, AccumulationOrder } from './reference.ts'
+export type { MatmulGroup } from './matmul-grouped.ts'
 export type { AttentionOptions } from './attention.ts'
 export type { PoolOptions } from './pool.ts'
 export type { RopeRowsOptions } from './rope-rows.ts'
@@ -69,6 +72,17 @@ export function matmulF32 (x: Float32Array, m: number, k: number, w: Float32Arra
 export function matmulBf16 (x: Float32Array, m: number, k: number, w: Uint16Array, n: number, out?: Float32Array, opts?: MatmulOptions): Float32Array {
   const a = checkMatmul('matmulBf16', x, m, k, w, n, out, opts, 'Uint16Array')
   return loadNativeKernels().matmulBf16(a.x, a.m, a.k, a.w, a.n, a.out, a.roundBf16, MATMUL_ORDER_CODES[a.order])
+}
+
+/**
+ * matmulBf16 of several groups of one shape in one native call (a MoE layer's experts, each on its
+ * own rows): group g's out [m, n] = x [m, k] · w [n, k]^T; returns the outputs. Each output is
+ * bit-identical to matmulBf16 of that group alone; the threads share the groups' columns.
+ */
+export function matmulBf16Grouped (groups: readonly MatmulGroup[], k: number, n: number, opts?: MatmulOptions): Float32Array[] {
+  const a = checkMatmulGrouped('matmulBf16Grouped', groups, k, n, opts)
+  loadNativeKernels().matmulBf16Grouped(a.xs, a.ms, a.k, a.ws, a.n, a.outs, a.roundBf16, MATMUL_ORDER_CODES[a.order])
+  return a.outs
 }
 
 /**
@@ -174,6 +188,7 @@ export function ropeRows (x: Float32Array, rows: number, heads: number, headDim:
 export const reference = {
   matmulF32: ref.matmulF32,
   matmulBf16: ref.matmulBf16,
+  matmulBf16Grouped: groupedRef.matmulBf16Grouped,
   rmsNorm: ref.rmsNorm,
   fmathArray: fmathArrayRef.fmathArray,
   attentionMqa: attentionRef.attentionMqa,

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url'
 import { PdBridgeError } from '../errors.ts'
 
 /** The ABI version this TypeScript expects from native/src/addon.cc; a mismatch means a stale build. */
-export const EXPECTED_ABI_VERSION = 9
+export const EXPECTED_ABI_VERSION = 10
 
 /** Where `npm run build:native` writes the addon. */
 export const DEFAULT_ADDON_PATH = fileURLToPath(new URL('../../native/build/Release/pdb_kernels.node', import.meta.url))
@@ -30,6 +30,7 @@ export interface NativeKernels {
   threadPool?: boolean
   matmulF32 (x: Float32Array, m: number, k: number, w: Float32Array, n: number, out: Float32Array, roundBf16: boolean, order?: number): Float32Array
   matmulBf16 (x: Float32Array, m: number, k: number, w: Uint16Array, n: number, out: Float32Array, roundBf16: boolean, order?: number): Float32Array
+  matmulBf16Grouped (xs: Float32Array[], ms: number[], k: number, ws: Uint16Array[], n: number, outs: Float32Array[], roundBf16: boolean, order: number): Float32Array[]
   /** W [n, k] into strips of 16 rows (out: ceil(n / 16) * 16 * k codes). */
   packStripsF32 (w: Float32Array, n: number, k: number, out: Float32Array): Float32Array
   packStripsBf16 (w: Uint16Array, n: number, k: number, out: Uint16Array): Uint16Array

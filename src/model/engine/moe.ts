@@ -4,7 +4,7 @@
 // outputs added in fp32 in ascending expert id, starting from zero, cast once.
 import { NumericsError } from '../../errors.ts'
 import { fmathArray, softplusF32, sqrtsoftplusF32, topkIndices } from '../../kernels/index.ts'
-import type { Linear } from '../weights/index.ts'
+import { applyEach, type Linear } from '../weights/index.ts'
 import type { ActivationRounding } from './activation.ts'
 
 const fround = Math.fround
@@ -112,27 +112,36 @@ export function moeBlock (w: MoeWeights, s: MoeShape, x: Float32Array, n: number
       weights[t * topk + k] = act.round(fround(act.round(fround(scores[chosen[k]] / den)) * scale))
     }
   }
-  // Experts in ascending id; each runs on the rows routed to it (batch-invariant matmuls).
-  const routed = new Float32Array(n * hidden)
-  for (let e = 0; e < experts; e++) {
-    const rows: number[] = []
-    const wts: number[] = []
-    for (let t = 0; t < n; t++) {
-      for (let k = 0; k < topk; k++) {
-        if (picks[t * topk + k] === e) {
-          rows.push(t)
-          wts.push(weights[t * topk + k])
-        }
-      }
+  // Experts in ascending id, each on the rows routed to it (batch-invariant matmuls): every
+  // expert's rows gathered, all gate_up projections in one grouped call, each SwiGLU, all down
+  // projections in one grouped call (applyEach: the same bits as one call per expert).
+  const routedTo = Array.from({ length: experts }, () => ({ rows: [] as number[], wts: [] as number[] }))
+  for (let t = 0; t < n; t++) {
+    for (let k = 0; k < topk; k++) {
+      const r = routedTo[picks[t * topk + k]]
+      r.rows.push(t)
+      r.wts.push(weights[t * topk + k])
     }
-    if (rows.length === 0) continue
-    const m = rows.length
-    const xin = new Float32Array(m * hidden)
+  }
+  const active = routedTo.map((r, e) => ({ e, ...r })).filter((a) => a.rows.length > 0)
+  const gathered = active.map(({ rows }) => {
+    const xin = new Float32Array(rows.length * hidden)
     rows.forEach((t, r) => xin.set(x.subarray(t * hidden, (t + 1) * hidden), r * hidden))
-    const gu = act.roundAll(w.gateUp[e].apply(xin, m))
+    return { x: xin, m: rows.length }
+  })
+  const gateUps = applyEach(active.map((a) => w.gateUp[a.e]), gathered)
+  const activated = gateUps.map((gu, i) => {
+    const m = gathered[i].m
+    act.roundAll(gu)
     const h = new Float32Array(m * inter)
     swiglu(gu, 0, gu, inter, inter, s.swigluLimit, h, 0, act, m, 2 * inter, 2 * inter)
-    const y = act.roundAll(w.down[e].apply(h, m))
+    return { x: h, m }
+  })
+  const downs = applyEach(active.map((a) => w.down[a.e]), activated)
+  const routed = new Float32Array(n * hidden)
+  active.forEach(({ rows, wts }, i) => {
+    const y = act.roundAll(downs[i])
+    const m = rows.length
     // routed += act(y * weight) in fp32, experts in ascending id (the cast is elementwise: one call).
     for (let r = 0; r < m; r++) {
       const wr = wts[r]
@@ -143,7 +152,7 @@ export function moeBlock (w: MoeWeights, s: MoeShape, x: Float32Array, n: number
       const o = rows[r] * hidden
       for (let c = 0; c < hidden; c++) routed[o + c] = fround(routed[o + c] + y[r * hidden + c])
     }
-  }
+  })
   // One cast of the expert sum, as transformers' default grouped_mm experts path does (its
   // per-token sum over the top-k outputs is an fp32 reduction of a bf16 tensor).
   act.roundAll(routed)

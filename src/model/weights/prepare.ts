@@ -93,13 +93,16 @@ export function prepareWeights (store: WeightStore, cfg: DeepseekV4Config, profi
         const pack = (): PackedWeight => (packed ??= packSequentialFma(held.container === 'bf16' ? held.codes.subarray(at, end) : held.values.subarray(at, end), count, cols))
         return { inFeatures: cols, outFeatures: count, apply: (x: Float32Array, m: number, out?: Float32Array) => matmulPacked(x, m, cols, pack(), out) }
       }
-      const apply = held.container === 'bf16'
-        ? (x: Float32Array, m: number, out?: Float32Array) => matmulBf16(x, m, cols, held.codes.subarray(at, end), count, out, order)
-        : (x: Float32Array, m: number, out?: Float32Array) => matmulF32(x, m, cols, held.values.subarray(at, end), count, out, order)
+      if (held.container === 'bf16') {
+        const codes = held.codes.subarray(at, end)
+        const apply = (x: Float32Array, m: number, out?: Float32Array): Float32Array => matmulBf16(x, m, cols, codes, count, out, order)
+        return { inFeatures: cols, outFeatures: count, apply, bf16Matmul: { codes, order: profile.matmulOrder } }
+      }
+      const apply = (x: Float32Array, m: number, out?: Float32Array): Float32Array => matmulF32(x, m, cols, held.values.subarray(at, end), count, out, order)
       return { inFeatures: cols, outFeatures: count, apply }
     }
-    const { apply } = block(0, rows)
-    return { name, group, format, container: held.container, inFeatures: cols, outFeatures: rows, apply, values: () => heldValues(held), rowBlock: block }
+    const { apply, bf16Matmul } = block(0, rows)
+    return { name, group, format, container: held.container, inFeatures: cols, outFeatures: rows, apply, bf16Matmul, values: () => heldValues(held), rowBlock: block }
   }
 
   function embeddingHeld (): HeldMatrix {

@@ -1,4 +1,5 @@
 // The weights an engine computes with: a checkpoint's tensors as one numerics profile holds them.
+import type { AccumulationOrder } from '../../kernels/index.ts'
 import type { NumericsProfile, WeightFormat, WeightGroup } from '../profiles/types.ts'
 
 /** y[m, outFeatures] = x[m, inFeatures] · W^T in the profile's weight format and accumulation order. */
@@ -7,6 +8,11 @@ export interface Linear {
   readonly outFeatures: number
   /** x is [m, inFeatures] float32; writes y into `out` (length m * outFeatures) when given, and returns y. */
   apply (x: Float32Array, m: number, out?: Float32Array): Float32Array
+  /**
+   * Present where apply is exactly matmulBf16 of these codes ([outFeatures, inFeatures]) in this
+   * order: several such Linears can then run in one matmulBf16Grouped call (./grouped.ts), the same bits.
+   */
+  readonly bf16Matmul?: { readonly codes: Uint16Array, readonly order: AccumulationOrder }
 }
 
 /** How prepared weight values are held: bf16 codes (exact for bf16, MX and ue8m0-fp8 values) or float32. */

@@ -1,0 +1,85 @@
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "args.h"
+#include "entries.h"
+#include "matmul_grouped.h"
+#include "parallel.h"
+
+namespace pdb {
+
+namespace {
+
+// Element i of a JavaScript array as a typed array of `type`, or a TypeError naming it.
+template <class T>
+bool element_array (Napi::Env env, const Napi::Array& list, uint32_t i, napi_typedarray_type type, const char* name,
+                    const char* type_name, View<T>* view) {
+  const Napi::Value v = list.Get(i);
+  napi_typedarray_type actual;
+  size_t length = 0;
+  void* data = nullptr;
+  if (!v.IsTypedArray() || napi_get_typedarray_info(env, v, &actual, &length, &data, nullptr, nullptr) != napi_ok ||
+      actual != type) {
+    Napi::TypeError::New(env, std::string(name) + "[" + std::to_string(i) + "] must be a " + type_name).ThrowAsJavaScriptException();
+    return false;
+  }
+  view->data = static_cast<T*>(data);
+  view->length = length;
+  view->ok = true;
+  return true;
+}
+
+}  // namespace
+
+// matmulBf16Grouped (xs, ms, k, ws, n, outs, roundBf16, order): for each g, outs[g] [ms[g], n] =
+// xs[g] [ms[g], k] · ws[g] [n, k]^T (matmul_grouped.h); order 0 to 3 (not the packed 4).
+Napi::Value MatmulBf16GroupedEntry (const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 6 || !info[0].IsArray() || !info[1].IsArray() || !info[3].IsArray() || !info[5].IsArray()) {
+    Napi::TypeError::New(env, "matmulBf16Grouped: xs, ms, ws and outs must be arrays").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  const Napi::Array xs = info[0].As<Napi::Array>(), ms = info[1].As<Napi::Array>();
+  const Napi::Array ws = info[3].As<Napi::Array>(), outs = info[5].As<Napi::Array>();
+  const uint32_t count = xs.Length();
+  if (ms.Length() != count || ws.Length() != count || outs.Length() != count) {
+    Napi::RangeError::New(env, "matmulBf16Grouped: xs, ms, ws and outs must have one entry per group").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  size_t k = 0, n = 0, code = 0;
+  if (!size_arg(info, 2, "k", &k) || !size_arg(info, 4, "n", &n)) return env.Undefined();
+  const bool round_bf16 = info.Length() > 6 && info[6].ToBoolean().Value();
+  if (info.Length() > 7 && !size_arg(info, 7, "order", &code)) return env.Undefined();
+  if (code > size_t(MatmulOrder::kSequentialFma)) {
+    Napi::RangeError::New(env, "order must be a matmul order code of an unpacked W (0 lanes8, 1 blocks128, 2 lanes8-fma, 3 sequential-fma)").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  std::vector<MatmulGroupBf16> groups(count);
+  size_t work = 0;
+  for (uint32_t g = 0; g < count; g++) {
+    const Napi::Value mv = ms.Get(g);
+    const double md = mv.IsNumber() ? mv.As<Napi::Number>().DoubleValue() : -1;
+    if (!(md >= 0 && md <= 4503599627370496.0) || md != double(int64_t(md))) {
+      Napi::RangeError::New(env, "ms[" + std::to_string(g) + "] must be a non-negative integer").ThrowAsJavaScriptException();
+      return env.Undefined();
+    }
+    const size_t m = size_t(md);
+    View<float> x, y;
+    View<uint16_t> w;
+    if (!element_array(env, xs, g, napi_float32_array, "xs", "Float32Array", &x) ||
+        !element_array(env, ws, g, napi_uint16_array, "ws", "Uint16Array", &w) ||
+        !element_array(env, outs, g, napi_float32_array, "outs", "Float32Array", &y)) return env.Undefined();
+    const std::string at = "[" + std::to_string(g) + "]";
+    if (!check_length(env, ("xs" + at).c_str(), x.length, m, k, "ms x k") ||
+        !check_length(env, ("ws" + at).c_str(), w.length, n, k, "n x k") ||
+        !check_length(env, ("outs" + at).c_str(), y.length, m, n, "ms x n")) return env.Undefined();
+    groups[g] = MatmulGroupBf16{x.data, m, w.data, y.data};
+    size_t gw = 0;
+    if (__builtin_mul_overflow(m * n, k, &gw) || __builtin_add_overflow(work, gw, &work)) work = SIZE_MAX;
+  }
+  matmul_bf16_grouped(groups.data(), count, k, n, round_bf16, MatmulOrder(int(code)), threads_for(work));
+  return info[5];
+}
+
+}  // namespace pdb
