@@ -40,7 +40,7 @@ export const UNIT: ProjectList = [
   'suites/kernels/accuracy.test.ts', 'suites/kernels/attention.test.ts',
   'suites/kernels/batch-invariance.test.ts', 'suites/kernels/bf16-weights.test.ts',
   'suites/kernels/blocks128.test.ts', 'suites/kernels/errors.test.ts',
-  'suites/kernels/fma.test.ts', 'suites/kernels/lanes8-fma.test.ts', 'suites/kernels/lane-major.test.ts', 'suites/kernels/decode-tile.test.ts', 'suites/kernels/matmul-grouped.test.ts', 'suites/kernels/exact-fma.test.ts', 'suites/kernels/sequential-fma.test.ts',
+  'suites/kernels/fma.test.ts', 'suites/kernels/lanes8-fma.test.ts', 'suites/kernels/lane-major.test.ts', 'suites/kernels/decode-tile.test.ts', 'suites/kernels/matmul-grouped.test.ts', 'suites/kernels/moe-experts.test.ts', 'suites/kernels/exact-fma.test.ts', 'suites/kernels/sequential-fma.test.ts',
   'suites/kernels/engine-rows.test.ts', 'suites/kernels/concurrent-calls.test.ts', 'suites/kernels/hc-post.test.ts', 'suites/kernels/indexer.test.ts',
   'suites/kernels/matmul-bitexact.test.ts', 'suites/kernels/mx-round-trip.test.ts', 'suites/kernels/order.test.ts',
   'suites/kernels/pool.test.ts', 'suites/kernels/rmsnorm.test.ts',

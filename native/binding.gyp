@@ -23,7 +23,7 @@
                   "src/unweighted_norm.cc", "src/topk_rows.cc", "src/mx_round_trip.cc", "src/bf16_arrays.cc",
                   "src/entry_fmath.cc", "src/entry_attention.cc", "src/entry_pool.cc", "src/entry_rope.cc", "src/entry_round.cc", "src/entry_hc.cc",
                   "src/entry_norm.cc", "src/entry_topk.cc", "src/entry_mx.cc", "src/entry_bf16.cc", "src/mlx_cpu.cc", "src/mlx_cpu_pool.cc", "src/mlx_cpu_rope.cc",
-                  "src/entry_mlx_cpu.cc", "src/matmul_grouped.cc", "src/entry_grouped.cc"],
+                  "src/entry_mlx_cpu.cc", "src/matmul_grouped.cc", "src/entry_grouped.cc", "src/moe_experts.cc", "src/entry_moe.cc"],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
       "defines": ["NAPI_VERSION=8", "NODE_ADDON_API_DISABLE_CPP_EXCEPTIONS"],
       "dependencies": ["pdb_kernels_portable"],

@@ -204,6 +204,7 @@ static Napi::Object Init (Napi::Env env, Napi::Object exports) {
   exports.Set("matmulF32", Napi::Function::New(env, MatmulF32, "matmulF32"));
   exports.Set("matmulBf16", Napi::Function::New(env, MatmulBf16, "matmulBf16"));
   exports.Set("matmulBf16Grouped", Napi::Function::New(env, pdb::MatmulBf16GroupedEntry, "matmulBf16Grouped"));
+  exports.Set("moeExperts", Napi::Function::New(env, pdb::MoeExpertsEntry, "moeExperts"));
   exports.Set("packStripsF32", Napi::Function::New(env, PackStripsF32, "packStripsF32"));
   exports.Set("packStripsBf16", Napi::Function::New(env, PackStripsBf16, "packStripsBf16"));
   exports.Set("rmsNorm", Napi::Function::New(env, RmsNorm, "rmsNorm"));

@@ -21,6 +21,7 @@ Napi::Value MxRoundTripEntry (const Napi::CallbackInfo& info);
 Napi::Value DecodeBf16ArrayEntry (const Napi::CallbackInfo& info);
 Napi::Value ExactBf16CodesEntry (const Napi::CallbackInfo& info);
 Napi::Value MatmulBf16GroupedEntry (const Napi::CallbackInfo& info);
+Napi::Value MoeExpertsEntry (const Napi::CallbackInfo& info);
 void RegisterMlxCpu (Napi::Env env, Napi::Object exports);  // entry_mlx_cpu.cc: the mlx-cpu cache math's kernels
 
 }  // namespace pdb

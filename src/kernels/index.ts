@@ -19,6 +19,8 @@ import * as mxRoundTripRef from './mx-round-trip.ts'
 import { checkMxRoundTrip, MX_ELEMENT_CODES, type MxElement } from './mx-round-trip.ts'
 import * as groupedRef from './matmul-grouped.ts'
 import { checkMatmulGrouped, type MatmulGroup } from './matmul-grouped.ts'
+import * as moeExpertsRef from './moe-experts.ts'
+import { checkMoeExperts, type MoeExpertsOptions } from './moe-experts.ts'
 import { loadNativeKernels, MATMUL_ORDER_CODES, PACKED_SEQUENTIAL_FMA_CODE } from './native.ts'
 import { checkMatmulPacked, checkPack, packReference, unpack, type PackedWeight } from './packed.ts'
 import * as poolRef from './pool.ts'
@@ -37,6 +39,8 @@ import { checkMatmul, checkRmsNorm } from './validate.ts'
 
 export type { MatmulOptions, AccumulationOrder } from './reference.ts'
 export type { MatmulGroup } from './matmul-grouped.ts'
+export type { ExpertOps, MoeExpertsOptions } from './moe-experts.ts'
+export { expertsStage, swigluRows } from './moe-experts.ts'
 export type { AttentionOptions } from './attention.ts'
 export type { PoolOptions } from './pool.ts'
 export type { RopeRowsOptions } from './rope-rows.ts'
@@ -83,6 +87,20 @@ export function matmulBf16Grouped (groups: readonly MatmulGroup[], k: number, n:
   const a = checkMatmulGrouped('matmulBf16Grouped', groups, k, n, opts)
   loadNativeKernels().matmulBf16Grouped(a.xs, a.ms, a.k, a.ws, a.n, a.outs, a.roundBf16, MATMUL_ORDER_CODES[a.order])
   return a.outs
+}
+
+/**
+ * A MoE layer's routed experts after the router, native (docs/kernels.md, "MoE experts"): x [n,
+ * hidden], expert e's gate_up gateUps[e] [2 inter, hidden] and down downs[e] [hidden, inter] as
+ * bf16 codes, picks and weights [n, topk]; returns the weighted sum [n, hidden] before its cast.
+ * Bit-identical to reference.moeExperts.
+ */
+export function moeExperts (x: Float32Array, n: number, hidden: number, inter: number, gateUps: readonly Uint16Array[], downs: readonly Uint16Array[],
+  picks: Int32Array, weights: Float32Array, topk: number, limit: number, opts?: MoeExpertsOptions): Float32Array {
+  const a = checkMoeExperts('moeExperts', x, n, hidden, inter, gateUps, downs, picks, weights, topk, limit, opts)
+  const routed = new Float32Array(a.n * a.hidden)
+  loadNativeKernels().moeExperts(a.x, a.n, a.hidden, a.inter, a.gateUps, a.downs, a.picks, a.weights, a.topk, a.limit, a.roundBf16, MATMUL_ORDER_CODES[a.order], routed)
+  return routed
 }
 
 /**
@@ -189,6 +207,7 @@ export const reference = {
   matmulF32: ref.matmulF32,
   matmulBf16: ref.matmulBf16,
   matmulBf16Grouped: groupedRef.matmulBf16Grouped,
+  moeExperts: moeExpertsRef.moeExperts,
   rmsNorm: ref.rmsNorm,
   fmathArray: fmathArrayRef.fmathArray,
   attentionMqa: attentionRef.attentionMqa,

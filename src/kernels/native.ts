@@ -30,6 +30,8 @@ export interface NativeKernels {
   threadPool?: boolean
   matmulF32 (x: Float32Array, m: number, k: number, w: Float32Array, n: number, out: Float32Array, roundBf16: boolean, order?: number): Float32Array
   matmulBf16 (x: Float32Array, m: number, k: number, w: Uint16Array, n: number, out: Float32Array, roundBf16: boolean, order?: number): Float32Array
+  moeExperts (x: Float32Array, n: number, hidden: number, inter: number, gateUps: Uint16Array[], downs: Uint16Array[], picks: Int32Array,
+    weights: Float32Array, topk: number, limit: number, roundBf16: boolean, order: number, routed: Float32Array): Float32Array
   matmulBf16Grouped (xs: Float32Array[], ms: number[], k: number, ws: Uint16Array[], n: number, outs: Float32Array[], roundBf16: boolean, order: number): Float32Array[]
   /** W [n, k] into strips of 16 rows (out: ceil(n / 16) * 16 * k codes). */
   packStripsF32 (w: Float32Array, n: number, k: number, out: Float32Array): Float32Array

@@ -3,8 +3,8 @@
 // expert added after. Orders: picked weights summed in ascending expert id; weighted expert
 // outputs added in fp32 in ascending expert id, starting from zero, cast once.
 import { NumericsError } from '../../errors.ts'
-import { fmathArray, softplusF32, sqrtsoftplusF32, topkIndices } from '../../kernels/index.ts'
-import { applyEach, type Linear } from '../weights/index.ts'
+import { expertsStage, fmathArray, moeExperts, softplusF32, sqrtsoftplusF32, swigluRows, topkIndices, type ExpertOps } from '../../kernels/index.ts'
+import type { Linear } from '../weights/index.ts'
 import type { ActivationRounding } from './activation.ts'
 
 const fround = Math.fround
@@ -45,35 +45,23 @@ export class Moe {
   }
 }
 
-/**
- * The clamped SwiGLU of `rows` rows, elementwise into out: act(act(silu(min(gate, limit))) *
- * clamp(up, -limit, limit)), silu the kernels' siluF32. Gate row r is gate[gOff + r * gStride, + count),
- * up likewise, out row r out[oOff + r * count, + count): all rows go through fmathArray and each
- * rounding as one array (native in bulk).
- */
-function swiglu (gate: Float32Array, gOff: number, up: Float32Array, uOff: number, count: number, limit: number,
-  out: Float32Array, oOff: number, act: ActivationRounding, rows = 1, gStride = count, uStride = count): void {
-  const lim = fround(limit)
-  const g = new Float32Array(rows * count)
-  for (let r = 0; r < rows; r++) {
-    const src = gOff + r * gStride
-    for (let i = 0; i < count; i++) {
-      const v = gate[src + i]
-      g[r * count + i] = v > lim ? lim : v
-    }
-  }
-  act.roundAll(fmathArray('silu', g, g))
-  for (let r = 0; r < rows; r++) {
-    const src = uOff + r * uStride
-    const o = oOff + r * count
-    for (let i = 0; i < count; i++) {
-      let u = up[src + i]
-      if (u > lim) u = lim
-      else if (u < -lim) u = -lim
-      out[o + i] = fround(g[r * count + i] * u)
-    }
-  }
-  act.roundAll(out, oOff, oOff + rows * count)
+let nativeExperts = true
+
+/** For benchmarks only (protocols/batch-step.ts --compare-native-experts): off, the experts run as one matmul call per expert and TypeScript between (the same bits). */
+export function setNativeExperts (on: boolean): void {
+  nativeExperts = on
+}
+
+/** Whether every expert's projections are plain bf16 matmuls in one order, so the native stage (moeExperts) computes them. */
+function expertsNatively (w: MoeWeights): boolean {
+  const order = w.gateUp[0]?.bf16Matmul?.order
+  return nativeExperts && order !== undefined &&
+    [...w.gateUp, ...w.down].every((l) => l.bf16Matmul !== undefined && l.bf16Matmul.order === order)
+}
+
+/** The activation rounding and silu of the stage (silu native in bulk). */
+function expertOps (act: ActivationRounding): Pick<ExpertOps, 'round' | 'silu'> {
+  return { round: (a) => { act.roundAll(a) }, silu: (a) => { fmathArray('silu', a, a) } }
 }
 
 /** Router scores: sqrt(softplus(logit)); in bf16 two ops each cast to bf16, as transformers' bf16 model computes it. */
@@ -112,47 +100,15 @@ export function moeBlock (w: MoeWeights, s: MoeShape, x: Float32Array, n: number
       weights[t * topk + k] = act.round(fround(act.round(fround(scores[chosen[k]] / den)) * scale))
     }
   }
-  // Experts in ascending id, each on the rows routed to it (batch-invariant matmuls): every
-  // expert's rows gathered, all gate_up projections in one grouped call, each SwiGLU, all down
-  // projections in one grouped call (applyEach: the same bits as one call per expert).
-  const routedTo = Array.from({ length: experts }, () => ({ rows: [] as number[], wts: [] as number[] }))
-  for (let t = 0; t < n; t++) {
-    for (let k = 0; k < topk; k++) {
-      const r = routedTo[picks[t * topk + k]]
-      r.rows.push(t)
-      r.wts.push(weights[t * topk + k])
-    }
-  }
-  const active = routedTo.map((r, e) => ({ e, ...r })).filter((a) => a.rows.length > 0)
-  const gathered = active.map(({ rows }) => {
-    const xin = new Float32Array(rows.length * hidden)
-    rows.forEach((t, r) => xin.set(x.subarray(t * hidden, (t + 1) * hidden), r * hidden))
-    return { x: xin, m: rows.length }
-  })
-  const gateUps = applyEach(active.map((a) => w.gateUp[a.e]), gathered)
-  const activated = gateUps.map((gu, i) => {
-    const m = gathered[i].m
-    act.roundAll(gu)
-    const h = new Float32Array(m * inter)
-    swiglu(gu, 0, gu, inter, inter, s.swigluLimit, h, 0, act, m, 2 * inter, 2 * inter)
-    return { x: h, m }
-  })
-  const downs = applyEach(active.map((a) => w.down[a.e]), activated)
-  const routed = new Float32Array(n * hidden)
-  active.forEach(({ rows, wts }, i) => {
-    const y = act.roundAll(downs[i])
-    const m = rows.length
-    // routed += act(y * weight) in fp32, experts in ascending id (the cast is elementwise: one call).
-    for (let r = 0; r < m; r++) {
-      const wr = wts[r]
-      for (let c = 0; c < hidden; c++) y[r * hidden + c] = fround(y[r * hidden + c] * wr)
-    }
-    act.roundAll(y)
-    for (let r = 0; r < m; r++) {
-      const o = rows[r] * hidden
-      for (let c = 0; c < hidden; c++) routed[o + c] = fround(routed[o + c] + y[r * hidden + c])
-    }
-  })
+  const ops = expertOps(act)
+  const routed = expertsNatively(w)
+    ? moeExperts(x, n, hidden, inter, w.gateUp.map((l) => l.bf16Matmul!.codes), w.down.map((l) => l.bf16Matmul!.codes), picks, weights, topk,
+      s.swigluLimit, { roundBf16: act.bf16, order: w.gateUp[0].bf16Matmul!.order })
+    : expertsStage(x, n, hidden, inter, experts, picks, weights, topk, s.swigluLimit, {
+      ...ops,
+      gateUp: (es, ins) => es.map((e, i) => w.gateUp[e].apply(ins[i].x, ins[i].m)),
+      down: (es, ins) => es.map((e, i) => w.down[e].apply(ins[i].x, ins[i].m)),
+    })
   // One cast of the expert sum, as transformers' default grouped_mm experts path does (its
   // per-token sum over the top-k outputs is an fp32 reduction of a bf16 tensor).
   act.roundAll(routed)
@@ -160,7 +116,7 @@ export function moeBlock (w: MoeWeights, s: MoeShape, x: Float32Array, n: number
   const g = act.roundAll(w.sharedGate.apply(x, n))
   const u = act.roundAll(w.sharedUp.apply(x, n))
   const hs = new Float32Array(n * inter)
-  swiglu(g, 0, u, 0, n * inter, s.swigluLimit, hs, 0, act)
+  swigluRows(g, 0, u, 0, n * inter, s.swigluLimit, hs, 0, ops)
   const shared = act.roundAll(w.sharedDown.apply(hs, n))
   for (let i = 0; i < n * hidden; i++) routed[i] = fround(routed[i] + shared[i])
   act.roundAll(routed)

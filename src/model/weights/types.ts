@@ -10,7 +10,7 @@ export interface Linear {
   apply (x: Float32Array, m: number, out?: Float32Array): Float32Array
   /**
    * Present where apply is exactly matmulBf16 of these codes ([outFeatures, inFeatures]) in this
-   * order: several such Linears can then run in one matmulBf16Grouped call (./grouped.ts), the same bits.
+   * order: a MoE layer whose experts all have it runs them in the native moeExperts (the same bits).
    */
   readonly bf16Matmul?: { readonly codes: Uint16Array, readonly order: AccumulationOrder }
 }
