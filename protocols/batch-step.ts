@@ -10,10 +10,11 @@
 // level also reports the step before the tile, measured in the same run. With --compare-exact-fma
 // (version 5) the second step runs the decode tile without its fused exact-product steps
 // (setExactProductFma(false), the same bits; docs/kernels.md "Decode tile"), reported as
-// before_exact_fma. With --compare-native-experts (version 6) the second step runs the MoE
-// experts as one matmul call per expert with TypeScript between instead of the native moeExperts
-// (setNativeExperts(false), the same bits), reported as before_native_experts; the matmul by shape
-// counts matmuls in `calls` and addon calls in `entryCalls`. Every timed step also records its process CPU time (user + system, all
+// before_exact_fma. With --compare-grouped (version 6) the second step runs the MoE
+// experts and the attention's o_a groups as one matmul call each with TypeScript between, instead
+// of the native moeExperts and one matmulBf16Grouped (setGroupedKernels(false), the same bits),
+// reported as before_grouped; the matmul by shape counts matmuls in `calls` and addon calls in
+// `entryCalls` (the experts' matmuls inside moeExperts are not in it). Every timed step also records its process CPU time (user + system, all
 // threads: on a loaded machine the wall clock mostly counts waits for a core). With --chunk N the
 // record also has `chunk`: a joining request's prefill of N tokens (the piece of engine work the
 // decoder's batcher runs between steps) onto a cache holding --prompt tokens, --repeats times, its
@@ -21,7 +22,7 @@
 // --out; nothing is asserted.
 //
 //   npx tsx protocols/batch-step.ts --model DIR [--levels 1,2,4,8] [--prompt 64] [--repeats 8] [--threads N]
-//                                   [--compare-decode-tile | --compare-exact-fma | --compare-native-experts] [--chunk N]
+//                                   [--compare-decode-tile | --compare-exact-fma | --compare-grouped] [--chunk N]
 import { mkdir, writeFile } from 'node:fs/promises'
 import { cpus, loadavg } from 'node:os'
 import { join, resolve } from 'node:path'
@@ -29,7 +30,7 @@ import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { loadNativeKernels } from '../src/kernels/native.ts'
 import { DeepseekV4Engine, type ModelCache } from '../src/model/engine/index.ts'
-import { setNativeExperts } from '../src/model/engine/moe.ts'
+import { setGroupedKernels } from '../src/model/engine/grouping.ts'
 import { clockKernels, clockMatmulShapes, type KernelClock, type MatmulShape } from './lib/kernel-clock.ts'
 import { gitCommit } from '../verify/results/environment.ts'
 
@@ -43,7 +44,7 @@ const USAGE = `Usage: npx tsx protocols/batch-step.ts --model DIR [options]
   --threads N     kernel threads (default: PD_KERNEL_THREADS, else the machine's cores)
   --compare-decode-tile  also time each step with the decode tile off, interleaved (the before figures)
   --compare-exact-fma    also time each step without the decode tile's fused exact-product steps, interleaved
-  --compare-native-experts  also time each step with the MoE experts as one matmul call per expert and TypeScript between, interleaved
+  --compare-grouped  also time each step with the MoE experts and the attention's o_a groups as one matmul call each (TypeScript between), interleaved
   --chunk N       also time a prefill chunk of N tokens onto a cache of --prompt tokens (a joining request's)
   --out DIR       where the record goes (default results/batch)
   --note TEXT     kept in the record`
@@ -53,7 +54,7 @@ const { values: opts } = parseArgs({
     model: { type: 'string' }, levels: { type: 'string', default: '1,2,4,8' }, prompt: { type: 'string', default: '64' },
     repeats: { type: 'string', default: '8' }, threads: { type: 'string' }, out: { type: 'string', default: join(REPO, 'results', 'batch') },
     note: { type: 'string', default: '' }, 'compare-decode-tile': { type: 'boolean', default: false },
-    'compare-exact-fma': { type: 'boolean', default: false }, 'compare-native-experts': { type: 'boolean', default: false }, chunk: { type: 'string', default: '0' }, help: { type: 'boolean' },
+    'compare-exact-fma': { type: 'boolean', default: false }, 'compare-grouped': { type: 'boolean', default: false }, chunk: { type: 'string', default: '0' }, help: { type: 'boolean' },
   },
 })
 if (opts.help === true || opts.model === undefined) {
@@ -77,10 +78,10 @@ if (!Number.isInteger(chunkTokens) || chunkTokens < 0) {
 
 const compareTile = opts['compare-decode-tile'] === true
 const compareFma = opts['compare-exact-fma'] === true
-const compareNative = opts['compare-native-experts'] === true
+const compareNative = opts['compare-grouped'] === true
 const compare = compareTile || compareFma || compareNative
 if ([compareTile, compareFma, compareNative].filter(Boolean).length > 1) {
-  console.error(`batch-step: --compare-decode-tile, --compare-exact-fma and --compare-native-experts compare one change at a time\n${USAGE}`)
+  console.error(`batch-step: --compare-decode-tile, --compare-exact-fma and --compare-grouped compare one change at a time\n${USAGE}`)
   process.exit(2)
 }
 if ((compareTile && addon.setDecodeTile === undefined) || (compareFma && addon.setExactProductFma === undefined)) {
@@ -91,9 +92,9 @@ if ((compareTile && addon.setDecodeTile === undefined) || (compareFma && addon.s
 const setCompared = (on: boolean): void => {
   if (compareTile) addon.setDecodeTile!(on)
   if (compareFma) addon.setExactProductFma!(on)
-  if (compareNative) setNativeExperts(on)
+  if (compareNative) setGroupedKernels(on)
 }
-const beforeField = compareFma ? 'before_exact_fma' : compareNative ? 'before_native_experts' : 'before_decode_tile'
+const beforeField = compareFma ? 'before_exact_fma' : compareNative ? 'before_grouped' : 'before_decode_tile'
 
 const engine = await DeepseekV4Engine.load(opts.model, 'decoder')
 const vocab = engine.config.vocabSize

@@ -2,7 +2,7 @@
 // rope on the trailing slice, the 128-row window, the layer's compressor (HCA) or compressor plus
 // indexer (CSA), per-head sinks, the inverse rotation of the output and the grouped output projection.
 import { PdBridgeError } from '../../errors.ts'
-import { ropeRows } from '../../kernels/index.ts'
+import { matmulBf16Grouped, ropeRows } from '../../kernels/index.ts'
 import type { LayerType } from '../config.ts'
 import type { Linear } from '../weights/index.ts'
 import type { ActivationRounding } from './activation.ts'
@@ -10,6 +10,7 @@ import { attentionWeights, type AttentionWeights, type QuerySource, type WeightS
 import { LayerCache } from './cache.ts'
 import { layerCacheLayout, type CacheDims, type LayerCacheLayout, type PoolLayout } from './cache-layout.ts'
 import { Compressor } from './compressor.ts'
+import { groupedKernelsOn } from './grouping.ts'
 import { coreAttention, type AttentionQueries } from './core-attention.ts'
 import { Indexer } from './indexer.ts'
 import type { ModelNumerics } from './numerics.ts'
@@ -250,9 +251,22 @@ function groupedOutput (oA: Linear[], o: Float32Array, n: number, s: AttentionSh
   const r = s.oLoraRank
   if (oA.length !== g) throw new PdBridgeError(`attention: ${oA.length} o_a_proj group weights for o_groups ${g}`)
   const width = o.length / (n * g)
+  const out = new Float32Array(n * g * r)
+  const order = oA[0].bf16Matmul?.order
+  if (groupedKernelsOn() && order !== undefined && oA.every((l) => l.bf16Matmul?.order === order)) {
+    // Every group a plain bf16 matmul: all of them in one grouped call (each output the same dot product).
+    const groups = oA.map((l, k) => {
+      const rows = new Float32Array(n * width)
+      for (let i = 0; i < n; i++) rows.set(o.subarray((i * g + k) * width, (i * g + k + 1) * width), i * width)
+      return { x: rows, m: n, w: l.bf16Matmul!.codes }
+    })
+    matmulBf16Grouped(groups, width, r, { order }).forEach((y, k) => {
+      for (let i = 0; i < n; i++) out.set(y.subarray(i * r, (i + 1) * r), (i * g + k) * r)
+    })
+    return act.roundAll(out)
+  }
   const rows = scratch('attn-group-rows', n * width)
   const y = scratch('attn-group-out', n * r)
-  const out = new Float32Array(n * g * r)
   for (let k = 0; k < g; k++) {
     for (let i = 0; i < n; i++) rows.set(o.subarray((i * g + k) * width, (i * g + k + 1) * width), i * width)
     oA[k].apply(rows, n, y)

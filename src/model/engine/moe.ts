@@ -6,6 +6,7 @@ import { NumericsError } from '../../errors.ts'
 import { expertsStage, fmathArray, moeExperts, softplusF32, sqrtsoftplusF32, swigluRows, topkIndices, type ExpertOps } from '../../kernels/index.ts'
 import type { Linear } from '../weights/index.ts'
 import type { ActivationRounding } from './activation.ts'
+import { groupedKernelsOn } from './grouping.ts'
 
 const fround = Math.fround
 
@@ -45,17 +46,10 @@ export class Moe {
   }
 }
 
-let nativeExperts = true
-
-/** For benchmarks only (protocols/batch-step.ts --compare-native-experts): off, the experts run as one matmul call per expert and TypeScript between (the same bits). */
-export function setNativeExperts (on: boolean): void {
-  nativeExperts = on
-}
-
 /** Whether every expert's projections are plain bf16 matmuls in one order, so the native stage (moeExperts) computes them. */
 function expertsNatively (w: MoeWeights): boolean {
   const order = w.gateUp[0]?.bf16Matmul?.order
-  return nativeExperts && order !== undefined &&
+  return groupedKernelsOn() && order !== undefined &&
     [...w.gateUp, ...w.down].every((l) => l.bf16Matmul !== undefined && l.bf16Matmul.order === order)
 }
 
