@@ -36,7 +36,9 @@ export function cacheBytesAt (cfg: DeepseekV4Config, tokens: number): number {
 /**
  * The transient buffers of one sequence's row in a decode step at `tokens` tokens: its residual
  * streams and their copies, queries, the keys and entries its attention reads, the indexer's
- * scores, and its logits (the step's row, the copy handed out, the one the sampler reads).
+ * scores, the MoE experts' buffers for its top-k rows (gathered input, gate_up, SwiGLU, down:
+ * native/src/moe_experts.cc holds all experts' at once), and its logits (the step's row, the copy
+ * handed out, the one the sampler reads).
  */
 export function stepBytesAt (cfg: DeepseekV4Config, tokens: number): number {
   const streams = cfg.hcMult * cfg.hiddenSize * 12
@@ -44,8 +46,9 @@ export function stepBytesAt (cfg: DeepseekV4Config, tokens: number): number {
   const attended = cfg.slidingWindow + Math.max(Math.ceil(tokens / cfg.compressRates.hca), cfg.indexTopk)
   const keys = attended * cfg.headDim * 2
   const scores = Math.ceil(tokens / cfg.compressRates.csa) * 2
+  const experts = cfg.numExpertsPerTok * (2 * cfg.hiddenSize + 3 * cfg.moeIntermediateSize)
   const logits = cfg.vocabSize * 3
-  return (streams + queries + keys + scores + logits) * F32
+  return (streams + queries + keys + scores + experts + logits) * F32
 }
 
 /** What admitting a request of `promptTokens` + `maxTokens` costs the batch's memory budget. */
