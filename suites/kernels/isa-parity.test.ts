@@ -90,6 +90,25 @@ for (const threads of [1, 2]) {
       record('matmulBf16.' + tag, k.matmulBf16(x, m, kk, packedCodes, n, new Float32Array(m * n), bf, 4))
     }
   }
+  // The grouped matmul (groups of 0, 1, 5 and 9 rows: the dot tiles, the decode tile, an empty group)
+  // and the MoE experts stage on it (3 picks a token, specials in x, both activation roundings).
+  for (const order of [0, 2, 3]) {
+    const kk = 203, n = 37
+    const rowsOf = [5, 0, 1, 9]
+    const xs = rowsOf.map((m) => data(m * kk, 2, 11, kk))
+    const ws = rowsOf.map(() => Uint16Array.from(new Uint32Array(data(n * kk, 1, 0).buffer), (b) => b >>> 16))
+    const outs = k.matmulBf16Grouped(xs, rowsOf, kk, ws, n, rowsOf.map((m) => new Float32Array(m * n)), false, order)
+    outs.forEach((o, g) => record('matmulBf16Grouped.' + t + '.o' + order + '.g' + g, o))
+    const experts = 5, hidden = 48, inter = 24, nTok = 7, topk = 3
+    const gateUps = Array.from({ length: experts }, () => Uint16Array.from(new Uint32Array(data(2 * inter * hidden, 0.3, 0).buffer), (b) => b >>> 16))
+    const downs = Array.from({ length: experts }, () => Uint16Array.from(new Uint32Array(data(hidden * inter, 0.3, 0).buffer), (b) => b >>> 16))
+    const picks = new Int32Array(nTok * topk)
+    for (let tok = 0; tok < nTok; tok++) for (let j = 0; j < topk; j++) picks[tok * topk + j] = (tok + 2 * j) % experts
+    for (const bf of [false, true]) {
+      record('moeExperts.' + t + '.o' + order + (bf ? '.bf16' : '.f32'), k.moeExperts(data(nTok * hidden, 3, 13, hidden), nTok, hidden, inter, gateUps, downs, picks,
+        data(nTok * topk, 1, 0), topk, 0.8, bf, order, new Float32Array(nTok * hidden)))
+    }
+  }
   // RMSNorm: a zero row (NaN with eps 0), a huge row (sum overflows), subnormal rows.
   for (const [rows, d, eps] of [[7, 333, 1e-6], [3, 8, 0], [2, 1, 1e-5]]) {
     const x = data(rows * d, 3, 13, d)
