@@ -4,7 +4,8 @@
 // values' bits gives the very same order (it is a total order) in a few milliseconds. The digit
 // width only changes how many passes it takes, never the order: 16-bit digits (4 passes over 65,536
 // buckets) pay off at a vocabulary of 129K, while a small one (4,096) is cheaper in 8-bit digits
-// (8 passes over 256 buckets), where the 16-bit buckets cost 16 times the ids.
+// (8 passes over 256 buckets), where the 16-bit buckets cost 16 times the ids. float32 values (the
+// logits themselves) need half the key: 4 passes of 8-bit digits.
 
 /** Below this many ids, 8-bit digits (8 passes of 256 buckets) cost less than 16-bit ones (4 of 65,536). */
 export const SMALL_DIGIT_BELOW = 1 << 15
@@ -17,8 +18,8 @@ export function idsByValueDescending (values: ArrayLike<number>): Uint32Array {
   const n = values.length
   if (n === 0) return new Uint32Array(0)
   // Keys whose ascending unsigned order is the values' descending order, split in 32-bit halves.
-  let hi = new Uint32Array(n)
-  let lo = new Uint32Array(n)
+  const hi = new Uint32Array(n)
+  const lo = new Uint32Array(n)
   const bits = new Float64Array(1)
   const words = new Uint32Array(bits.buffer)
   for (let i = 0; i < n; i++) {
@@ -40,19 +41,48 @@ export function idsByValueDescending (values: ArrayLike<number>): Uint32Array {
       lo[i] = (l ^ 0xffffffff) >>> 0
     }
   }
-  let ids = new Uint32Array(n)
+  return idsByKeys(lo, hi, n < SMALL_DIGIT_BELOW ? 8 : 16)
+}
+
+/**
+ * idsByValueDescending of float32 values, on their 32-bit patterns: half the key, half the passes.
+ * The sampler orders a row of logits over a temperature by the logits themselves where that is the
+ * same order (sampler.ts says when).
+ */
+export function idsByF32Descending (values: Float32Array): Uint32Array {
+  const n = values.length
+  if (n === 0) return new Uint32Array(0)
+  const key = new Uint32Array(n)
+  const raw = new Uint32Array(values.buffer, values.byteOffset, n)
+  for (let i = 0; i < n; i++) {
+    const b = raw[i]
+    if ((b & 0x7f800000) === 0x7f800000 && (b & 0x007fffff) !== 0) key[i] = 0xffffffff
+    else if ((b & 0x7fffffff) === 0) key[i] = 0x7fffffff
+    else key[i] = b >>> 31 === 1 ? b : (b ^ 0x7fffffff) >>> 0
+  }
+  return idsByKeys(key, undefined, 8)
+}
+
+/**
+ * Ids ordered by their keys ascending (lo, then hi as the more significant half when given), equal
+ * keys by id ascending: stable LSD passes of `digitBits` each, least significant first.
+ */
+function idsByKeys (loKeys: Uint32Array, hiKeys: Uint32Array | undefined, digitBits: number): Uint32Array {
+  const n = loKeys.length
+  let lo: Uint32Array = loKeys
+  let hi: Uint32Array = hiKeys ?? new Uint32Array(0)
+  let ids: Uint32Array = new Uint32Array(n)
   for (let i = 0; i < n; i++) ids[i] = i
-  let hiNext = new Uint32Array(n)
-  let loNext = new Uint32Array(n)
-  let idsNext = new Uint32Array(n)
-  const digitBits = n < SMALL_DIGIT_BELOW ? 8 : 16
+  let loNext: Uint32Array = new Uint32Array(n)
+  let hiNext: Uint32Array = new Uint32Array(hiKeys === undefined ? 0 : n)
+  let idsNext: Uint32Array = new Uint32Array(n)
   const buckets = 1 << digitBits
   const mask = buckets - 1
   const perHalf = 32 / digitBits
+  const passes = (hiKeys === undefined ? 1 : 2) * perHalf
   const counts = new Uint32Array(buckets)
-  // Stable passes of one digit each, least significant first: equal keys keep ascending ids. Keys
-  // move with their ids, so each pass reads in order; a digit every key shares is skipped.
-  for (let pass = 0; pass < 2 * perHalf; pass++) {
+  // Keys move with their ids, so each pass reads in order; a digit every key shares is skipped.
+  for (let pass = 0; pass < passes; pass++) {
     const half = pass < perHalf ? lo : hi
     const shift = (pass % perHalf) * digitBits
     counts.fill(0)
@@ -64,14 +94,15 @@ export function idsByValueDescending (values: ArrayLike<number>): Uint32Array {
       counts[b] = sum
       sum += c
     }
+    const withHi = hiKeys !== undefined
     for (let i = 0; i < n; i++) {
       const at = counts[(half[i] >>> shift) & mask]++
-      hiNext[at] = hi[i]
       loNext[at] = lo[i]
+      if (withHi) hiNext[at] = hi[i]
       idsNext[at] = ids[i]
     }
-    ;[hi, hiNext] = [hiNext, hi]
     ;[lo, loNext] = [loNext, lo]
+    ;[hi, hiNext] = [hiNext, hi]
     ;[ids, idsNext] = [idsNext, ids]
   }
   return ids

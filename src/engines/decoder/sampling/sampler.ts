@@ -5,7 +5,7 @@
 // token on any machine. Log-probabilities are of the model's raw distribution: log-softmax of the
 // logits before penalties and temperature (vLLM's default, `raw_logprobs`).
 import { choiceSeed, hasPenalties, isRandom, type SamplingOptions } from './options.ts'
-import { idsByValueDescending } from './order.ts'
+import { idsByF32Descending, idsByValueDescending } from './order.ts'
 import { Xoshiro128StarStar } from './prng.ts'
 
 /** A token and its log-probability under the raw distribution. */
@@ -62,11 +62,15 @@ export function rawLogprobs (logits: ArrayLike<number>, token: number, top: numb
 
 /**
  * The candidates left after top_k, top_p and min_p on `scaled` (penalised logits / temperature),
- * with their unnormalised weights exp(scaled - max), in sorted order.
+ * with their unnormalised weights exp(scaled - max), in sorted order. `sameOrder`, when given, is a
+ * float32 row whose order (idsByF32Descending) is scaled's: the sort then reads half the key.
  */
-export function keptCandidates (scaled: Float64Array, o: Pick<SamplingOptions, 'topK' | 'topP' | 'minP'>): { ids: number[], weights: number[] } {
+export function keptCandidates (scaled: Float64Array, o: Pick<SamplingOptions, 'topK' | 'topP' | 'minP'>, sameOrder?: Float32Array): { ids: number[], weights: number[] } {
   const vocab = scaled.length
-  const order: ArrayLike<number> = o.topK > 0 && o.topK < vocab ? topIds(scaled, o.topK) : idsByValueDescending(scaled)
+  if (sameOrder !== undefined && sameOrder.length !== vocab) throw new Error(`keptCandidates: sameOrder has ${sameOrder.length} values for ${vocab}`)
+  const order: ArrayLike<number> = o.topK > 0 && o.topK < vocab
+    ? topIds(scaled, o.topK)
+    : sameOrder !== undefined ? idsByF32Descending(sameOrder) : idsByValueDescending(scaled)
   const max = scaled[order[0]]
   // Typed and in place: at a vocabulary of 129K, arrays of boxed numbers cost more than the sort.
   const weights = new Float64Array(order.length)
@@ -91,6 +95,18 @@ export function keptCandidates (scaled: Float64Array, o: Pick<SamplingOptions, '
   for (let i = 0; i < kept; i++) ids[i] = order[i]
   return { ids, weights: Array.from(weights.subarray(0, kept)) }
 }
+
+/**
+ * Whether the logits / temperature (no penalties) have the order of the float32 logits themselves:
+ * dividing by a positive constant keeps every order, and distinct float32 values stay distinct
+ * doubles (their gap is at least 2^-24 of their size, the division's rounding 2^-53), unless the
+ * quotient overflows, which a temperature this far from 0 rules out (suites/decoder-server/sampling-order.test.ts).
+ */
+function logitOrderHolds (o: Pick<SamplingOptions, 'temperature' | 'presencePenalty' | 'frequencyPenalty'>): boolean {
+  return !hasPenalties(o) && Number.isFinite(F32_MAX / o.temperature)
+}
+
+const F32_MAX = 3.4028234663852886e38
 
 /** One sequence's sampling state: its PRNG and how often it chose each token (for the penalties). */
 export class SequenceSampler {
@@ -117,7 +133,7 @@ export class SequenceSampler {
     const penalised = this.penalise(logits)
     if (this.rng === undefined) return argmaxLogit(penalised)
     for (let i = 0; i < penalised.length; i++) penalised[i] /= o.temperature
-    const { ids, weights } = keptCandidates(penalised, o)
+    const { ids, weights } = keptCandidates(penalised, o, logitOrderHolds(o) ? logits : undefined)
     let total = 0
     for (const w of weights) total += w
     const target = this.rng.nextDouble() * total
