@@ -42,6 +42,23 @@ View<T> typed_array (const Napi::CallbackInfo& info, size_t index, napi_typedarr
   return view;
 }
 
+// A JavaScript value (an array element) as a typed array of `type`, or a TypeError naming it.
+template <class T>
+View<T> typed_value (Napi::Env env, const Napi::Value& v, napi_typedarray_type type, const std::string& name, const char* type_name) {
+  View<T> view;
+  napi_typedarray_type actual;
+  size_t length = 0;
+  void* data = nullptr;
+  if (!v.IsTypedArray() || napi_get_typedarray_info(env, v, &actual, &length, &data, nullptr, nullptr) != napi_ok || actual != type) {
+    Napi::TypeError::New(env, name + " must be a " + type_name).ThrowAsJavaScriptException();
+    return view;
+  }
+  view.data = static_cast<T*>(data);
+  view.length = length;
+  view.ok = true;
+  return view;
+}
+
 // A non-negative integer size below 2^52 (so products of two sizes are checked, not wrapped).
 inline bool size_arg (const Napi::CallbackInfo& info, size_t index, const char* name, size_t* out) {
   Napi::Env env = info.Env();

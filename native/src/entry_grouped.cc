@@ -9,29 +9,6 @@
 
 namespace pdb {
 
-namespace {
-
-// Element i of a JavaScript array as a typed array of `type`, or a TypeError naming it.
-template <class T>
-bool element_array (Napi::Env env, const Napi::Array& list, uint32_t i, napi_typedarray_type type, const char* name,
-                    const char* type_name, View<T>* view) {
-  const Napi::Value v = list.Get(i);
-  napi_typedarray_type actual;
-  size_t length = 0;
-  void* data = nullptr;
-  if (!v.IsTypedArray() || napi_get_typedarray_info(env, v, &actual, &length, &data, nullptr, nullptr) != napi_ok ||
-      actual != type) {
-    Napi::TypeError::New(env, std::string(name) + "[" + std::to_string(i) + "] must be a " + type_name).ThrowAsJavaScriptException();
-    return false;
-  }
-  view->data = static_cast<T*>(data);
-  view->length = length;
-  view->ok = true;
-  return true;
-}
-
-}  // namespace
-
 // matmulBf16Grouped (xs, ms, k, ws, n, outs, roundBf16, order): for each g, outs[g] [ms[g], n] =
 // xs[g] [ms[g], k] · ws[g] [n, k]^T (matmul_grouped.h); order 0 to 3 (not the packed 4).
 Napi::Value MatmulBf16GroupedEntry (const Napi::CallbackInfo& info) {
@@ -65,12 +42,13 @@ Napi::Value MatmulBf16GroupedEntry (const Napi::CallbackInfo& info) {
       return env.Undefined();
     }
     const size_t m = size_t(md);
-    View<float> x, y;
-    View<uint16_t> w;
-    if (!element_array(env, xs, g, napi_float32_array, "xs", "Float32Array", &x) ||
-        !element_array(env, ws, g, napi_uint16_array, "ws", "Uint16Array", &w) ||
-        !element_array(env, outs, g, napi_float32_array, "outs", "Float32Array", &y)) return env.Undefined();
     const std::string at = "[" + std::to_string(g) + "]";
+    const auto x = typed_value<float>(env, xs.Get(g), napi_float32_array, "xs" + at, "Float32Array");
+    if (!x.ok) return env.Undefined();
+    const auto w = typed_value<uint16_t>(env, ws.Get(g), napi_uint16_array, "ws" + at, "Uint16Array");
+    if (!w.ok) return env.Undefined();
+    const auto y = typed_value<float>(env, outs.Get(g), napi_float32_array, "outs" + at, "Float32Array");
+    if (!y.ok) return env.Undefined();
     if (!check_length(env, ("xs" + at).c_str(), x.length, m, k, "ms x k") ||
         !check_length(env, ("ws" + at).c_str(), w.length, n, k, "n x k") ||
         !check_length(env, ("outs" + at).c_str(), y.length, m, n, "ms x n")) return env.Undefined();

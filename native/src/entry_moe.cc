@@ -18,21 +18,14 @@ bool code_arrays (Napi::Env env, const Napi::Value& v, const char* name, size_t 
   }
   const Napi::Array list = v.As<Napi::Array>();
   for (uint32_t i = 0; i < list.Length(); i++) {
-    const Napi::Value item = list.Get(i);
-    napi_typedarray_type type;
-    size_t n = 0;
-    void* data = nullptr;
-    if (!item.IsTypedArray() || napi_get_typedarray_info(env, item, &type, &n, &data, nullptr, nullptr) != napi_ok ||
-        type != napi_uint16_array) {
-      Napi::TypeError::New(env, std::string(name) + "[" + std::to_string(i) + "] must be a Uint16Array").ThrowAsJavaScriptException();
+    const std::string at = std::string(name) + "[" + std::to_string(i) + "]";
+    const auto codes = typed_value<uint16_t>(env, list.Get(i), napi_uint16_array, at, "Uint16Array");
+    if (!codes.ok) return false;
+    if (codes.length != length) {
+      Napi::RangeError::New(env, at + " has " + std::to_string(codes.length) + " codes, expected " + std::to_string(length)).ThrowAsJavaScriptException();
       return false;
     }
-    if (n != length) {
-      Napi::RangeError::New(env, std::string(name) + "[" + std::to_string(i) + "] has " + std::to_string(n) + " codes, expected " +
-                            std::to_string(length)).ThrowAsJavaScriptException();
-      return false;
-    }
-    out->push_back(static_cast<const uint16_t*>(data));
+    out->push_back(codes.data);
   }
   return true;
 }

@@ -44,13 +44,13 @@ void moe_experts (const MoeExpertsArgs& a) {
   std::vector<float> xin(rows * hidden), gu(rows * width), h(rows * inter), y(rows * hidden);
   for (size_t r = 0; r < rows; r++) std::memcpy(&xin[r * hidden], a.x + token[r] * hidden, hidden * sizeof(float));
 
+  // One projection of every expert on its rows: in [rows, k] -> out [rows, n], W per expert.
   std::vector<MatmulGroupBf16> groups(a.experts);
-  size_t gate_up_work = 0;
-  for (size_t e = 0; e < a.experts; e++) {
-    groups[e] = MatmulGroupBf16{&xin[first[e] * hidden], count[e], a.gate_up[e], &gu[first[e] * width]};
-    gate_up_work += count[e] * hidden * width;
-  }
-  matmul_bf16_grouped(groups.data(), a.experts, hidden, width, false, a.order, threads_for(gate_up_work));
+  const auto project = [&](const float* in, size_t k, const uint16_t* const* w, size_t n, float* out) {
+    for (size_t e = 0; e < a.experts; e++) groups[e] = MatmulGroupBf16{in + first[e] * k, count[e], w[e], out + first[e] * n};
+    matmul_bf16_grouped(groups.data(), a.experts, k, n, false, a.order, threads_for(rows * k * n));
+  };
+  project(xin.data(), hidden, a.gate_up, width, gu.data());
   round_all(a, gu.data(), gu.size());
 
   // The clamped SwiGLU, every row of every expert.
@@ -74,12 +74,7 @@ void moe_experts (const MoeExpertsArgs& a) {
   }
   round_all(a, h.data(), h.size());
 
-  size_t down_work = 0;
-  for (size_t e = 0; e < a.experts; e++) {
-    groups[e] = MatmulGroupBf16{&h[first[e] * inter], count[e], a.down[e], &y[first[e] * hidden]};
-    down_work += count[e] * inter * hidden;
-  }
-  matmul_bf16_grouped(groups.data(), a.experts, inter, hidden, false, a.order, threads_for(down_work));
+  project(h.data(), inter, a.down, hidden, y.data());
   round_all(a, y.data(), y.size());
   for (size_t r = 0; r < rows; r++) {
     float* yr = &y[r * hidden];
