@@ -59,20 +59,29 @@ View<T> typed_value (Napi::Env env, const Napi::Value& v, napi_typedarray_type t
   return view;
 }
 
-// A non-negative integer size below 2^52 (so products of two sizes are checked, not wrapped).
-inline bool size_arg (const Napi::CallbackInfo& info, size_t index, const char* name, size_t* out) {
-  Napi::Env env = info.Env();
-  if (index >= info.Length() || !info[index].IsNumber()) {
-    Napi::TypeError::New(env, std::string(name) + " must be a number").ThrowAsJavaScriptException();
+// A non-negative integer size below 2^52 (so products of two sizes are checked, not wrapped), from
+// a JavaScript value (an argument or an array element) named `name` in the error.
+inline bool size_value (Napi::Env env, const Napi::Value& value, const std::string& name, size_t* out) {
+  if (!value.IsNumber()) {
+    Napi::TypeError::New(env, name + " must be a number").ThrowAsJavaScriptException();
     return false;
   }
-  const double v = info[index].As<Napi::Number>().DoubleValue();
+  const double v = value.As<Napi::Number>().DoubleValue();
   if (!(v >= 0 && v <= 4503599627370496.0) || v != double(int64_t(v))) {
-    Napi::RangeError::New(env, std::string(name) + " must be a non-negative integer").ThrowAsJavaScriptException();
+    Napi::RangeError::New(env, name + " must be a non-negative integer").ThrowAsJavaScriptException();
     return false;
   }
   *out = size_t(v);
   return true;
+}
+
+// Argument `index` as such a size.
+inline bool size_arg (const Napi::CallbackInfo& info, size_t index, const char* name, size_t* out) {
+  if (index >= info.Length()) {
+    Napi::TypeError::New(info.Env(), std::string(name) + " must be a number").ThrowAsJavaScriptException();
+    return false;
+  }
+  return size_value(info.Env(), info[index], name, out);
 }
 
 // A boolean argument, or a TypeError naming it.

@@ -5,6 +5,8 @@
 
 #include <napi.h>
 
+#include "matmul.h"
+
 namespace pdb {
 
 Napi::Value FmathArrayEntry (const Napi::CallbackInfo& info);
@@ -22,6 +24,8 @@ Napi::Value DecodeBf16ArrayEntry (const Napi::CallbackInfo& info);
 Napi::Value ExactBf16CodesEntry (const Napi::CallbackInfo& info);
 Napi::Value MatmulBf16GroupedEntry (const Napi::CallbackInfo& info);
 Napi::Value MoeExpertsEntry (const Napi::CallbackInfo& info);
+// Argument `index` as the order of a matmul over an unpacked W (codes 0 to 3), or an error thrown (entry_grouped.cc).
+bool unpacked_order_arg (const Napi::CallbackInfo& info, size_t index, MatmulOrder* out);
 void RegisterMlxCpu (Napi::Env env, Napi::Object exports);  // entry_mlx_cpu.cc: the mlx-cpu cache math's kernels
 
 }  // namespace pdb

@@ -9,6 +9,17 @@
 
 namespace pdb {
 
+bool unpacked_order_arg (const Napi::CallbackInfo& info, size_t index, MatmulOrder* out) {
+  size_t code = 0;
+  if (!size_arg(info, index, "order", &code)) return false;
+  if (code > size_t(MatmulOrder::kSequentialFma)) {
+    Napi::RangeError::New(info.Env(), "order must be a matmul order code of an unpacked W (0 lanes8, 1 blocks128, 2 lanes8-fma, 3 sequential-fma)").ThrowAsJavaScriptException();
+    return false;
+  }
+  *out = MatmulOrder(int(code));
+  return true;
+}
+
 // matmulBf16Grouped (xs, ms, k, ws, n, outs, roundBf16, order): for each g, outs[g] [ms[g], n] =
 // xs[g] [ms[g], k] · ws[g] [n, k]^T (matmul_grouped.h); order 0 to 3 (not the packed 4).
 Napi::Value MatmulBf16GroupedEntry (const Napi::CallbackInfo& info) {
@@ -24,25 +35,17 @@ Napi::Value MatmulBf16GroupedEntry (const Napi::CallbackInfo& info) {
     Napi::RangeError::New(env, "matmulBf16Grouped: xs, ms, ws and outs must have one entry per group").ThrowAsJavaScriptException();
     return env.Undefined();
   }
-  size_t k = 0, n = 0, code = 0;
+  size_t k = 0, n = 0;
+  MatmulOrder order = MatmulOrder::kLanes8;
   if (!size_arg(info, 2, "k", &k) || !size_arg(info, 4, "n", &n)) return env.Undefined();
   const bool round_bf16 = info.Length() > 6 && info[6].ToBoolean().Value();
-  if (info.Length() > 7 && !size_arg(info, 7, "order", &code)) return env.Undefined();
-  if (code > size_t(MatmulOrder::kSequentialFma)) {
-    Napi::RangeError::New(env, "order must be a matmul order code of an unpacked W (0 lanes8, 1 blocks128, 2 lanes8-fma, 3 sequential-fma)").ThrowAsJavaScriptException();
-    return env.Undefined();
-  }
+  if (info.Length() > 7 && !unpacked_order_arg(info, 7, &order)) return env.Undefined();
   std::vector<MatmulGroupBf16> groups(count);
   size_t work = 0;
   for (uint32_t g = 0; g < count; g++) {
-    const Napi::Value mv = ms.Get(g);
-    const double md = mv.IsNumber() ? mv.As<Napi::Number>().DoubleValue() : -1;
-    if (!(md >= 0 && md <= 4503599627370496.0) || md != double(int64_t(md))) {
-      Napi::RangeError::New(env, "ms[" + std::to_string(g) + "] must be a non-negative integer").ThrowAsJavaScriptException();
-      return env.Undefined();
-    }
-    const size_t m = size_t(md);
     const std::string at = "[" + std::to_string(g) + "]";
+    size_t m = 0;
+    if (!size_value(env, ms.Get(g), "ms" + at, &m)) return env.Undefined();
     const auto x = typed_value<float>(env, xs.Get(g), napi_float32_array, "xs" + at, "Float32Array");
     if (!x.ok) return env.Undefined();
     const auto w = typed_value<uint16_t>(env, ws.Get(g), napi_uint16_array, "ws" + at, "Uint16Array");
@@ -56,7 +59,7 @@ Napi::Value MatmulBf16GroupedEntry (const Napi::CallbackInfo& info) {
     size_t gw = 0;
     if (__builtin_mul_overflow(m * n, k, &gw) || __builtin_add_overflow(work, gw, &work)) work = SIZE_MAX;
   }
-  matmul_bf16_grouped(groups.data(), count, k, n, round_bf16, MatmulOrder(int(code)), threads_for(work));
+  matmul_bf16_grouped(groups.data(), count, k, n, round_bf16, order, threads_for(work));
   return info[5];
 }
 

@@ -38,7 +38,6 @@ bool code_arrays (Napi::Env env, const Napi::Value& v, const char* name, size_t 
 Napi::Value MoeExpertsEntry (const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   MoeExpertsArgs a{};
-  size_t code = 0;
   const auto x = typed_array<float>(info, 0, napi_float32_array, "x", "Float32Array");
   if (!x.ok || !size_arg(info, 1, "n", &a.n) || !size_arg(info, 2, "hidden", &a.hidden) || !size_arg(info, 3, "inter", &a.inter)) return env.Undefined();
   if (!check_length(env, "x", x.length, a.n, a.hidden, "n x hidden")) return env.Undefined();
@@ -66,12 +65,8 @@ Napi::Value MoeExpertsEntry (const Napi::CallbackInfo& info) {
       return env.Undefined();
     }
   }
-  if (info.Length() < 13 || !info[9].IsNumber() || !bool_arg(info, 10, "roundBf16", &a.round_bf16) || !size_arg(info, 11, "order", &code)) {
+  if (info.Length() < 13 || !info[9].IsNumber() || !bool_arg(info, 10, "roundBf16", &a.round_bf16) || !unpacked_order_arg(info, 11, &a.order)) {
     if (!env.IsExceptionPending()) Napi::TypeError::New(env, "limit must be a number").ThrowAsJavaScriptException();
-    return env.Undefined();
-  }
-  if (code > size_t(MatmulOrder::kSequentialFma)) {
-    Napi::RangeError::New(env, "order must be a matmul order code of an unpacked W (0 lanes8, 1 blocks128, 2 lanes8-fma, 3 sequential-fma)").ThrowAsJavaScriptException();
     return env.Undefined();
   }
   const auto routed = typed_array<float>(info, 12, napi_float32_array, "routed", "Float32Array");
@@ -82,7 +77,6 @@ Napi::Value MoeExpertsEntry (const Napi::CallbackInfo& info) {
   a.picks = picks.data;
   a.weights = weights.data;
   a.limit = float(info[9].As<Napi::Number>().DoubleValue());
-  a.order = MatmulOrder(int(code));
   a.routed = routed.data;
   moe_experts(a);
   return info[12];

@@ -7,9 +7,9 @@
 // for bit. Orders: an expert's rows in ascending token, then pick; the sum from zero, experts in
 // ascending id, one fp32 add each; the rounding points are transformers' bf16 ones.
 import { fmathArray as fmathArrayRef } from './fmath-array.ts'
-import { matmulBf16, roundBf16InPlace, type MatmulOptions } from './reference.ts'
+import { matmulBf16, roundBf16InPlace } from './reference.ts'
 import {
-  checkArray, checkBoolean, checkFinite, checkFloat32Shape, checkIntegers, checkMatmulOptions, checkShape, describe, type AccumulationOrder,
+  checkArray, checkFinite, checkFloat32Shape, checkIntegers, checkMatmulOptions, checkShape, describe, type AccumulationOrder,
 } from './validate.ts'
 import { NumericsError } from '../errors.ts'
 
@@ -129,13 +129,11 @@ export function checkMoeExperts (kernel: string, x: unknown, n: unknown, hidden:
   if (bad >= 0) throw new NumericsError(`${kernel}: picks[${bad}] = ${p[bad]} is not an expert id below ${gus.length}`)
   const w = checkFloat32Shape(kernel, 'weights', weights, [nn, k], '[n, topk]')
   const lim = checkFinite(kernel, 'limit', limit)
-  if (opts !== undefined && (opts === null || typeof opts !== 'object')) throw new NumericsError(`${kernel}: opts must be an object, got ${describe(opts)}`)
-  const { roundBf16, order, ...rest } = (opts ?? {}) as MoeExpertsOptions & Record<string, unknown>
-  const extra = Object.keys(rest)
-  if (extra.length > 0) throw new NumericsError(`${kernel}: opts.${extra[0]} is not an option (expected roundBf16, order)`)
-  const round = roundBf16 === undefined ? false : checkBoolean(kernel, 'opts.roundBf16', roundBf16)
-  const o = checkMatmulOptions(kernel, order === undefined ? undefined : { order } satisfies MatmulOptions).order
-  return { x: xs, n: nn, hidden: h, inter: i, gateUps: gus, downs: ds, picks: p, weights: w, topk: k, limit: lim, roundBf16: round, order: o }
+  // The matmul's options bag (the same two keys), and nothing else in it.
+  const { roundBf16, order } = checkMatmulOptions(kernel, opts)
+  const extra = Object.keys(opts ?? {}).find((key) => key !== 'roundBf16' && key !== 'order')
+  if (extra !== undefined) throw new NumericsError(`${kernel}: opts.${extra} is not an option (expected roundBf16, order)`)
+  return { x: xs, n: nn, hidden: h, inter: i, gateUps: gus, downs: ds, picks: p, weights: w, topk: k, limit: lim, roundBf16, order }
 }
 
 /**

@@ -3,7 +3,7 @@
 // expert added after. Orders: picked weights summed in ascending expert id; weighted expert
 // outputs added in fp32 in ascending expert id, starting from zero, cast once.
 import { NumericsError } from '../../errors.ts'
-import { expertsStage, fmathArray, moeExperts, softplusF32, sqrtsoftplusF32, swigluRows, topkIndices, type ExpertOps } from '../../kernels/index.ts'
+import { expertsStage, fmathArray, moeExperts, softplusF32, sqrtsoftplusF32, swigluRows, topkIndices, type AccumulationOrder, type ExpertOps } from '../../kernels/index.ts'
 import type { Linear } from '../weights/index.ts'
 import type { ActivationRounding } from './activation.ts'
 import { groupedKernelsOn } from './grouping.ts'
@@ -46,11 +46,28 @@ export class Moe {
   }
 }
 
-/** Whether every expert's projections are plain bf16 matmuls in one order, so the native stage (moeExperts) computes them. */
-function expertsNatively (w: MoeWeights): boolean {
-  const order = w.gateUp[0]?.bf16Matmul?.order
-  return groupedKernelsOn() && order !== undefined &&
-    [...w.gateUp, ...w.down].every((l) => l.bf16Matmul !== undefined && l.bf16Matmul.order === order)
+/** A layer's experts as the native stage takes them: every projection's bf16 codes, in one order. */
+interface NativeExperts {
+  gateUps: Uint16Array[]
+  downs: Uint16Array[]
+  order: AccumulationOrder
+}
+
+const nativeExpertsOf = new WeakMap<MoeWeights, NativeExperts | null>()
+
+/**
+ * The layer's experts for moeExperts when every projection is a plain bf16 matmul in one order,
+ * else null; found once per layer's weights, not per forward.
+ */
+function nativeExperts (w: MoeWeights): NativeExperts | null {
+  let found = nativeExpertsOf.get(w)
+  if (found === undefined) {
+    const order = w.gateUp[0]?.bf16Matmul?.order
+    const plain = order !== undefined && [...w.gateUp, ...w.down].every((l) => l.bf16Matmul?.order === order)
+    found = plain ? { gateUps: w.gateUp.map((l) => l.bf16Matmul!.codes), downs: w.down.map((l) => l.bf16Matmul!.codes), order } : null
+    nativeExpertsOf.set(w, found)
+  }
+  return found
 }
 
 /** The activation rounding and silu of the stage (silu native in bulk). */
@@ -95,9 +112,9 @@ export function moeBlock (w: MoeWeights, s: MoeShape, x: Float32Array, n: number
     }
   }
   const ops = expertOps(act)
-  const routed = expertsNatively(w)
-    ? moeExperts(x, n, hidden, inter, w.gateUp.map((l) => l.bf16Matmul!.codes), w.down.map((l) => l.bf16Matmul!.codes), picks, weights, topk,
-      s.swigluLimit, { roundBf16: act.bf16, order: w.gateUp[0].bf16Matmul!.order })
+  const native = groupedKernelsOn() ? nativeExperts(w) : null
+  const routed = native !== null
+    ? moeExperts(x, n, hidden, inter, native.gateUps, native.downs, picks, weights, topk, s.swigluLimit, { roundBf16: act.bf16, order: native.order })
     : expertsStage(x, n, hidden, inter, experts, picks, weights, topk, s.swigluLimit, {
       ...ops,
       gateUp: (es, ins) => es.map((e, i) => w.gateUp[e].apply(ins[i].x, ins[i].m)),

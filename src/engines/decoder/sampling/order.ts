@@ -69,17 +69,18 @@ export function idsByF32Descending (values: Float32Array): Uint32Array {
  */
 function idsByKeys (loKeys: Uint32Array, hiKeys: Uint32Array | undefined, digitBits: number): Uint32Array {
   const n = loKeys.length
+  const withHi = hiKeys !== undefined
   let lo: Uint32Array = loKeys
   let hi: Uint32Array = hiKeys ?? new Uint32Array(0)
   let ids: Uint32Array = new Uint32Array(n)
   for (let i = 0; i < n; i++) ids[i] = i
   let loNext: Uint32Array = new Uint32Array(n)
-  let hiNext: Uint32Array = new Uint32Array(hiKeys === undefined ? 0 : n)
+  let hiNext: Uint32Array = new Uint32Array(withHi ? n : 0)
   let idsNext: Uint32Array = new Uint32Array(n)
   const buckets = 1 << digitBits
   const mask = buckets - 1
   const perHalf = 32 / digitBits
-  const passes = (hiKeys === undefined ? 1 : 2) * perHalf
+  const passes = (withHi ? 2 : 1) * perHalf
   const counts = new Uint32Array(buckets)
   // Keys move with their ids, so each pass reads in order; a digit every key shares is skipped.
   for (let pass = 0; pass < passes; pass++) {
@@ -94,7 +95,6 @@ function idsByKeys (loKeys: Uint32Array, hiKeys: Uint32Array | undefined, digitB
       counts[b] = sum
       sum += c
     }
-    const withHi = hiKeys !== undefined
     for (let i = 0; i < n; i++) {
       const at = counts[(half[i] >>> shift) & mask]++
       loNext[at] = lo[i]
